@@ -1,0 +1,203 @@
+"""NessieBranches: the CatalogBranches port on a Nessie server.
+
+pynessie (REST API v1) does everything except one thing: a v1 merge cannot carry a commit message or
+properties, and the merge commit is where the source identity is stamped. `merge` therefore calls the
+REST API v2 (`POST /api/v2/trees/{onto}@{hash}/history/merge`) directly with `requests`.
+pynessie errors and connection failures are translated here into the project's errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import pynessie
+import requests
+from pynessie.client import NessieClient
+from pynessie.client import _endpoints as pynessie_endpoints
+from pynessie.error import (
+    NessieConflictException,
+    NessieContentNotFoundException,
+    NessieException,
+    NessieNotFoundException,
+    NessieReferenceAlreadyExistsException,
+    NessieReferenceConflictException,
+)
+from pynessie.model import ContentKey, Namespace, Put
+
+from wap_ingest.core.errors import (
+    BranchExistsError,
+    BranchNotFoundError,
+    CatalogError,
+    CatalogUnavailableError,
+    MergeConflictError,
+    StaleHashError,
+)
+from wap_ingest.core.models import Branch
+from wap_ingest.core.ports import CatalogBranches
+
+
+def nessie_client_for(endpoint: str, timeout: float) -> NessieClient:
+    """A pynessie client configured explicitly (pynessie also reads every `*NESSIE_*` variable)."""
+    # pynessie has no per-client timeout: its module-level default is read at each call.
+    pynessie_endpoints.DEFAULT_TIMEOUT_SEC = max(1, round(timeout))
+    return pynessie.init(
+        config_dict={
+            "endpoint": f"{endpoint}/api/v1",
+            "verify": True,
+            "default_branch": "main",
+            "auth": {"type": "none", "timeout": max(1, round(timeout))},
+        }
+    )
+
+
+class NessieBranches(CatalogBranches):
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        timeout: float = 30.0,
+        client: NessieClient | None = None,
+        session: requests.Session | None = None,
+    ) -> None:
+        self._endpoint = endpoint.rstrip("/")
+        self._timeout = timeout
+        self._client = client or nessie_client_for(self._endpoint, timeout)
+        self._http = session or requests.Session()
+
+    # --- reads -------------------------------------------------------------------------------------
+
+    def reference_hash(self, name: str) -> str:
+        with self._translated(f"reading branch {name!r}"):
+            ref = self._client.get_reference(name)
+        return str(ref.hash_)
+
+    def find_branch(self, name: str) -> Branch | None:
+        try:
+            return Branch(name, self.reference_hash(name))
+        except BranchNotFoundError:
+            return None
+
+    def list_branches(self, prefix: str = "") -> list[Branch]:
+        with self._translated("listing branches"):
+            refs = self._client.list_references(fetch_all=False).references
+        return sorted(
+            (Branch(r.name, str(r.hash_)) for r in refs if type(r).__name__ == "Branch" and r.name.startswith(prefix)),
+            key=lambda b: b.name,
+        )
+
+    # --- writes ------------------------------------------------------------------------------------
+
+    def create_branch(self, name: str, from_hash: str) -> Branch:
+        with self._translated(f"creating branch {name!r}"):
+            ref = self._client.create_branch(name, ref="main", hash_on_ref=from_hash)
+        return Branch(ref.name, str(ref.hash_))
+
+    def ensure_namespace(self, on: str, namespace: str) -> str:
+        key = ContentKey([namespace])
+        for _ in range(5):
+            head = self.reference_hash(on)
+            if self._exists(on, head, key):
+                return head
+            try:
+                with self._translated(f"creating namespace {namespace!r} on {on!r}"):
+                    created = self._client.commit(
+                        on, head, f"wap: create namespace {namespace}", None,
+                        Put(key, Namespace(id=None, elements=[namespace])),
+                    )
+                return str(created.hash_)
+            except (MergeConflictError, StaleHashError, BranchExistsError):
+                continue  # another writer moved the branch or created the namespace first: look again
+        raise CatalogError(f"could not create namespace {namespace!r} on {on!r}: the branch kept moving.")
+
+    def merge(
+        self,
+        branch: Branch,
+        onto: str,
+        expected_hash: str,
+        message: str,
+        properties: Mapping[str, str],
+    ) -> str:
+        body = {
+            "fromRefName": branch.name,
+            "fromHash": branch.hash,
+            "commitMeta": {"message": message, "properties": dict(properties)},
+        }
+        url = f"{self._endpoint}/api/v2/trees/{onto}@{expected_hash}/history/merge"
+        try:
+            response = self._http.post(url, json=body, timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise self._unavailable(f"merging {branch.name!r} into {onto!r}", exc) from exc
+        payload: dict[str, Any] = _json(response)
+        if response.status_code == 409:
+            raise MergeConflictError(
+                f"merging {branch.name!r} into {onto!r}: {onto!r} changed the same content since "
+                f"{expected_hash[:12]} ({payload.get('message', 'conflict')})."
+            )
+        if response.status_code == 404:
+            raise BranchNotFoundError(f"merging {branch.name!r} into {onto!r}: {payload.get('message')}")
+        if response.status_code >= 500:
+            raise CatalogUnavailableError(
+                f"Nessie at {self._endpoint} failed merging {branch.name!r} (HTTP {response.status_code}): "
+                f"{payload.get('message', response.text[:200])}"
+            )
+        if response.status_code >= 400:
+            raise CatalogError(
+                f"Nessie refused merging {branch.name!r} into {onto!r} (HTTP {response.status_code}): "
+                f"{payload.get('message', response.text[:200])}"
+            )
+        target = payload.get("resultantTargetHash")
+        return str(target) if target else self.reference_hash(onto)
+
+    def delete_branch(self, branch: Branch) -> None:
+        with self._translated(f"deleting branch {branch.name!r}"):
+            self._client.delete_branch(branch.name, branch.hash)
+
+    # --- helpers -----------------------------------------------------------------------------------
+
+    def _exists(self, ref: str, hash_: str, key: ContentKey) -> bool:
+        with self._translated(f"reading {key.to_string()} on {ref!r}"):
+            try:
+                self._client.get_content(ref, key, hash_on_ref=hash_)
+            except NessieContentNotFoundException:
+                return False
+        return True
+
+    def _unavailable(self, doing: str, exc: Exception) -> CatalogUnavailableError:
+        return CatalogUnavailableError(
+            f"Nessie at {self._endpoint} is unreachable while {doing}: {type(exc).__name__}. "
+            f"Fix: check NESSIE_ENDPOINT and that the server is up (locally: `wap stack status`)."
+        )
+
+    @contextmanager
+    def _translated(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except requests.RequestException as exc:
+            raise self._unavailable(doing, exc) from exc
+        except NessieReferenceAlreadyExistsException as exc:
+            raise BranchExistsError(f"{doing}: {_message(exc)}") from exc
+        except NessieReferenceConflictException as exc:
+            raise StaleHashError(f"{doing}: {_message(exc)}") from exc
+        except NessieConflictException as exc:
+            raise MergeConflictError(f"{doing}: {_message(exc)}") from exc
+        except NessieNotFoundException as exc:
+            raise BranchNotFoundError(f"{doing}: {_message(exc)}") from exc
+        except NessieException as exc:
+            if exc.status_code >= 500:
+                raise CatalogUnavailableError(f"{doing}: Nessie failed: {_message(exc)}") from exc
+            raise CatalogError(f"{doing}: {_message(exc)}") from exc
+
+
+def _message(exc: NessieException) -> str:
+    return str(getattr(exc, "server_message", "") or exc)
+
+
+def _json(response: requests.Response) -> dict[str, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+

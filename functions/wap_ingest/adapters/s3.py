@@ -1,0 +1,129 @@
+"""S3ObjectStore: the ObjectStore port on S3 (or any S3 API such as the local moto server).
+
+Also downloads a source object version to local scratch for the engine: the Lambda path reads
+files from /tmp, which avoids the Hadoop S3A jars in the image (EMR reads s3:// natively).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+from wap_ingest.core.errors import ObjectStoreUnavailableError, SourceNotFoundError
+from wap_ingest.core.models import SourceObject
+from wap_ingest.core.ports import ObjectStore
+
+_NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
+
+
+def s3_client_for(region: str, endpoint_url: str | None, timeout: float) -> Any:
+    config = Config(
+        region_name=region,
+        connect_timeout=min(timeout, 10.0),
+        read_timeout=timeout,
+        retries={"mode": "standard", "max_attempts": 3},
+        s3={"addressing_style": "path"} if endpoint_url else {},
+    )
+    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
+
+
+class S3ObjectStore(ObjectStore):
+    def __init__(self, client: Any) -> None:
+        self._s3 = client
+
+    def head(self, bucket: str, key: str) -> SourceObject:
+        uri = f"s3://{bucket}/{key}"
+        try:
+            meta = self._s3.head_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            raise self._translate(exc, uri) from exc
+        except (BotoCoreError, EndpointConnectionError) as exc:
+            raise _unavailable(uri, exc) from exc
+        return SourceObject(
+            bucket=bucket,
+            key=key,
+            size=int(meta.get("ContentLength", 0)),
+            etag=str(meta.get("ETag", "")).strip('"') or None,
+            version_id=_version(meta.get("VersionId")),
+        )
+
+    def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
+        uri = f"s3://{bucket}/{prefix}"
+        found: list[SourceObject] = []
+        try:
+            for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+                for item in page.get("Contents", []):
+                    if item["Key"].endswith("/"):
+                        continue
+                    found.append(
+                        SourceObject(
+                            bucket=bucket, key=item["Key"], size=int(item.get("Size", 0)),
+                            etag=str(item.get("ETag", "")).strip('"') or None,
+                        )
+                    )
+        except ClientError as exc:
+            raise self._translate(exc, uri) from exc
+        except (BotoCoreError, EndpointConnectionError) as exc:
+            raise _unavailable(uri, exc) from exc
+        return sorted(found, key=lambda o: o.key)
+
+    def download(self, source: SourceObject, directory: Path) -> Path:
+        """Fetch exactly the version that was headed (by version id, else guarded by ETag)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
+        target = directory / f"{hashlib.sha256(source.identity.encode()).hexdigest()[:16]}{suffix}"
+        extra: dict[str, str] = {}
+        if source.version_id:
+            extra["VersionId"] = source.version_id
+        elif source.etag:
+            extra["IfMatch"] = source.etag
+        try:
+            body = self._s3.get_object(Bucket=source.bucket, Key=source.key, **extra)["Body"]
+            with target.open("wb") as out:
+                shutil.copyfileobj(body, out, length=8 * 1024 * 1024)
+        except ClientError as exc:
+            target.unlink(missing_ok=True)
+            raise self._translate(exc, source.uri) from exc
+        except (BotoCoreError, EndpointConnectionError) as exc:
+            target.unlink(missing_ok=True)
+            raise _unavailable(source.uri, exc) from exc
+        return target
+
+    @staticmethod
+    def _translate(exc: ClientError, uri: str) -> Exception:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        if code == "NoSuchBucket":
+            return SourceNotFoundError(f"{uri}: the bucket does not exist. Fix: check the bucket name.")
+        if code in _NOT_FOUND or status == 404:
+            return SourceNotFoundError(
+                f"{uri}: no such object (deleted or renamed since the event?). Fix: upload it again."
+            )
+        if code == "PreconditionFailed" or status == 412:
+            return SourceNotFoundError(
+                f"{uri}: the object changed since it was announced; the newer version has its own event."
+            )
+        if status in (401, 403):
+            return ObjectStoreUnavailableError(
+                f"{uri}: access denied ({code}). Fix: grant s3:GetObject/ListBucket on the bucket to this role."
+            )
+        return ObjectStoreUnavailableError(f"{uri}: S3 error {code or status}: {error.get('Message', '')}")
+
+
+def _unavailable(uri: str, exc: Exception) -> ObjectStoreUnavailableError:
+    return ObjectStoreUnavailableError(
+        f"{uri}: S3 is unreachable ({type(exc).__name__}). Fix: check AWS_ENDPOINT_URL/network "
+        f"(locally: `wap stack status`)."
+    )
+
+
+def _version(value: object) -> str | None:
+    text = str(value) if value else ""
+    return None if text in ("", "null") else text

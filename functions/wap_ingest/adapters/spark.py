@@ -1,0 +1,236 @@
+"""SparkIcebergWriter: the TableWriter port on PySpark + Iceberg, with Nessie as the Iceberg catalog.
+
+One SparkSession per process (`spark_session_for`, cached by bootstrap for warm starts). Tables are
+addressed as ``nessie.<ns>.`<table>@<branch>` `` so that writes land on the WAP branch without
+switching the session's reference. DataFrames never leave this module: callers get AppendResult and
+Measurements.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from wap_ingest.config import Settings
+from wap_ingest.core.errors import (
+    CatalogUnavailableError,
+    EmptySourceError,
+    EngineError,
+    ObjectStoreUnavailableError,
+    SchemaMismatchError,
+    UnreadableSourceError,
+    WapError,
+)
+from wap_ingest.core.models import (
+    AppendResult,
+    FileFormat,
+    MeasurementPlan,
+    Measurements,
+    SourceObject,
+    TableRef,
+)
+from wap_ingest.core.ports import TableWriter
+
+CATALOG = "nessie"
+EXTENSIONS = (
+    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
+    "org.projectnessie.spark.extensions.NessieSparkSessionExtensions"
+)
+
+
+def spark_conf_for(settings: Settings) -> dict[str, str]:
+    """Everything the session needs; a pure function so tests and the EMR submission reuse it."""
+    cat = f"spark.sql.catalog.{CATALOG}"
+    conf = {
+        "spark.jars": ",".join(str(p) for p in settings.spark_jars()),
+        "spark.sql.extensions": EXTENSIONS,
+        cat: "org.apache.iceberg.spark.SparkCatalog",
+        f"{cat}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
+        f"{cat}.uri": settings.nessie_api_v2,
+        f"{cat}.ref": settings.main_branch,
+        f"{cat}.warehouse": settings.warehouse,
+        f"{cat}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        f"{cat}.client.region": settings.aws_region,
+        # Without this, `tbl@branch` reads are served from a stale cached table.
+        f"{cat}.cache-enabled": "false",
+        "spark.driver.memory": settings.spark_driver_memory,
+        "spark.local.dir": str(settings.work_dir / "spark"),
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={settings.work_dir / 'spark'}",
+    }
+    if settings.aws_endpoint_url:
+        conf[f"{cat}.s3.endpoint"] = settings.aws_endpoint_url
+        conf[f"{cat}.s3.path-style-access"] = "true"
+    return conf
+
+
+def spark_session_for(settings: Settings) -> Any:
+    from pyspark.sql import SparkSession
+
+    (settings.work_dir / "spark").mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.master("local[*]").appName("wap-ingest")
+    for key, value in spark_conf_for(settings).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def table_identifier(table: TableRef, branch: str) -> str:
+    """Identifiers are validated by core.naming; branch names are `[A-Za-z0-9_-]` by construction."""
+    return f"{CATALOG}.{table.namespace}.`{table.name}@{branch}`"
+
+
+class SparkIcebergWriter(TableWriter):
+    def __init__(
+        self,
+        spark: Any,
+        stage: Callable[[SourceObject], Path | str],
+        *,
+        cleanup: Callable[[Path | str], None] | None = None,
+    ) -> None:
+        """`stage` makes a source object readable by Spark (a local copy, or its s3:// URI on EMR)."""
+        self._spark = spark
+        self._stage = stage
+        self._cleanup = cleanup or _remove_local
+
+    def append(
+        self,
+        source: SourceObject,
+        fmt: FileFormat,
+        table: TableRef,
+        branch: str,
+        properties: Mapping[str, str],
+    ) -> AppendResult:
+        staged = self._stage(source)
+        try:
+            frame = self._read(staged, fmt, source)
+            if frame.isEmpty():
+                raise EmptySourceError(
+                    f"{source.uri}: the file has a header/schema but no rows; nothing to ingest into "
+                    f"{table}. Fix: upload a file with data."
+                )
+            created = self._write(frame, source, table, branch, properties)
+            return self._last_append(table, branch, created, tuple(frame.columns))
+        finally:
+            self._cleanup(staged)
+
+    def measure_appended(
+        self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
+    ) -> Measurements:
+        columns = appended.columns
+        wanted = [c for c in plan.null_count_columns if c.lower() in {x.lower() for x in columns}]
+        if not wanted:
+            # The snapshot summary already counted the rows: no data is read.
+            return Measurements(row_count=appended.rows, columns=columns)
+        from pyspark.sql import functions as F
+
+        reader = self._spark.read.format("iceberg")
+        if appended.parent_snapshot_id is None:
+            reader = reader.option("snapshot-id", str(appended.snapshot_id))
+        else:  # an incremental scan: only the data files this snapshot added
+            reader = reader.option("start-snapshot-id", str(appended.parent_snapshot_id)).option(
+                "end-snapshot-id", str(appended.snapshot_id)
+            )
+        try:
+            frame = reader.load(table_identifier(table, branch))
+            exprs = [F.count(F.lit(1)).alias("__rows")] + [
+                F.sum(F.when(frame[c].isNull(), 1).otherwise(0)).alias(f"__nulls_{i}") for i, c in enumerate(wanted)
+            ]
+            row = frame.agg(*exprs).collect()[0]
+        except WapError:
+            raise
+        except Exception as exc:
+            raise _engine_error(f"auditing the new rows of {table} on {branch!r}", exc) from exc
+        nulls = {c: int(row[f"__nulls_{i}"] or 0) for i, c in enumerate(wanted)}
+        return Measurements(row_count=int(row["__rows"]), null_counts=nulls, columns=columns)
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _read(self, staged: Path | str, fmt: FileFormat, source: SourceObject) -> Any:
+        try:
+            if fmt is FileFormat.PARQUET:
+                frame = self._spark.read.parquet(str(staged))
+            else:
+                frame = (
+                    self._spark.read.option("header", "true").option("inferSchema", "true")
+                    .option("mode", "FAILFAST").csv(str(staged))
+                )
+            _ = frame.schema  # forces footer/schema inference: corrupt files fail here
+            return frame
+        except Exception as exc:
+            raise UnreadableSourceError(
+                f"{source.uri}: cannot be read as {fmt.value} ({_first_line(exc)}). Fix: check the file is a "
+                f"valid {fmt.value} file (CSV needs a header row) and upload it again."
+            ) from exc
+
+    def _write(
+        self, frame: Any, source: SourceObject, table: TableRef, branch: str, properties: Mapping[str, str]
+    ) -> bool:
+        from pyspark.errors import AnalysisException
+
+        ident = table_identifier(table, branch)
+        writer = frame.writeTo(ident)
+        for key, value in properties.items():
+            writer = writer.option(f"snapshot-property.{key}", value)
+        try:
+            writer.append()
+            return False
+        except AnalysisException as exc:
+            if "TABLE_OR_VIEW_NOT_FOUND" not in str(exc) and "cannot be found" not in str(exc):
+                raise SchemaMismatchError(
+                    f"{source.uri}: its columns do not fit table {table} ({_first_line(exc)}). File schema: "
+                    f"{frame.schema.simpleString()}. Fix: align the file's column names and types with the "
+                    f"table, or ingest it into a new table with --table."
+                ) from exc
+        except Exception as exc:
+            raise _engine_error(f"appending {source.uri} to {table} on {branch!r}", exc) from exc
+        try:
+            writer.tableProperty("format-version", "2").create()
+            return True
+        except Exception as exc:
+            raise _engine_error(f"creating {table} on {branch!r} from {source.uri}", exc) from exc
+
+    def _last_append(self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...]) -> AppendResult:
+        try:
+            row = self._spark.sql(
+                f"SELECT snapshot_id, parent_id, summary['added-records'] AS added "
+                f"FROM {table_identifier(table, branch)}.snapshots ORDER BY committed_at DESC LIMIT 1"
+            ).collect()[0]
+        except Exception as exc:
+            raise _engine_error(f"reading the new snapshot of {table} on {branch!r}", exc) from exc
+        return AppendResult(
+            rows=int(row["added"] or 0),
+            snapshot_id=int(row["snapshot_id"]),
+            parent_snapshot_id=None if row["parent_id"] is None else int(row["parent_id"]),
+            table_created=created,
+            columns=columns,
+        )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__
+
+
+def _engine_error(doing: str, exc: BaseException) -> WapError:
+    text = str(exc)
+    if any(s in text for s in ("Connection refused", "HttpClientException", "NessieServiceException",
+                               "Failed to connect", "connect timed out")):
+        return CatalogUnavailableError(f"{doing}: the catalog is unreachable ({_first_line(exc)}).")
+    if any(s in text for s in ("SdkClientException", "S3Exception", "Unable to execute HTTP request")):
+        return ObjectStoreUnavailableError(f"{doing}: the object store failed ({_first_line(exc)}).")
+    return EngineError(f"{doing}: Spark failed ({_first_line(exc)}).")
+
+
+def _remove_local(staged: Path | str) -> None:
+    path = Path(staged)
+    if path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,75 @@
+"""Wiring: Settings -> adapters -> the pipeline's ports. Built once per process and cached, so warm
+Lambda invocations (and a long `wap ingest` run) reuse one SparkSession and one set of clients."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from wap_ingest.adapters.nessie import NessieBranches
+from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
+from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
+from wap_ingest.config import Settings
+from wap_ingest.core.audits import AuditSuites, suites_from
+from wap_ingest.core.errors import AuditSuiteError
+from wap_ingest.core.models import IngestOutcome, SourceObject, TableRef
+from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
+
+
+def load_suites(path: Path, default_namespace: str) -> AuditSuites:
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise AuditSuiteError(f"audits file {path}: not valid YAML: {exc}") from exc
+    except OSError as exc:
+        raise AuditSuiteError(f"audits file {path}: cannot be read ({exc}). Fix: check WAP_AUDITS_FILE.") from exc
+    try:
+        return suites_from(document, default_namespace=default_namespace)
+    except AuditSuiteError as exc:
+        raise AuditSuiteError(f"{path}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class Service:
+    """Everything one process needs to run the pipeline."""
+
+    settings: Settings
+    ports: Ports
+    suites: AuditSuites
+    config: PipelineConfig
+    objects: S3ObjectStore
+
+    def ingest(self, source: SourceObject, table: TableRef | None = None) -> IngestOutcome:
+        return run_wap(source, ports=self.ports, suites=self.suites, config=self.config, table=table)
+
+
+def build_service(settings: Settings) -> Service:
+    """Validate the audits first (cheap, and a bad suite must fail before anything starts)."""
+    suites = load_suites(settings.audits_file, settings.namespace)
+    settings.spark_jars()  # fail early, with the fix, if the jars are missing
+    objects = S3ObjectStore(s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout))
+    downloads = settings.work_dir / "downloads"
+    writer = SparkIcebergWriter(spark_session_for(settings), lambda src: objects.download(src, downloads))
+    catalog = NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout)
+    return Service(
+        settings=settings,
+        ports=Ports(catalog=catalog, writer=writer, objects=objects),
+        suites=suites,
+        config=PipelineConfig(default_namespace=settings.namespace, main_branch=settings.main_branch),
+        objects=objects,
+    )
+
+
+_lock = threading.Lock()
+_cache: dict[str, Service] = {}
+
+
+def service() -> Service:
+    """The process-wide Service, built on first use from the environment."""
+    with _lock:
+        if "service" not in _cache:
+            _cache["service"] = build_service(Settings.from_env())
+        return _cache["service"]

@@ -1,0 +1,152 @@
+"""One frozen Settings, loaded from the environment at the edge and validated.
+
+Seed-compatible names: SOURCE_BUCKET, LAKE_BUCKET, NESSIE_ENDPOINT, SLACK_TOKEN, SLACK_CHANNEL.
+Everything else is WAP_*; standard AWS variables (AWS_ENDPOINT_URL, AWS_REGION, credentials) point
+boto3 and Spark at the object store. A missing or invalid value fails here, naming the variable and
+the fix, instead of failing later inside a client.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.naming import identifier_from
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Every variable the service reads. serverless.yml and `wap stack env` are checked against this list.
+KNOWN_VARIABLES: dict[str, str] = {
+    "SOURCE_BUCKET": "bucket producers upload to (s3://$SOURCE_BUCKET/<table>/...)",
+    "LAKE_BUCKET": "bucket holding the Iceberg warehouse",
+    "NESSIE_ENDPOINT": "base URL of the Nessie server, e.g. http://127.0.0.1:19120",
+    "WAP_NAMESPACE": "namespace of tables routed from keys without one (default: wap)",
+    "WAP_WAREHOUSE": "warehouse location (default: s3://$LAKE_BUCKET/warehouse)",
+    "WAP_AUDITS_FILE": "path of the audits YAML (default: ./audits.yml, else the repository's)",
+    "WAP_JARS_DIR": "folder with the pinned Spark jars (default: .cache/jars/spark; `make jars`)",
+    "WAP_SPARK_DRIVER_MEMORY": "Spark driver memory, e.g. 2g (default: 2g)",
+    "WAP_WORK_DIR": "scratch folder for downloads and Spark (default: $TMPDIR/wap)",
+    "WAP_MAIN_BRANCH": "the published branch (default: main)",
+    "WAP_HTTP_TIMEOUT": "seconds for each Nessie/S3 call (default: 30)",
+    "AWS_ENDPOINT_URL": "S3-compatible endpoint (local stack); unset on AWS",
+    "AWS_REGION": "AWS region (default: us-east-1)",
+}
+
+
+def _require(env: Mapping[str, str], name: str, fix: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise ConfigError(f"{name} is not set. Fix: {fix}")
+    return value
+
+
+def _bucket(env: Mapping[str, str], name: str) -> str:
+    value = _require(env, name, f"export {name}=<bucket name> (locally: eval \"$(wap stack env)\").")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value):
+        raise ConfigError(f"{name}={value!r} is not a valid S3 bucket name (3-63 of a-z, 0-9, '.', '-').")
+    return value
+
+
+def _url(env: Mapping[str, str], name: str, fix: str) -> str:
+    value = _require(env, name, fix).rstrip("/")
+    parsed = urlparse(value)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ConfigError(f"{name}={value!r} is not an http(s) URL. Fix: {fix}")
+    return value
+
+
+def nessie_base_from(endpoint: str) -> str:
+    """Accept the base URL or a seed-style URL ending in /api/v1 or /api/v2; return the base."""
+    return re.sub(r"/api(/v[12])?/?$", "", endpoint.rstrip("/"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    lake_bucket: str
+    source_bucket: str | None
+    nessie_endpoint: str
+    namespace: str
+    warehouse: str
+    audits_file: Path
+    jars_dir: Path
+    spark_driver_memory: str
+    work_dir: Path
+    main_branch: str
+    http_timeout: float
+    aws_region: str
+    aws_endpoint_url: str | None
+
+    @property
+    def nessie_api_v1(self) -> str:
+        return f"{self.nessie_endpoint}/api/v1"
+
+    @property
+    def nessie_api_v2(self) -> str:
+        return f"{self.nessie_endpoint}/api/v2"
+
+    @property
+    def nessie_iceberg_rest(self) -> str:
+        return f"{self.nessie_endpoint}/iceberg"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        lake = _bucket(env, "LAKE_BUCKET")
+        source = _bucket(env, "SOURCE_BUCKET") if env.get("SOURCE_BUCKET", "").strip() else None
+        nessie = nessie_base_from(
+            _url(env, "NESSIE_ENDPOINT", "export NESSIE_ENDPOINT=http://<host>:19120 (the server's base URL).")
+        )
+        namespace = identifier_from(env.get("WAP_NAMESPACE", "wap"), what="WAP_NAMESPACE", source="settings")
+        warehouse = env.get("WAP_WAREHOUSE", "").strip() or f"s3://{lake}/warehouse"
+        if not warehouse.startswith("s3://"):
+            raise ConfigError(f"WAP_WAREHOUSE={warehouse!r} must be an s3:// location.")
+        audits = Path(env.get("WAP_AUDITS_FILE", "").strip() or _default_audits_file())
+        if not audits.is_file():
+            raise ConfigError(
+                f"WAP_AUDITS_FILE: {audits} does not exist. Fix: create it (see audits.yml in the repository) "
+                f"or point WAP_AUDITS_FILE at your audits file."
+            )
+        jars = Path(env.get("WAP_JARS_DIR", "").strip() or REPO_ROOT / ".cache" / "jars" / "spark")
+        memory = env.get("WAP_SPARK_DRIVER_MEMORY", "2g").strip()
+        if not re.fullmatch(r"\d+[mMgG]", memory):
+            raise ConfigError(f"WAP_SPARK_DRIVER_MEMORY={memory!r}: use a size such as 1536m or 2g.")
+        try:
+            timeout = float(env.get("WAP_HTTP_TIMEOUT", "30"))
+        except ValueError as exc:
+            raise ConfigError("WAP_HTTP_TIMEOUT must be a number of seconds, e.g. 30.") from exc
+        endpoint = env.get("AWS_ENDPOINT_URL_S3", "").strip() or env.get("AWS_ENDPOINT_URL", "").strip()
+        return cls(
+            lake_bucket=lake,
+            source_bucket=source,
+            nessie_endpoint=nessie,
+            namespace=namespace,
+            warehouse=warehouse.rstrip("/"),
+            audits_file=audits,
+            jars_dir=jars,
+            spark_driver_memory=memory,
+            work_dir=Path(env.get("WAP_WORK_DIR", "").strip() or Path(tempfile.gettempdir()) / "wap"),
+            main_branch=env.get("WAP_MAIN_BRANCH", "main").strip() or "main",
+            http_timeout=timeout,
+            aws_region=env.get("AWS_REGION", "").strip() or env.get("AWS_DEFAULT_REGION", "").strip() or "us-east-1",
+            aws_endpoint_url=endpoint.rstrip("/") or None,
+        )
+
+    def spark_jars(self) -> list[Path]:
+        jars = sorted(self.jars_dir.glob("*.jar")) if self.jars_dir.is_dir() else []
+        if not jars:
+            raise ConfigError(
+                f"WAP_JARS_DIR: no jars in {self.jars_dir}. Fix: run `make jars` (fetches the pinned jars "
+                f"from docker/pom.xml with mvn) or point WAP_JARS_DIR at them."
+            )
+        return jars
+
+
+def _default_audits_file() -> Path:
+    local = Path("audits.yml")
+    return local if local.is_file() else REPO_ROOT / "audits.yml"

@@ -1,0 +1,86 @@
+"""All errors the service raises. One base class; every message names the value and the fix.
+
+Two families matter to callers:
+- `BadInputError`: the file (or its key) is the problem. Retrying the same event will not help; the
+  producer must fix the file. Event entry points report it and do not ask for redelivery.
+- `InfrastructureError`: a component (Nessie, S3, Spark) failed. The event should be redelivered;
+  `main` is untouched.
+"""
+
+from __future__ import annotations
+
+
+class WapError(Exception):
+    """Base class of every error raised by wap-ingest."""
+
+
+class ConfigError(WapError):
+    """A setting is missing or invalid. The message names the variable and the fix."""
+
+
+class AuditSuiteError(ConfigError):
+    """The audits file is invalid. The message names the table, the check and the key."""
+
+
+class BadInputError(WapError):
+    """The source object cannot be ingested as it is; the producer must fix it."""
+
+
+class InvalidTableNameError(BadInputError):
+    """An object key does not map to a valid table identifier."""
+
+
+class UnsupportedFormatError(BadInputError):
+    """The object is neither parquet nor CSV."""
+
+
+class SourceNotFoundError(BadInputError):
+    """The source object does not exist (deleted, or a wrong key)."""
+
+
+class EmptySourceError(BadInputError):
+    """The source object has no bytes or no rows."""
+
+
+class UnreadableSourceError(BadInputError):
+    """The source object could not be parsed as its format."""
+
+
+class SchemaMismatchError(BadInputError):
+    """The file's schema cannot be appended to the existing table."""
+
+
+class InfrastructureError(WapError):
+    """A component failed; the event should be retried. `main` is untouched."""
+
+
+class CatalogUnavailableError(InfrastructureError):
+    """The Nessie server cannot be reached or answered with a server error."""
+
+
+class ObjectStoreUnavailableError(InfrastructureError):
+    """S3 cannot be reached or answered with a server error."""
+
+
+class EngineError(InfrastructureError):
+    """Spark failed for a reason that is not the input file."""
+
+
+class CatalogError(WapError):
+    """A catalog operation was refused (not an outage)."""
+
+
+class BranchNotFoundError(CatalogError):
+    """The named branch does not exist."""
+
+
+class BranchExistsError(CatalogError):
+    """A branch with that name already exists."""
+
+
+class MergeConflictError(CatalogError):
+    """`main` moved and changed the same table since the branch was made; the merge was refused."""
+
+
+class StaleHashError(CatalogError):
+    """The expected hash of a reference is no longer its head."""

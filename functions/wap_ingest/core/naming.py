@@ -1,0 +1,100 @@
+"""Pure converters from object keys to table identifiers, formats and branch names.
+
+Identifiers that come from object keys are validated here before anything reaches SQL: a table or
+namespace name is `[a-z_][a-z0-9_]*` (at most 128 characters), compared case-insensitively.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from .errors import InvalidTableNameError, UnsupportedFormatError
+from .models import FileFormat, SourceObject, TableRef
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
+_SUFFIXES: tuple[tuple[str, FileFormat], ...] = (
+    (".parquet", FileFormat.PARQUET),
+    (".pq", FileFormat.PARQUET),
+    (".csv", FileFormat.CSV),
+)
+BRANCH_PREFIX = "wap"
+
+
+def identifier_from(raw: str, *, what: str, source: str) -> str:
+    """Validate one identifier part; the error says which object and suggests a valid name."""
+    candidate = raw.strip().lower()
+    if _IDENTIFIER.match(candidate):
+        return candidate
+    suggestion = re.sub(r"[^a-z0-9_]", "_", candidate)[:128] or "my_table"
+    if not re.match(r"^[a-z_]", suggestion):
+        suggestion = f"t_{suggestion}"[:128]
+    raise InvalidTableNameError(
+        f"{source}: {what} {raw!r} is not a valid identifier (letters, digits and underscores, not "
+        f"starting with a digit, at most 128 characters). Fix: upload under a prefix such as "
+        f"'{suggestion}/' or pass --table."
+    )
+
+
+def table_ref_from(name: str, *, default_namespace: str, source: str) -> TableRef:
+    """`name` or `namespace.name` -> a validated TableRef."""
+    parts = name.split(".")
+    if len(parts) == 1:
+        return TableRef(default_namespace, identifier_from(parts[0], what="table name", source=source))
+    if len(parts) == 2:
+        return TableRef(
+            identifier_from(parts[0], what="namespace", source=source),
+            identifier_from(parts[1], what="table name", source=source),
+        )
+    raise InvalidTableNameError(
+        f"{source}: {name!r} has {len(parts)} dot-separated parts. Fix: name it '<table>' or "
+        f"'<namespace>.<table>'."
+    )
+
+
+def table_for_key(key: str, *, default_namespace: str, bucket: str = "") -> TableRef:
+    """Route `<table>/...` (or `<namespace>.<table>/...`) to its table."""
+    source = f"s3://{bucket}/{key}" if bucket else key
+    segments = [s for s in key.split("/") if s]
+    if len(segments) < 2:
+        raise InvalidTableNameError(
+            f"{source}: the key has no table prefix, so no table can be chosen. Fix: upload it as "
+            f"'<table>/{segments[-1] if segments else 'file.parquet'}', or pass --table to `wap ingest`."
+        )
+    return table_ref_from(segments[0], default_namespace=default_namespace, source=source)
+
+
+def format_for_key(key: str, *, bucket: str = "") -> FileFormat:
+    lowered = key.lower()
+    for suffix, fmt in _SUFFIXES:
+        if lowered.endswith(suffix):
+            return fmt
+    source = f"s3://{bucket}/{key}" if bucket else key
+    raise UnsupportedFormatError(
+        f"{source}: unsupported file type; wap-lake ingests parquet (.parquet, .pq) and CSV (.csv) "
+        f"files with a header row. Fix: convert the file and upload it with one of those suffixes."
+    )
+
+
+def source_digest(source: SourceObject) -> str:
+    return hashlib.sha256(source.identity.encode("utf-8")).hexdigest()[:16]
+
+
+def branch_name_for(table: TableRef, source: SourceObject) -> str:
+    """Deterministic per object version, so a retry of the same event finds the earlier attempt.
+
+    Only letters, digits, `_` and `-`: Nessie accepts `/` in reference names, but its REST paths (and
+    pynessie, which puts names into paths unescaped) do not handle them, so `-` separates the parts.
+    Identifiers never contain `-`, so `wap-<namespace>-<table>-<digest>` parses back unambiguously.
+    """
+    return f"{BRANCH_PREFIX}-{table.namespace}-{table.name}-{source_digest(source)}"
+
+
+def table_from_branch(name: str) -> TableRef | None:
+    """The table a WAP branch belongs to, or None if `name` is not a WAP branch."""
+    parts = name.split("-")
+    if len(parts) != 4 or parts[0] != BRANCH_PREFIX:
+        return None
+    if not (_IDENTIFIER.match(parts[1]) and _IDENTIFIER.match(parts[2])):
+        return None
+    return TableRef(parts[1], parts[2])

@@ -1,0 +1,189 @@
+"""The WAP pipeline for one source object: route, branch, write, audit, then publish or reject.
+
+The pipeline receives its ports; it never builds clients. Expected failures are outcomes:
+- the audit failed        -> REJECTED (branch kept with the rows, report returned)
+- the input is unusable   -> INVALID  (nothing reaches main; any branch made is deleted or named)
+Unexpected failures (Nessie, S3 or Spark down) raise an InfrastructureError and leave `main` untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .audits import AuditSuites, audit
+from .errors import BadInputError, BranchExistsError, EmptySourceError, MergeConflictError, WapError
+from .models import Branch, FileFormat, IngestOutcome, OutcomeStatus, SourceObject, TableRef
+from .naming import branch_name_for, format_for_key, table_for_key
+from .ports import CatalogBranches, ObjectStore, TableWriter
+
+log = logging.getLogger(__name__)
+
+SOURCE_PROPERTY_PREFIX = "wap.source."
+
+
+@dataclass(frozen=True)
+class Ports:
+    catalog: CatalogBranches
+    writer: TableWriter
+    objects: ObjectStore
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    default_namespace: str
+    main_branch: str = "main"
+    merge_attempts: int = 5
+    backoff_seconds: float = 0.5
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
+
+
+def source_properties(source: SourceObject) -> dict[str, str]:
+    """The source identity stamped on the Iceberg snapshot and the Nessie merge commit."""
+    props = {
+        f"{SOURCE_PROPERTY_PREFIX}bucket": source.bucket,
+        f"{SOURCE_PROPERTY_PREFIX}key": source.key,
+        f"{SOURCE_PROPERTY_PREFIX}identity": source.identity,
+    }
+    if source.etag:
+        props[f"{SOURCE_PROPERTY_PREFIX}etag"] = source.etag.strip('"')
+    if source.version_id:
+        props[f"{SOURCE_PROPERTY_PREFIX}version-id"] = source.version_id
+    if source.size is not None:
+        props[f"{SOURCE_PROPERTY_PREFIX}size"] = str(source.size)
+    return props
+
+
+def run_wap(
+    source: SourceObject,
+    *,
+    ports: Ports,
+    suites: AuditSuites,
+    config: PipelineConfig,
+    table: TableRef | None = None,
+) -> IngestOutcome:
+    """Ingest one object version. See the module docstring for the outcomes."""
+    try:
+        target = table or table_for_key(
+            source.key, default_namespace=config.default_namespace, bucket=source.bucket
+        )
+        fmt = format_for_key(source.key, bucket=source.bucket)
+        current = ports.objects.head(source.bucket, source.key)
+        if current.size == 0:
+            raise EmptySourceError(
+                f"{source.uri}: the object is empty (0 bytes). Fix: upload the complete file again."
+            )
+    except BadInputError as exc:
+        log.warning("invalid input: %s", exc)
+        return IngestOutcome(
+            source=source, status=OutcomeStatus.INVALID, table=table.qualified if table else None,
+            message=str(exc),
+        )
+    source = _with_version(source, current)
+
+    for attempt in range(1, config.merge_attempts + 1):
+        try:
+            return _attempt(source, target, fmt, ports=ports, suites=suites, config=config)
+        except MergeConflictError as exc:
+            if attempt == config.merge_attempts:
+                raise
+            delay = config.backoff_seconds * (2 ** (attempt - 1)) * (0.5 + random.random())
+            log.info("merge conflict on %s (attempt %d), retrying in %.2fs: %s", target, attempt, delay, exc)
+            config.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _with_version(requested: SourceObject, current: SourceObject) -> SourceObject:
+    """Fill the version markers the event did not carry from the object's current head."""
+    return SourceObject(
+        bucket=requested.bucket,
+        key=requested.key,
+        size=requested.size if requested.size is not None else current.size,
+        etag=requested.etag or current.etag,
+        version_id=requested.version_id or current.version_id,
+    )
+
+
+def _open_branch(source: SourceObject, target: TableRef, ports: Ports, config: PipelineConfig) -> tuple[
+    Branch, str
+]:
+    main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
+    name = branch_name_for(target, source)
+    existing = ports.catalog.find_branch(name)
+    if existing is not None:
+        if existing.hash != main_hash:
+            raise BranchExistsError(
+                f"{source.uri}: branch {name!r} for table {target} already holds an earlier attempt at this "
+                f"object version (a rejected audit or an interrupted run). Fix: inspect the branch, then "
+                f"delete it to ingest the object again."
+            )
+        return existing, main_hash
+    return ports.catalog.create_branch(name, main_hash), main_hash
+
+
+def _attempt(
+    source: SourceObject,
+    target: TableRef,
+    fmt: FileFormat,
+    *,
+    ports: Ports,
+    suites: AuditSuites,
+    config: PipelineConfig,
+) -> IngestOutcome:
+    branch, main_hash = _open_branch(source, target, ports, config)
+    log.info("writing %s into %s on branch %s", source.uri, target, branch.name)
+    try:
+        appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
+        suite = suites.suite_for(target)
+        measured = ports.writer.measure_appended(target, branch.name, appended, suite.plan())
+    except BadInputError as exc:
+        note = _discard_quietly(ports.catalog, branch.name)
+        log.warning("invalid input: %s%s", exc, note)
+        return IngestOutcome(source=source, status=OutcomeStatus.INVALID, table=target.qualified,
+                             message=f"{exc}{note}")
+    except WapError as exc:
+        note = _discard_quietly(ports.catalog, branch.name)
+        raise type(exc)(f"{exc}{note}") from exc
+
+    report = audit(suite, target, measured)
+    if not report.passed:
+        failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
+        log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed)
+        return IngestOutcome(
+            source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch.name,
+            rows=appended.rows, report=report,
+            message=f"audit failed: {failed}. The rows stay on branch {branch.name!r}; main is unchanged.",
+        )
+
+    head = Branch(branch.name, ports.catalog.reference_hash(branch.name))
+    try:
+        merged = ports.catalog.merge(
+            head, config.main_branch, main_hash,
+            message=f"wap: publish {source.uri} into {target} ({appended.rows} rows)",
+            properties=source_properties(source) | {"wap.table": target.qualified, "wap.rows": str(appended.rows)},
+        )
+    except MergeConflictError:
+        # Another file for this table was published first: redo the work on a fresh branch.
+        ports.catalog.delete_branch(head)
+        raise
+    ports.catalog.delete_branch(head)
+    log.info("published %s into %s (%d rows)", source.uri, target, appended.rows)
+    return IngestOutcome(
+        source=source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
+        rows=appended.rows, report=report, merged_hash=merged,
+        message=f"published {appended.rows} rows into {target}",
+    )
+
+
+def _discard_quietly(catalog: CatalogBranches, name: str) -> str:
+    """Delete a branch whose attempt failed; say so in the message if that is impossible."""
+    try:
+        found = catalog.find_branch(name)
+        if found is not None:
+            catalog.delete_branch(found)
+        return ""
+    except WapError as exc:
+        return f" (branch {name!r} could not be deleted and is left open: {exc})"

@@ -1,0 +1,88 @@
+"""The ports: one abstract class per outside capability. Adapters implement them; fakes subclass them."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+
+from .models import AppendResult, Branch, FileFormat, MeasurementPlan, Measurements, SourceObject, TableRef
+
+
+class CatalogBranches(ABC):
+    """Branches of the versioned catalog (Nessie): the isolation WAP writes into."""
+
+    @abstractmethod
+    def reference_hash(self, name: str) -> str:
+        """The head hash of a branch. Raises BranchNotFoundError."""
+
+    @abstractmethod
+    def find_branch(self, name: str) -> Branch | None:
+        """The branch, or None if there is no reference with that name."""
+
+    @abstractmethod
+    def create_branch(self, name: str, from_hash: str) -> Branch:
+        """Create `name` at `from_hash` (a hash on main). Raises BranchExistsError."""
+
+    @abstractmethod
+    def ensure_namespace(self, on: str, namespace: str) -> str:
+        """Make sure `namespace` exists on branch `on`; returns the head hash of `on` afterwards.
+
+        Run on main before branching: a namespace holds no rows, and it gives a new repository's main
+        its first commit (Nessie cannot merge into a main that has no commit yet)."""
+
+    @abstractmethod
+    def merge(
+        self,
+        branch: Branch,
+        onto: str,
+        expected_hash: str,
+        message: str,
+        properties: Mapping[str, str],
+    ) -> str:
+        """Merge `branch` at its hash into `onto`, expecting `onto` at `expected_hash`.
+
+        Returns the new head of `onto`. Raises MergeConflictError when `onto` changed the same content
+        since `expected_hash`. Never forces.
+        """
+
+    @abstractmethod
+    def delete_branch(self, branch: Branch) -> None:
+        """Delete the branch at the given hash. Raises BranchNotFoundError or StaleHashError."""
+
+    @abstractmethod
+    def list_branches(self, prefix: str = "") -> list[Branch]:
+        """Branches whose name starts with `prefix`."""
+
+
+class TableWriter(ABC):
+    """The engine that appends a file into an Iceberg table on a branch and measures the new rows."""
+
+    @abstractmethod
+    def append(
+        self,
+        source: SourceObject,
+        fmt: FileFormat,
+        table: TableRef,
+        branch: str,
+        properties: Mapping[str, str],
+    ) -> AppendResult:
+        """Append the file's rows to `table` on `branch`, creating the table from the file's schema if
+        missing. Raises a BadInputError subclass when the file is the problem."""
+
+    @abstractmethod
+    def measure_appended(
+        self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
+    ) -> Measurements:
+        """Measure only the rows of `appended` (its snapshot), never the whole table."""
+
+
+class ObjectStore(ABC):
+    """Where source files live (S3)."""
+
+    @abstractmethod
+    def head(self, bucket: str, key: str) -> SourceObject:
+        """The object's current version. Raises SourceNotFoundError."""
+
+    @abstractmethod
+    def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
+        """All objects under `prefix`, in key order."""

@@ -1,0 +1,123 @@
+"""`wap`: the command line. Thin: parse arguments, call bootstrap/pipeline, print, exit.
+
+  wap ingest s3://bucket/key-or-prefix [--table NAME] [--json]   one-off / backfill ingestion
+  wap stack up|down|status|env                                   the local stack
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from urllib.parse import urlparse
+
+from wap_ingest.core.errors import ConfigError, SourceNotFoundError, WapError
+from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
+from wap_ingest.core.naming import table_ref_from
+
+from . import stack_cli
+
+
+def parse_s3_uri(uri: str) -> tuple[str, str]:
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise ConfigError(f"{uri!r} is not an s3:// URI. Fix: use s3://bucket/key or s3://bucket/prefix/.")
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+def _sources(uri: str) -> list[SourceObject]:
+    from wap_ingest.bootstrap import service
+
+    bucket, key = parse_s3_uri(uri)
+    objects = service().objects
+    if key and not key.endswith("/"):
+        try:
+            return [objects.head(bucket, key)]
+        except SourceNotFoundError:
+            pass  # not an object: treat it as a prefix
+    found = objects.list_objects(bucket, key)
+    if not found:
+        raise SourceNotFoundError(f"{uri}: no object or prefix with that name. Fix: check the bucket and key.")
+    return found
+
+
+def _describe(outcome: IngestOutcome) -> str:
+    audit = "-" if outcome.report is None else ("passed" if outcome.report.passed else "failed")
+    head = (
+        f"{outcome.status.value.upper():9} {outcome.source.uri}\n"
+        f"          table={outcome.table or '-'} branch={outcome.branch or '-'} rows={outcome.rows} audit={audit}"
+    )
+    lines = [head]
+    if outcome.report is not None:
+        lines += [
+            f"          {c.status.value:6} {c.check}({c.target}): {c.measured} (expected {c.expected})"
+            for c in outcome.report.checks
+        ]
+    if outcome.status is not OutcomeStatus.PUBLISHED:
+        lines.append(f"          {outcome.message}")
+    return "\n".join(lines)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from wap_ingest.bootstrap import service
+
+    svc = service()
+    table: TableRef | None = None
+    if args.table:
+        table = table_ref_from(args.table, default_namespace=svc.settings.namespace, source="--table")
+    outcomes: list[IngestOutcome] = []
+    for source in _sources(args.uri):
+        try:
+            outcome = svc.ingest(source, table=table)
+        except WapError as exc:
+            outcome = IngestOutcome(source=source, status=OutcomeStatus.FAILED, message=str(exc))
+        outcomes.append(outcome)
+        if not args.json:
+            print(_describe(outcome), flush=True)
+    counts = {s: sum(1 for o in outcomes if o.status is s) for s in OutcomeStatus}
+    if args.json:
+        print(json.dumps({"outcomes": [o.to_dict() for o in outcomes]}, indent=2))
+    else:
+        print(", ".join(f"{n} {s.value}" for s, n in counts.items()))
+    return 0 if counts[OutcomeStatus.PUBLISHED] == len(outcomes) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wap", description="Write-Audit-Publish ingestion for Iceberg on Nessie.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log pipeline steps to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ingest = sub.add_parser(
+        "ingest",
+        help="ingest existing objects (one-off or backfill)",
+        description="Run the WAP pipeline over an object, or every object under a prefix. Exit code 1 "
+        "when any file was rejected, invalid or failed.",
+    )
+    ingest.add_argument("uri", help="s3://bucket/key or s3://bucket/prefix/")
+    ingest.add_argument("--table", help="target table (<table> or <namespace>.<table>) instead of the key's prefix")
+    ingest.add_argument("--json", action="store_true", help="print the outcomes as JSON")
+    ingest.set_defaults(func=cmd_ingest)
+    stack_cli.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        code: int = args.func(args)
+        return code
+    except ConfigError as exc:
+        print(f"wap: {exc}", file=sys.stderr)
+        return 2
+    except WapError as exc:
+        print(f"wap: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

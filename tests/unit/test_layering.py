@@ -1,0 +1,54 @@
+"""The dependency rule: core imports only the standard library and itself; adapters never import
+entry points; nothing imports an SDK at module level outside adapters/, local/ and entrypoints/."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "functions" / "wap_ingest"
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the package path
+                rel = path.relative_to(PACKAGE.parent).with_suffix("").parts[: -node.level]
+                names.add(".".join([*rel, node.module] if node.module else rel))
+            elif node.module:
+                names.add(node.module)
+    return names
+
+
+def test_core_imports_only_the_standard_library_and_itself() -> None:
+    offenders = []
+    for path in sorted((PACKAGE / "core").rglob("*.py")):
+        for name in imported_modules(path):
+            top = name.split(".")[0]
+            if name.startswith("wap_ingest.core") or top == "__future__":
+                continue
+            if top not in sys.stdlib_module_names:
+                offenders.append(f"{path.name}: {name}")
+    assert offenders == []
+
+
+def test_the_checker_would_catch_an_sdk_import(tmp_path: Path) -> None:
+    fake = PACKAGE / "core" / "models.py"
+    assert "boto3" in imported_modules_from_source("import boto3\nfrom pyspark.sql import x\n", fake)
+
+
+def imported_modules_from_source(source: str, path: Path) -> set[str]:
+    tree = ast.parse(source)
+    return {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | {
+        n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+    }
+
+
+def test_adapters_do_not_import_entrypoints() -> None:
+    for path in sorted((PACKAGE / "adapters").rglob("*.py")):
+        assert not any("entrypoints" in name for name in imported_modules(path)), path.name

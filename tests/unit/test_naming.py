@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+
+from wap_ingest.core.errors import InvalidTableNameError, UnsupportedFormatError
+from wap_ingest.core.models import FileFormat, SourceObject, TableRef
+from wap_ingest.core.naming import branch_name_for, format_for_key, table_for_key, table_from_branch
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        ("customer_data_log/2026/a.parquet", TableRef("wap", "customer_data_log")),
+        ("Customer_Data_Log/a.parquet", TableRef("wap", "customer_data_log")),
+        ("raw.events/a.csv", TableRef("raw", "events")),
+        ("//orders//x.parquet", TableRef("wap", "orders")),
+    ],
+)
+def test_table_for_key(key: str, expected: TableRef) -> None:
+    assert table_for_key(key, default_namespace="wap") == expected
+
+
+@pytest.mark.parametrize(
+    ("key", "phrase"),
+    [
+        ("x.parquet", "no table prefix"),
+        ("my-table/x.parquet", "'my_table/'"),
+        ("1abc/x.parquet", "not a valid identifier"),
+        ("a.b.c/x.parquet", "3 dot-separated parts"),
+        ("t; DROP TABLE x/x.parquet", "not a valid identifier"),
+        ("tbl`@main/x.parquet", "not a valid identifier"),
+        (f"{'a' * 129}/x.parquet", "not a valid identifier"),
+    ],
+)
+def test_unroutable_keys_are_refused_with_a_fix(key: str, phrase: str) -> None:
+    with pytest.raises(InvalidTableNameError) as info:
+        table_for_key(key, default_namespace="wap", bucket="src")
+    assert phrase in str(info.value)
+    assert f"s3://src/{key}" in str(info.value) and "Fix:" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("key", "fmt"),
+    [("t/a.parquet", FileFormat.PARQUET), ("t/A.PQ", FileFormat.PARQUET), ("t/a.csv", FileFormat.CSV)],
+)
+def test_format_for_key(key: str, fmt: FileFormat) -> None:
+    assert format_for_key(key) is fmt
+
+
+def test_unknown_format_names_the_supported_ones() -> None:
+    with pytest.raises(UnsupportedFormatError, match=r"parquet \(.parquet, .pq\) and CSV"):
+        format_for_key("t/a.xlsx")
+
+
+def test_branch_names_are_deterministic_per_object_version_and_parse_back() -> None:
+    table = TableRef("wap", "customer_data_log")
+    v1 = SourceObject("b", "customer_data_log/a.parquet", etag="e1")
+    v2 = SourceObject("b", "customer_data_log/a.parquet", etag="e2")
+    assert branch_name_for(table, v1) == branch_name_for(table, SourceObject("b", v1.key, etag='"e1"'))
+    assert branch_name_for(table, v1) != branch_name_for(table, v2)
+    name = branch_name_for(table, v1)
+    assert name.startswith("wap-wap-customer_data_log-")
+    assert all(c.isalnum() or c in "_-" for c in name)
+    assert table_from_branch(name) == table
+    assert table_from_branch("main") is None
+    assert table_from_branch("wap-x-y") is None
+
+
+def test_identity_prefers_version_id_over_etag() -> None:
+    assert SourceObject("b", "k", etag="e", version_id="v").identity == "b/k#v"
+    assert SourceObject("b", "k", etag='"e"').identity == "b/k#e"
