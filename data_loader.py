@@ -165,9 +165,11 @@ def describe_s3_error(exc: BaseException, bucket: str) -> str:
 
 
 def s3_client() -> S3Client:
-    """A plain boto3 S3 client; endpoint, region and credentials come from the environment."""
+    """A plain boto3 S3 client; endpoint, region and credentials come from the environment.
+
+    A new Session each time: boto3's default session caches the credentials it first resolved."""
     try:
-        client: S3Client = boto3.client("s3")
+        client: S3Client = boto3.session.Session().client("s3")
     except (BotoCoreError, ValueError) as exc:  # e.g. a malformed AWS_ENDPOINT_URL
         raise S3UploadError(
             f"error: cannot create an S3 client: {exc}. Fix: check AWS_ENDPOINT_URL and "

@@ -66,7 +66,7 @@ class Lake:
         return SourceObject(self.source_bucket, key)
 
     def count(self, table: str, ref: str = "main") -> int:
-        spark = self.service.ports.writer._spark
+        spark = self.service.ports.writer.writer._spark
         ident = table if ref == "main" else f"{table.rsplit('.', 1)[0]}.`{table.rsplit('.', 1)[1]}@{ref}`"
         return int(spark.sql(f"SELECT count(*) AS n FROM nessie.{ident}").collect()[0]["n"])
 

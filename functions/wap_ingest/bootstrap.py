@@ -4,6 +4,7 @@ Lambda invocations (and a long `wap ingest` run) reuse one SparkSession and one 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,8 +16,17 @@ from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
 from wap_ingest.config import Settings
 from wap_ingest.core.audits import AuditSuites, suites_from
 from wap_ingest.core.errors import AuditSuiteError
-from wap_ingest.core.models import IngestOutcome, SourceObject, TableRef
+from wap_ingest.core.models import (
+    AppendResult,
+    FileFormat,
+    IngestOutcome,
+    MeasurementPlan,
+    Measurements,
+    SourceObject,
+    TableRef,
+)
 from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
+from wap_ingest.core.ports import TableWriter
 
 
 def load_suites(path: Path, default_namespace: str) -> AuditSuites:
@@ -30,6 +40,34 @@ def load_suites(path: Path, default_namespace: str) -> AuditSuites:
         return suites_from(document, default_namespace=default_namespace)
     except AuditSuiteError as exc:
         raise AuditSuiteError(f"{path}: {exc}") from exc
+
+
+class LazyWriter(TableWriter):
+    """Starts Spark on first use: listing objects or refusing a bad key needs no JVM."""
+
+    def __init__(self, factory: Callable[[], SparkIcebergWriter]) -> None:
+        self._factory = factory
+        self._writer: SparkIcebergWriter | None = None
+
+    @property
+    def writer(self) -> SparkIcebergWriter:
+        if self._writer is None:
+            self._writer = self._factory()
+        return self._writer
+
+    @property
+    def started(self) -> bool:
+        return self._writer is not None
+
+    def append(
+        self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str, properties: Mapping[str, str]
+    ) -> AppendResult:
+        return self.writer.append(source, fmt, table, branch, properties)
+
+    def measure_appended(
+        self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
+    ) -> Measurements:
+        return self.writer.measure_appended(table, branch, appended, plan)
 
 
 @dataclass(frozen=True)
@@ -52,7 +90,9 @@ def build_service(settings: Settings) -> Service:
     settings.spark_jars()  # fail early, with the fix, if the jars are missing
     objects = S3ObjectStore(s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout))
     downloads = settings.work_dir / "downloads"
-    writer = SparkIcebergWriter(spark_session_for(settings), lambda src: objects.download(src, downloads))
+    writer = LazyWriter(
+        lambda: SparkIcebergWriter(spark_session_for(settings), lambda src: objects.download(src, downloads))
+    )
     catalog = NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout)
     return Service(
         settings=settings,

@@ -132,5 +132,5 @@ def test_s3_unreachable_raises_a_clear_error(lake: Lake, table_name: str) -> Non
 
 
 def _tables_on_main(lake: Lake) -> set[str]:
-    spark = lake.service.ports.writer._spark
+    spark = lake.service.ports.writer.writer._spark
     return {f"wap.{r['tableName']}" for r in spark.sql("SHOW TABLES IN nessie.wap").collect()}

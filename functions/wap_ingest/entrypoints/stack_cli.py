@@ -1,0 +1,138 @@
+"""`wap stack up | down | status | env`: run the local stack (moto S3 + Nessie) as local processes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+from wap_ingest.core.errors import ConfigError, WapError
+from wap_ingest.local.stack import (
+    LABELS,
+    MOTO,
+    NESSIE,
+    StackConfig,
+    StackState,
+    ensure_not_running,
+    load_state,
+    process_alive,
+    recorded_processes,
+    stack_environment,
+    stack_status,
+    start_stack,
+    stop_stack,
+)
+
+ENV_HINT = 'eval "$(wap stack env)"'
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    stack = subparsers.add_parser(
+        "stack",
+        help="run the local stack (moto S3 server + Nessie server)",
+        description="Run the local stack: a moto S3 server and a Nessie server, both in memory. "
+        "Ports and folders: WAP_STACK_DIR, WAP_STACK_MOTO_PORT, WAP_STACK_NESSIE_PORT, "
+        "WAP_STACK_NESSIE_MGMT_PORT; Nessie needs Java 21+ (WAP_NESSIE_JAVA) and its jar (WAP_NESSIE_JAR).",
+    )
+    commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env}", required=True)
+    commands.add_parser("up", help="start moto and Nessie, create the buckets").set_defaults(func=cmd_up)
+    commands.add_parser("down", help="stop both and discard the local lake").set_defaults(func=cmd_down)
+    status = commands.add_parser("status", help="show pids, URLs, health and logs (exit 1 unless healthy)")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.set_defaults(func=cmd_status)
+    commands.add_parser("env", help=f"print export lines for the running stack: {ENV_HINT}").set_defaults(func=cmd_env)
+
+
+def _fail(exc: WapError) -> int:
+    print(f"wap: {exc}", file=sys.stderr)
+    return 2 if isinstance(exc, ConfigError) else 1
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    try:
+        config = StackConfig.from_env()
+        ensure_not_running(config)
+        print(f"Starting the local stack (logs in {config.logs_dir}) ...", flush=True)
+        state = start_stack(config)
+    except WapError as exc:
+        return _fail(exc)
+    except KeyboardInterrupt:
+        print("wap: interrupted; stopped the processes this start-up had started.", file=sys.stderr)
+        return 130
+    print(
+        f"  {LABELS[MOTO]:<10} up in {state.moto_seconds:5.1f} s  {state.moto_url}  (pid {state.moto_pid}; "
+        f"buckets {state.source_bucket}, {state.lake_bucket})"
+    )
+    print(
+        f"  {LABELS[NESSIE]:<10} up in {state.nessie_seconds:5.1f} s  {state.nessie_url}  "
+        f"(pid {state.nessie_pid}; Iceberg REST {state.nessie_url}/iceberg, ready {state.nessie_health_url})"
+    )
+    print(f"Local stack up in {state.moto_seconds + state.nessie_seconds:.1f} s. Logs: {config.logs_dir}")
+    print(f"Point your shell at it:  {ENV_HINT}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    try:
+        config = StackConfig.from_env()
+        alive = [f"{LABELS[n]} (pid {p})" for n, p in recorded_processes(config).items() if process_alive(n, p)]
+        stop_stack(config)
+    except WapError as exc:
+        return _fail(exc)
+    if not alive:
+        print(f"No local stack process was running (state dir {config.state_dir}); nothing to stop.")
+        return 0
+    print(f"Stopped {' and '.join(alive)}.")
+    print(
+        "The local lake is discarded: the catalog and the S3 contents lived in memory. "
+        f"Logs are kept in {config.logs_dir}."
+    )
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        status = stack_status(StackConfig.from_env())
+    except WapError as exc:
+        return _fail(exc)
+    if args.json:
+        print(json.dumps(status.to_json(), indent=2))
+        return 0 if status.healthy else 1
+    for component in status.components:
+        alive = "alive" if component.alive else "NOT running"
+        health = ("ok: " if component.healthy else "FAILING: ") + component.health
+        print(component.name)
+        print(f"  pid     {component.pid if component.pid is not None else '-'} ({alive})")
+        print(f"  url     {component.url}")
+        print(f"  health  {health}  [{component.health_url}]")
+        print(f"  log     {component.log}")
+    print(status.summary)
+    return 0 if status.healthy else 1
+
+
+def _running_state(config: StackConfig) -> StackState | None:
+    state = load_state(config)
+    if state is None:
+        return None
+    if not all(process_alive(name, pid) for name, pid in state.pids.items()):
+        return None
+    return state
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    try:
+        config = StackConfig.from_env()
+        state = _running_state(config)
+    except WapError as exc:
+        return _fail(exc)
+    if state is None:
+        print(
+            f"wap: the local stack is not running (state dir {config.state_dir}). "
+            f"Fix: wap stack up (if it is broken: wap stack down first), then {ENV_HINT}",
+            file=sys.stderr,
+        )
+        return 1
+    for name, value in stack_environment(state).items():
+        print(f"export {name}={shlex.quote(value)}")
+    return 0

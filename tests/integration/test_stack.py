@@ -1,0 +1,310 @@
+"""`wap stack up | status | env | down` against the real moto and Nessie processes.
+
+Every stack here uses free ports and a temporary state folder, so it never meets a developer's stack.
+One stack is started for the module (the lifecycle tests run in file order and end with `down`); the
+failure cases start at most a moto server, and check that nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import requests
+
+from wap_ingest.core.errors import ConfigError
+from wap_ingest.entrypoints import stack_cli
+from wap_ingest.local.stack import (
+    StackConfig,
+    StackError,
+    find_java,
+    free_ports,
+    load_state,
+    port_is_free,
+    stack_environment,
+    stack_status,
+    start_stack,
+    stop_stack,
+)
+
+pytestmark = pytest.mark.stack
+
+ENV_KEYS = {
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "SOURCE_BUCKET",
+    "LAKE_BUCKET",
+    "NESSIE_ENDPOINT",
+    "WAP_STACK_DIR",
+}
+
+
+def wap(*argv: str) -> tuple[int, str, str]:
+    """Run `wap <argv>` in process (the stack commands read their settings from os.environ)."""
+    parser = argparse.ArgumentParser(prog="wap")
+    stack_cli.register(parser.add_subparsers(required=True))
+    args = parser.parse_args(list(argv))
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = args.func(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def isolated_config(state_dir: Path) -> StackConfig:
+    moto, nessie, management = free_ports(3)
+    return StackConfig(state_dir=state_dir, moto_port=moto, nessie_port=nessie, nessie_management_port=management)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def processes_on(port: int) -> list[int]:
+    """Pids of live processes whose command line mentions `port` (moto's `-p`, Nessie's -D...port=)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(port).encode() in args or any(a.endswith(b"port=%d" % port) for a in args):
+            found.append(int(proc.name))
+    return [pid for pid in found if pid != os.getpid() and not gone(pid)]
+
+
+@dataclass(frozen=True)
+class Running:
+    config: StackConfig
+    up_code: int
+    up_output: str
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    config = isolated_config(tmp_path_factory.mktemp("stack"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WAP_STACK_DIR", str(config.state_dir))
+        patch.setenv("WAP_STACK_MOTO_PORT", str(config.moto_port))
+        patch.setenv("WAP_STACK_NESSIE_PORT", str(config.nessie_port))
+        patch.setenv("WAP_STACK_NESSIE_MGMT_PORT", str(config.nessie_management_port))
+        try:
+            code, out, err = wap("stack", "up")
+            assert code == 0, err
+            yield Running(config, code, out)
+        finally:
+            stop_stack(config)
+
+
+# --- one stack: up, status, env, second up, down (in this order) -------------------------------------
+
+
+def test_up_reports_start_up_times_urls_logs_and_the_env_hint(running: Running) -> None:
+    state = load_state(running.config)
+    assert state is not None
+    out = running.up_output
+    assert f"moto (S3)  up in {state.moto_seconds:5.1f} s  {state.moto_url}" in out
+    assert f"Nessie     up in {state.nessie_seconds:5.1f} s  {state.nessie_url}" in out
+    assert f"Local stack up in {state.moto_seconds + state.nessie_seconds:.1f} s" in out
+    assert str(running.config.logs_dir) in out
+    assert 'eval "$(wap stack env)"' in out
+    recorded = json.loads(running.config.state_file.read_text())
+    assert recorded["moto_pid"] == state.moto_pid and recorded["nessie_pid"] == state.nessie_pid
+    assert recorded["source_bucket"] == "source" and recorded["lake_bucket"] == "lake"
+    assert recorded["started_at"]
+    assert running.config.moto_log.is_file() and running.config.nessie_log.is_file()
+
+
+def test_status_is_healthy(running: Running) -> None:
+    code, out, _ = wap("stack", "status")
+    assert code == 0, out
+    assert out.count("alive") == 2 and "The local stack is running and healthy." in out
+    assert str(running.config.nessie_log) in out and str(running.config.moto_log) in out
+
+    code, out, _ = wap("stack", "status", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["healthy"] and not report["broken"]
+    assert [c["name"] for c in report["components"]] == ["moto (S3)", "Nessie"]
+    assert all(c["alive"] and c["healthy"] and c["pid"] for c in report["components"])
+
+
+def test_env_is_evalable_and_points_at_the_stack(running: Running) -> None:
+    code, out, err = wap("stack", "env")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == len(ENV_KEYS) and all(line.startswith("export ") for line in lines)
+
+    shell = subprocess.run(
+        ["bash", "-c", 'eval "$1" && env -0', "bash", out],
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        check=True,
+    )
+    exported = dict(item.split("=", 1) for item in shell.stdout.decode().split("\0") if "=" in item)
+    env = {key: exported[key] for key in ENV_KEYS}
+    state = load_state(running.config)
+    assert state is not None and env == stack_environment(state)
+    assert env["NESSIE_ENDPOINT"] == f"http://127.0.0.1:{running.config.nessie_port}"
+    assert env["WAP_STACK_DIR"] == str(running.config.state_dir)
+
+    s3: Any = boto3.client(
+        "s3",
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_REGION"],
+    )
+    buckets = {bucket["Name"] for bucket in s3.list_buckets()["Buckets"]}
+    assert {env["SOURCE_BUCKET"], env["LAKE_BUCKET"]} <= buckets
+
+    nessie = env["NESSIE_ENDPOINT"]
+    assert requests.get(f"{nessie}/api/v2/config", timeout=10).status_code == 200
+    iceberg = requests.get(f"{nessie}/iceberg/v1/config", params={"warehouse": "warehouse"}, timeout=10)
+    assert iceberg.status_code == 200, iceberg.text
+
+
+def test_a_second_up_is_refused(running: Running) -> None:
+    before = load_state(running.config)
+    code, out, err = wap("stack", "up")
+    assert code != 0 and out == ""
+    assert "already running" in err and "wap stack down" in err
+    with pytest.raises(ConfigError, match="already running"):
+        start_stack(running.config)
+    assert load_state(running.config) == before
+    assert before is not None and not gone(before.moto_pid) and not gone(before.nessie_pid)
+
+
+def test_down_stops_both_processes_and_discards_the_lake(running: Running) -> None:
+    state = load_state(running.config)
+    assert state is not None
+    code, out, _ = wap("stack", "down")
+    assert code == 0
+    assert "discarded" in out and "in memory" in out
+    assert gone(state.moto_pid) and gone(state.nessie_pid)
+    assert not running.config.state_file.exists()
+    assert port_is_free(state.moto_port) and port_is_free(state.nessie_port)
+
+    code, out, _ = wap("stack", "status")
+    assert code == 1 and "not running" in out
+    code, out, err = wap("stack", "env")
+    assert code == 1 and out == "" and "wap stack up" in err
+    code, out, _ = wap("stack", "down")
+    assert code == 0 and "nothing to stop" in out
+
+
+# --- failures: clear messages, nothing left behind ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("attribute", "variable"),
+    [
+        ("moto_port", "WAP_STACK_MOTO_PORT"),
+        ("nessie_port", "WAP_STACK_NESSIE_PORT"),
+        ("nessie_management_port", "WAP_STACK_NESSIE_MGMT_PORT"),
+    ],
+)
+def test_a_port_in_use_is_named_with_its_variable(tmp_path: Path, attribute: str, variable: str) -> None:
+    config = isolated_config(tmp_path)
+    port = getattr(config, attribute)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        with pytest.raises(ConfigError, match=rf"Port {port} .*already in use.*{variable}"):
+            start_stack(config)
+    assert not config.state_file.exists()
+    assert processes_on(config.moto_port) == []
+
+
+def test_a_missing_nessie_jar_is_named_before_anything_starts(tmp_path: Path) -> None:
+    missing = tmp_path / "nessie.jar"
+    config = replace(isolated_config(tmp_path), nessie_jar=missing)
+    with pytest.raises(ConfigError, match="WAP_NESSIE_JAR") as caught:
+        start_stack(config)
+    assert str(missing) in str(caught.value)
+    assert processes_on(config.moto_port) == [] and not config.state_file.exists()
+
+
+def test_nessie_failing_to_start_stops_moto_and_names_the_log(tmp_path: Path) -> None:
+    config = isolated_config(tmp_path / "stack")
+    jar = tmp_path / "broken.jar"
+    jar.write_bytes(b"not a jar")
+    config = replace(config, nessie_jar=jar)
+    config.state_dir.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
+    stale = {"complete": True, "moto_pid": int(dead.stdout), "nessie_pid": int(dead.stdout)}
+    config.state_file.write_text(json.dumps(stale))  # a stale record must not block `up`
+
+    with pytest.raises(StackError) as caught:
+        start_stack(config)
+    message = str(caught.value)
+    assert "Nessie" in message and "exited during start-up" in message
+    assert str(config.nessie_log) in message
+    assert processes_on(config.moto_port) == [], "moto must be stopped when Nessie fails"
+    assert port_is_free(config.moto_port)
+    assert not config.state_file.exists()
+
+
+def test_one_dead_process_is_reported_as_broken(tmp_path: Path) -> None:
+    config = isolated_config(tmp_path)
+    config.state_dir.mkdir(exist_ok=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
+    # Stands in for a live moto: the stack recognises its processes by their command line.
+    fake_moto = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "moto.server"], start_new_session=True
+    )
+    try:
+        record = {"complete": True, "moto_pid": fake_moto.pid, "nessie_pid": int(dead.stdout)}
+        config.state_file.write_text(json.dumps(record))
+        status = stack_status(config)
+        assert status.broken and not status.healthy
+        assert "BROKEN" in status.summary
+        assert "wap stack down, then wap stack up" in status.summary
+        with pytest.raises(ConfigError, match="wap stack down, then wap stack up"):
+            start_stack(config)
+        assert stop_stack(config) is True
+        assert fake_moto.wait(timeout=5) == -signal.SIGTERM
+        assert not config.state_file.exists()
+    finally:
+        if fake_moto.poll() is None:
+            fake_moto.kill()
+            fake_moto.wait()
+
+
+# --- configuration -----------------------------------------------------------------------------------
+
+
+def test_config_from_env_reads_and_checks_the_variables(tmp_path: Path) -> None:
+    config = StackConfig.from_env(
+        {"WAP_STACK_DIR": str(tmp_path), "WAP_STACK_MOTO_PORT": "5001", "WAP_NESSIE_JAR": str(tmp_path / "n.jar")}
+    )
+    assert (config.state_dir, config.moto_port, config.nessie_port) == (tmp_path, 5001, 19120)
+    assert config.nessie_jar == tmp_path / "n.jar" and config.nessie_log == tmp_path / "logs" / "nessie.log"
+    with pytest.raises(ConfigError, match="WAP_STACK_NESSIE_PORT"):
+        StackConfig.from_env({"WAP_STACK_NESSIE_PORT": "http"})
+
+
+def test_a_java_older_than_21_is_refused_with_the_fix() -> None:
+    old = sorted(Path("/usr/lib/jvm").glob("java-17*/bin/java"))
+    if not old:
+        pytest.skip("no Java 17 installed here")
+    with pytest.raises(ConfigError, match=r"WAP_NESSIE_JAVA=.* is Java 17; .*needs Java 21\+.*install a JDK 21"):
+        find_java(old[0])
