@@ -34,8 +34,15 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_WORK_DIR": "scratch folder for downloads and Spark (default: $TMPDIR/wap)",
     "WAP_MAIN_BRANCH": "the published branch (default: main)",
     "WAP_HTTP_TIMEOUT": "seconds for each Nessie/S3 call (default: 30)",
+    "SLACK_TOKEN": "Slack bot token (prefer WAP_SLACK_TOKEN_PARAMETER in AWS); unset: alerts go to the log",
+    "SLACK_CHANNEL": "Slack channel for alerts, e.g. #data-alerts",
+    "WAP_SLACK_TOKEN_PARAMETER": "SSM SecureString name or Secrets Manager ARN holding the Slack token",
+    "WAP_SLACK_BASE_URL": "Slack API base URL (the local stack's sink); default: Slack",
     "AWS_ENDPOINT_URL": "S3-compatible endpoint (local stack); unset on AWS",
     "AWS_REGION": "AWS region (default: us-east-1)",
+    "POWERTOOLS_SERVICE_NAME": "service name in structured logs and metrics (Powertools)",
+    "POWERTOOLS_METRICS_NAMESPACE": "CloudWatch metrics namespace (Powertools)",
+    "POWERTOOLS_LOG_LEVEL": "log level of the structured logger (Powertools)",
 }
 
 
