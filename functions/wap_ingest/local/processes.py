@@ -1,0 +1,180 @@
+"""The stack's processes: spawning them, telling whether they still run, stopping them; free ports.
+
+Each component runs in its own process group (so stopping it also stops anything it forked) and writes
+its output to its log. A recorded pid counts as the component only while its command line still names it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from wap_ingest.local.components import HOST, LABELS, MOTO, NESSIE, StackError
+
+# A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
+_MARKERS = {MOTO: "moto.server", NESSIE: "nessie.version.store.type"}
+_STOP_GRACE = 10.0
+_POLL = 0.2
+
+# Processes started by this interpreter. A child that exits stays a zombie (and looks alive to kill(pid, 0))
+# until its parent waits for it, so children are polled and reaped through their Popen objects.
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+# --- ports ------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports (all held open together while choosing, so they cannot repeat)."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind((HOST, 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is fine
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+        return True
+
+
+# --- starting ---------------------------------------------------------------------------------------
+
+
+def spawn(name: str, command: list[str], log: Path, env: Mapping[str, str]) -> int:
+    """Start component `name` in its own process group, its output going to `log`; return its pid."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as out:
+        out.write(f"$ {shlex.join(command)}\n".encode())
+        out.flush()
+        try:
+            child = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(env),
+                start_new_session=True,  # its own process group: `down` stops it and anything it forked
+            )
+        except OSError as exc:
+            raise StackError(f"{LABELS[name]} could not be started ({exc}). Log: {log}") from exc
+    _CHILDREN[child.pid] = child
+    return child.pid
+
+
+def _log_tail(log: Path, lines: int = 8) -> str:
+    try:
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return "\nLast lines of the log:\n  " + "\n  ".join(tail) if tail else ""
+
+
+def wait_ready(name: str, pid: int, log: Path, check: Callable[[], tuple[bool, str]], timeout: float) -> None:
+    """Poll `check` until it passes; raise StackError if the process exits or `timeout` s pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if not process_alive(name, pid):
+            child = _CHILDREN.get(pid)
+            code = f" with exit code {child.returncode}" if child is not None else ""
+            raise StackError(f"{LABELS[name]} (pid {pid}) exited during start-up{code}. Log: {log}{_log_tail(log)}")
+        ok, detail = check()
+        if ok:
+            return
+        if time.monotonic() >= deadline:
+            raise StackError(
+                f"{LABELS[name]} (pid {pid}) did not become ready within {timeout:g} s (last check: {detail}). "
+                f"Log: {log}{_log_tail(log)}"
+            )
+        time.sleep(_POLL)
+
+
+# --- checking and stopping --------------------------------------------------------------------------
+
+
+def process_alive(name: str, pid: int) -> bool:
+    """True while `pid` runs and is still the recorded component (not a zombie, not a reused pid)."""
+    if pid <= 0:
+        return False
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    proc = Path("/proc") / str(pid)
+    if not Path("/proc/self").is_dir():
+        return True  # no procfs (macOS): the signal check is all there is
+    try:
+        status = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        command_line = (proc / "cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False
+    return status not in ("Z", "X") and _MARKERS[name].encode() in command_line
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(pid: int) -> None:
+    child = _CHILDREN.pop(pid, None)
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=5)
+
+
+def _wait_gone(pids: Mapping[str, int], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(process_alive(name, pid) for name, pid in pids.items()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def stop_processes(pids: Mapping[str, int]) -> bool:
+    """SIGTERM each live process group, wait up to _STOP_GRACE s, then SIGKILL. True if any was alive."""
+    alive = {name: pid for name, pid in pids.items() if process_alive(name, pid)}
+    for pid in alive.values():
+        _signal(pid, signal.SIGTERM)
+    if not _wait_gone(alive, _STOP_GRACE):
+        for name, pid in alive.items():
+            if process_alive(name, pid):
+                _signal(pid, signal.SIGKILL)
+        _wait_gone(alive, 5.0)
+    for pid in pids.values():
+        _reap(pid)
+    return bool(alive)

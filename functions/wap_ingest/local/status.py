@@ -1,0 +1,129 @@
+"""`wap stack status`: the components' health checks and the report on a recorded stack."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from wap_ingest.local.components import HOST, LABELS, MOTO, NESSIE
+from wap_ingest.local.processes import process_alive
+from wap_ingest.local.state import StackConfig, read_record, recorded_pids
+
+
+def _get(url: str, timeout: float = 2.0) -> requests.Response | str:
+    with requests.Session() as session:
+        session.trust_env = False  # never send 127.0.0.1 through an HTTP(S)_PROXY
+        try:
+            return session.get(url, timeout=timeout)
+        except requests.RequestException as exc:
+            return f"no answer ({type(exc).__name__})"
+
+
+def moto_health(moto_port: int) -> tuple[bool, str]:
+    answer = _get(f"http://{HOST}:{moto_port}/moto-api/")
+    if isinstance(answer, str):
+        return False, answer
+    return answer.status_code == 200, f"answers (HTTP {answer.status_code})"
+
+
+def nessie_health(management_port: int) -> tuple[bool, str]:
+    answer = _get(f"http://{HOST}:{management_port}/q/health/ready")
+    if isinstance(answer, str):
+        return False, answer
+    try:
+        status = str(answer.json().get("status", "?"))
+    except ValueError:
+        status = "?"
+    return answer.status_code == 200 and status == "UP", f"{status} (HTTP {answer.status_code})"
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    pid: int | None
+    alive: bool
+    url: str
+    health_url: str
+    healthy: bool
+    health: str
+    log: Path
+
+
+@dataclass(frozen=True)
+class StackStatus:
+    state_file: Path
+    recorded: bool
+    components: tuple[ComponentStatus, ...]
+    complete: bool = True  # False: the `up` that recorded it did not finish
+
+    @property
+    def healthy(self) -> bool:
+        return self.recorded and self.complete and all(c.healthy for c in self.components)
+
+    @property
+    def broken(self) -> bool:
+        return any(c.alive for c in self.components) and not all(c.alive for c in self.components)
+
+    @property
+    def summary(self) -> str:
+        if not self.recorded:
+            return "The local stack is not running. Start it: wap stack up"
+        if self.healthy:
+            return "The local stack is running and healthy."
+        dead = ", ".join(c.name for c in self.components if not c.alive)
+        if self.broken:
+            return (
+                f"The local stack is BROKEN: {dead} is not running while the other process is. The catalog "
+                "must not outlive the object store it points at. Fix: wap stack down, then wap stack up"
+            )
+        if not any(c.alive for c in self.components):
+            return "The local stack is not running (its processes are gone). Fix: wap stack down, then wap stack up"
+        if not self.complete:
+            return (
+                "The local stack's start-up did not finish (an interrupted or concurrent `wap stack up`). "
+                "Fix: wap stack down, then wap stack up"
+            )
+        return "The local stack is running but not healthy (see health above and the logs)."
+
+    def to_json(self) -> dict[str, Any]:
+        components = [{**asdict(c), "log": str(c.log)} for c in self.components]
+        return {
+            "state_file": str(self.state_file),
+            "recorded": self.recorded,
+            "complete": self.complete,
+            "healthy": self.healthy,
+            "broken": self.broken,
+            "summary": self.summary,
+            "components": components,
+        }
+
+
+def stack_status(config: StackConfig) -> StackStatus:
+    record = read_record(config)
+    if record is None:
+        return StackStatus(config.state_file, recorded=False, components=())
+    pids = recorded_pids(record)
+    moto_port = int(record.get("moto_port", config.moto_port))
+    api_port = int(record.get("nessie_port", config.nessie_port))
+    management_port = int(record.get("nessie_management_port", config.nessie_management_port))
+    checks: dict[str, tuple[str, str, Callable[[], tuple[bool, str]]]] = {
+        MOTO: (f"http://{HOST}:{moto_port}", f"http://{HOST}:{moto_port}/moto-api/", lambda: moto_health(moto_port)),
+        NESSIE: (
+            f"http://{HOST}:{api_port}",
+            f"http://{HOST}:{management_port}/q/health/ready",
+            lambda: nessie_health(management_port),
+        ),
+    }
+    components = []
+    for name, (url, health_url, check) in checks.items():
+        pid = pids.get(name)
+        alive = pid is not None and process_alive(name, pid)
+        healthy, health = check() if alive else (False, "not running" if pid else "never started")
+        log = Path(str(record.get(f"{name}_log", config.logs_dir / f"{name}.log")))
+        components.append(ComponentStatus(LABELS[name], pid, alive, url, health_url, healthy, health, log))
+    complete = bool(record.get("complete"))
+    return StackStatus(config.state_file, recorded=True, components=tuple(components), complete=complete)
