@@ -6,10 +6,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 JARS := .cache/jars
 MVN := mvn -q -B -f docker/pom.xml
+# The AWS Lambda Runtime Interface Emulator ships as a static binary inside the aws-sam-cli wheel.
+SAM_CLI_VERSION := 1.150.0
+RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars lint test test-unit demo stack-up stack-down clean
+.PHONY: setup jars rie lint test test-unit demo stack-up stack-down clean
 
-setup: $(VENV)/.installed jars
+setup: $(VENV)/.installed jars rie
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +30,14 @@ $(JARS)/.fetched: docker/pom.xml
 	$(MVN) -P nessie-server dependency:copy-dependencies -DexcludeTransitive=true \
 		-DincludeArtifactIds=nessie-quarkus -DoutputDirectory=$(CURDIR)/$(JARS)/nessie
 	touch $@
+
+rie: $(RIE)
+
+$(RIE): $(VENV)/.installed
+	mkdir -p .cache/rie
+	$(PY) -m pip download -q --no-deps aws-sam-cli==$(SAM_CLI_VERSION) -d .cache/rie
+	$(PY) scripts/extract_rie.py .cache/rie/aws_sam_cli-$(SAM_CLI_VERSION)-py3-none-any.whl $@
+	rm -f .cache/rie/aws_sam_cli-*.whl
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check functions tests scripts data_loader.py setup_aws.py

@@ -17,18 +17,26 @@ import pytest
 
 from wap_ingest.local.stack import StackConfig, StackState, free_ports, stack_environment, start_stack, stop_stack
 
+AUDITS = Path(__file__).parent / "data" / "audits.yml"
+
 
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackState]:
-    moto, nessie, mgmt = free_ports(3)
+    moto, nessie, mgmt, slack, function, runtime = free_ports(6)
     config = StackConfig(
-        state_dir=tmp_path_factory.mktemp("stack"), moto_port=moto, nessie_port=nessie, nessie_management_port=mgmt
+        state_dir=tmp_path_factory.mktemp("stack"), moto_port=moto, nessie_port=nessie, nessie_management_port=mgmt,
+        slack_port=slack, lambda_port=function, runtime_port=runtime,
     )
-    state = start_stack(config)
+    patch = pytest.MonkeyPatch()
+    patch.setenv("WAP_AUDITS_FILE", str(AUDITS))  # the function under the emulator inherits it
     try:
-        yield state
+        state = start_stack(config)
+        try:
+            yield state
+        finally:
+            stop_stack(config)
     finally:
-        stop_stack(config)
+        patch.undo()
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +44,7 @@ def stack_env(local_stack: StackState, tmp_path_factory: pytest.TempPathFactory)
     """The stack's variables, exported for this process (Spark's JVM and boto3 read them)."""
     env = stack_environment(local_stack) | {
         "WAP_WORK_DIR": str(tmp_path_factory.mktemp("work")),
-        "WAP_AUDITS_FILE": str(Path(__file__).parent / "data" / "audits.yml"),
+        "WAP_AUDITS_FILE": str(AUDITS),
     }
     patch = pytest.MonkeyPatch()
     for name, value in env.items():
@@ -57,13 +65,21 @@ class Lake:
 
     @property
     def source_bucket(self) -> str:
+        """Notified: a file dropped here is ingested by the stack's event path (worker -> handler)."""
         return self.env["SOURCE_BUCKET"]
 
+    inbox_bucket = "inbox"  # not notified: for tests that run the pipeline themselves
+
     def put(self, key: str, body: bytes) -> Any:
+        """Upload to the inbox (no event fires) and return the object for a direct pipeline run."""
         from wap_ingest.core.models import SourceObject
 
+        self.s3.put_object(Bucket=self.inbox_bucket, Key=key, Body=body)
+        return SourceObject(self.inbox_bucket, key)
+
+    def drop(self, key: str, body: bytes) -> None:
+        """Upload to the source bucket, as a producer does: the event path takes it from there."""
         self.s3.put_object(Bucket=self.source_bucket, Key=key, Body=body)
-        return SourceObject(self.source_bucket, key)
 
     def count(self, table: str, ref: str = "main") -> int:
         spark = self.service.ports.writer.writer._spark
@@ -83,7 +99,9 @@ def lake(stack_env: dict[str, str]) -> Lake:
     from wap_ingest.config import Settings
 
     service = build_service(Settings.from_env(stack_env))
-    return Lake(service=service, s3=service.objects._s3, env=stack_env)
+    lake = Lake(service=service, s3=service.objects._s3, env=stack_env)
+    lake.s3.create_bucket(Bucket=lake.inbox_bucket)
+    return lake
 
 
 @pytest.fixture

@@ -12,10 +12,12 @@ import yaml
 
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
+from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
 from wap_ingest.config import Settings
 from wap_ingest.core.audits import AuditSuites, suites_from
 from wap_ingest.core.errors import AuditSuiteError
+from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, ingest_and_notify
 from wap_ingest.core.models import (
     AppendResult,
     FileFormat,
@@ -25,8 +27,8 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
-from wap_ingest.core.ports import TableWriter
+from wap_ingest.core.pipeline import PipelineConfig, Ports
+from wap_ingest.core.ports import Notifier, TableWriter
 
 
 def load_suites(path: Path, default_namespace: str) -> AuditSuites:
@@ -79,9 +81,25 @@ class Service:
     suites: AuditSuites
     config: PipelineConfig
     objects: S3ObjectStore
+    notifier: Notifier
 
-    def ingest(self, source: SourceObject, table: TableRef | None = None) -> IngestOutcome:
-        return run_wap(source, ports=self.ports, suites=self.suites, config=self.config, table=table)
+    def ingest(
+        self, source: SourceObject, table: TableRef | None = None, delivery: Delivery = UNKNOWN_DELIVERY
+    ) -> IngestOutcome:
+        return ingest_and_notify(
+            source, ports=self.ports, suites=self.suites, config=self.config, notifier=self.notifier,
+            delivery=delivery, table=table,
+        )
+
+
+def notifier_for(settings: Settings) -> Notifier:
+    token = settings.slack_token
+    if token is None and settings.slack_token_parameter:
+        token = token_from_parameter(settings.slack_token_parameter)
+    if token is None or settings.slack_channel is None:
+        return LogNotifier()
+    client = slack_client_for(token, settings.slack_base_url, settings.http_timeout)
+    return SlackNotifier(client, settings.slack_channel)
 
 
 def build_service(settings: Settings) -> Service:
@@ -100,6 +118,7 @@ def build_service(settings: Settings) -> Service:
         suites=suites,
         config=PipelineConfig(default_namespace=settings.namespace, main_branch=settings.main_branch),
         objects=objects,
+        notifier=notifier_for(settings),
     )
 
 

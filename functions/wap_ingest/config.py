@@ -12,7 +12,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -38,6 +38,7 @@ KNOWN_VARIABLES: dict[str, str] = {
     "SLACK_CHANNEL": "Slack channel for alerts, e.g. #data-alerts",
     "WAP_SLACK_TOKEN_PARAMETER": "SSM SecureString name or Secrets Manager ARN holding the Slack token",
     "WAP_SLACK_BASE_URL": "Slack API base URL (the local stack's sink); default: Slack",
+    "WAP_MAX_RECEIVES": "the queue's maxReceiveCount: the last attempt alerts that the event goes to the DLQ",
     "AWS_ENDPOINT_URL": "S3-compatible endpoint (local stack); unset on AWS",
     "AWS_REGION": "AWS region (default: us-east-1)",
     "POWERTOOLS_SERVICE_NAME": "service name in structured logs and metrics (Powertools)",
@@ -88,6 +89,11 @@ class Settings:
     http_timeout: float
     aws_region: str
     aws_endpoint_url: str | None
+    slack_channel: str | None = None
+    slack_token_parameter: str | None = None
+    slack_base_url: str | None = None
+    max_receives: int = 5
+    slack_token: str | None = field(default=None, repr=False)  # a secret: never printed
 
     @property
     def nessie_api_v1(self) -> str:
@@ -128,6 +134,18 @@ class Settings:
         except ValueError as exc:
             raise ConfigError("WAP_HTTP_TIMEOUT must be a number of seconds, e.g. 30.") from exc
         endpoint = env.get("AWS_ENDPOINT_URL_S3", "").strip() or env.get("AWS_ENDPOINT_URL", "").strip()
+        token = env.get("SLACK_TOKEN", "").strip() or None
+        parameter = env.get("WAP_SLACK_TOKEN_PARAMETER", "").strip() or None
+        channel = env.get("SLACK_CHANNEL", "").strip() or None
+        if (token or parameter) and not channel:
+            raise ConfigError("SLACK_CHANNEL is not set but a Slack token is. Fix: export SLACK_CHANNEL=#your-alerts.")
+        base_url = env.get("WAP_SLACK_BASE_URL", "").strip() or None
+        if base_url:
+            base_url = _url(env, "WAP_SLACK_BASE_URL", "use http(s)://host:port/api/") + "/"
+        try:
+            max_receives = int(env.get("WAP_MAX_RECEIVES", "5"))
+        except ValueError as exc:
+            raise ConfigError("WAP_MAX_RECEIVES must be an integer (the queue's maxReceiveCount).") from exc
         return cls(
             lake_bucket=lake,
             source_bucket=source,
@@ -142,6 +160,11 @@ class Settings:
             http_timeout=timeout,
             aws_region=env.get("AWS_REGION", "").strip() or env.get("AWS_DEFAULT_REGION", "").strip() or "us-east-1",
             aws_endpoint_url=endpoint.rstrip("/") or None,
+            slack_channel=channel,
+            slack_token_parameter=parameter,
+            slack_base_url=base_url,
+            max_receives=max_receives,
+            slack_token=token,
         )
 
     def spark_jars(self) -> list[Path]:

@@ -96,7 +96,7 @@ def test_bad_input_is_reported_and_leaves_no_trace(lake: Lake, table_name: str, 
 
 
 def test_missing_object_is_reported(lake: Lake, table_name: str) -> None:
-    outcome = lake.service.ingest(SourceObject(lake.source_bucket, f"{table_name}/never-uploaded.parquet"))
+    outcome = lake.service.ingest(SourceObject(lake.inbox_bucket, f"{table_name}/never-uploaded.parquet"))
     assert outcome.status is OutcomeStatus.INVALID
     assert "no such object" in outcome.message
 
@@ -126,7 +126,7 @@ def test_s3_unreachable_raises_a_clear_error(lake: Lake, table_name: str) -> Non
     ports = Ports(catalog=lake.service.ports.catalog, writer=lake.service.ports.writer, objects=objects)
     main_before = lake.main_hash()
     with pytest.raises(ObjectStoreUnavailableError, match="unreachable"):
-        run_wap(SourceObject(lake.source_bucket, f"{table_name}/a.parquet"), ports=ports,
+        run_wap(SourceObject(lake.inbox_bucket, f"{table_name}/a.parquet"), ports=ports,
                 suites=lake.service.suites, config=lake.service.config)
     assert lake.main_hash() == main_before
 

@@ -52,6 +52,12 @@ ENV_KEYS = {
     "LAKE_BUCKET",
     "NESSIE_ENDPOINT",
     "WAP_STACK_DIR",
+    "WAP_SLACK_BASE_URL",
+    "SLACK_TOKEN",
+    "SLACK_CHANNEL",
+    "WAP_MAX_RECEIVES",
+    "WAP_STACK_QUEUE_URL",
+    "WAP_STACK_DLQ_URL",
 }
 
 
@@ -67,8 +73,9 @@ def wap(*argv: str) -> tuple[int, str, str]:
 
 
 def isolated_config(state_dir: Path) -> StackConfig:
-    moto, nessie, management = free_ports(3)
-    return StackConfig(state_dir=state_dir, moto_port=moto, nessie_port=nessie, nessie_management_port=management)
+    moto, nessie, management, slack, function, runtime = free_ports(6)
+    return StackConfig(state_dir=state_dir, moto_port=moto, nessie_port=nessie, nessie_management_port=management,
+                       slack_port=slack, lambda_port=function, runtime_port=runtime)
 
 
 def gone(pid: int) -> bool:
@@ -107,6 +114,9 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
         patch.setenv("WAP_STACK_MOTO_PORT", str(config.moto_port))
         patch.setenv("WAP_STACK_NESSIE_PORT", str(config.nessie_port))
         patch.setenv("WAP_STACK_NESSIE_MGMT_PORT", str(config.nessie_management_port))
+        patch.setenv("WAP_STACK_SLACK_PORT", str(config.slack_port))
+        patch.setenv("WAP_STACK_LAMBDA_PORT", str(config.lambda_port))
+        patch.setenv("WAP_STACK_RUNTIME_PORT", str(config.runtime_port))
         try:
             code, out, err = wap("stack", "up")
             assert code == 0, err
@@ -122,9 +132,12 @@ def test_up_reports_start_up_times_urls_logs_and_the_env_hint(running: Running) 
     state = load_state(running.config)
     assert state is not None
     out = running.up_output
-    assert f"moto (S3)  up in {state.moto_seconds:5.1f} s  {state.moto_url}" in out
+    assert f"moto (S3, SQS) up in {state.moto_seconds:5.1f} s  {state.moto_url}" in out
     assert f"Nessie     up in {state.nessie_seconds:5.1f} s  {state.nessie_url}" in out
-    assert f"Local stack up in {state.moto_seconds + state.nessie_seconds:.1f} s" in out
+    assert state.trigger_seconds is not None
+    assert f"events     up in {state.trigger_seconds:5.1f} s" in out and str(state.queue_url) in out
+    total = state.moto_seconds + state.nessie_seconds + state.trigger_seconds
+    assert f"Local stack up in {total:.1f} s" in out
     assert str(running.config.logs_dir) in out
     assert 'eval "$(wap stack env)"' in out
     recorded = json.loads(running.config.state_file.read_text())
@@ -137,13 +150,15 @@ def test_up_reports_start_up_times_urls_logs_and_the_env_hint(running: Running) 
 def test_status_is_healthy(running: Running) -> None:
     code, out, _ = wap("stack", "status")
     assert code == 0, out
-    assert out.count("alive") == 2 and "The local stack is running and healthy." in out
+    assert out.count("(alive)") == 5 and "The local stack is running and healthy." in out
     assert str(running.config.nessie_log) in out and str(running.config.moto_log) in out
 
     code, out, _ = wap("stack", "status", "--json")
     report = json.loads(out)
     assert code == 0 and report["healthy"] and not report["broken"]
-    assert [c["name"] for c in report["components"]] == ["moto (S3)", "Nessie"]
+    assert [c["name"] for c in report["components"]] == [
+        "moto (S3, SQS)", "Nessie", "Slack sink", "Lambda runtime (emulator + awslambdaric)", "SQS worker"
+    ]
     assert all(c["alive"] and c["healthy"] and c["pid"] for c in report["components"])
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 
+from .alerts import Alert
 from .models import AppendResult, Branch, FileFormat, MeasurementPlan, Measurements, SourceObject, TableRef
 
 
@@ -86,3 +87,12 @@ class ObjectStore(ABC):
     @abstractmethod
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
         """All objects under `prefix`, in key order."""
+
+
+class Notifier(ABC):
+    """Where alerts go (Slack, or the log). Delivery failures are the adapter's to log, never to raise:
+    an alert outage must not change an ingestion's outcome."""
+
+    @abstractmethod
+    def notify(self, alert: Alert) -> bool:
+        """Deliver the alert; True if it was delivered."""

@@ -1,4 +1,7 @@
-"""`wap stack up | down | status | env`: run the local stack (moto S3 + Nessie) as local processes."""
+"""`wap stack up | down | status | env | alerts`: run the local stack as local processes.
+
+The lake (moto S3/SQS + Nessie) and the event path (S3 notifications -> SQS -> worker -> the handler
+under the Lambda Runtime Interface Emulator; alerts -> a local Slack sink)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import shlex
 import sys
 
 from wap_ingest.core.errors import ConfigError, WapError
+from wap_ingest.local.slack_sink import read_messages
 from wap_ingest.local.stack import (
     LABELS,
     MOTO,
@@ -35,13 +39,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Ports and folders: WAP_STACK_DIR, WAP_STACK_MOTO_PORT, WAP_STACK_NESSIE_PORT, "
         "WAP_STACK_NESSIE_MGMT_PORT; Nessie needs Java 21+ (WAP_NESSIE_JAVA) and its jar (WAP_NESSIE_JAR).",
     )
-    commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env}", required=True)
-    commands.add_parser("up", help="start moto and Nessie, create the buckets").set_defaults(func=cmd_up)
-    commands.add_parser("down", help="stop both and discard the local lake").set_defaults(func=cmd_down)
+    commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env,alerts}", required=True)
+    commands.add_parser(
+        "up", help="start the lake (moto, Nessie) and the event path (queue, worker, Lambda runtime, Slack sink)"
+    ).set_defaults(func=cmd_up)
+    commands.add_parser("down", help="stop everything and discard the local lake").set_defaults(func=cmd_down)
     status = commands.add_parser("status", help="show pids, URLs, health and logs (exit 1 unless healthy)")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(func=cmd_status)
     commands.add_parser("env", help=f"print export lines for the running stack: {ENV_HINT}").set_defaults(func=cmd_env)
+    alerts = commands.add_parser("alerts", help="print the alerts the local Slack sink received")
+    alerts.add_argument("--json", action="store_true", help="print them as JSON")
+    alerts.set_defaults(func=cmd_alerts)
 
 
 def _fail(exc: WapError) -> int:
@@ -68,7 +77,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"  {LABELS[NESSIE]:<10} up in {state.nessie_seconds:5.1f} s  {state.nessie_url}  "
         f"(pid {state.nessie_pid}; Iceberg REST {state.nessie_url}/iceberg, ready {state.nessie_health_url})"
     )
-    print(f"Local stack up in {state.moto_seconds + state.nessie_seconds:.1f} s. Logs: {config.logs_dir}")
+    if state.invoke_url:
+        print(
+            f"  {'events':<10} up in {state.trigger_seconds or 0:5.1f} s  s3://{state.source_bucket}/<table>/... -> "
+            f"SQS {state.queue_url} -> worker (pid {state.worker_pid}) -> Lambda runtime {state.invoke_url} "
+            f"(pid {state.lambda_pid}); alerts -> Slack sink {state.slack_url} (pid {state.slack_pid}); "
+            f"dead letters after {state.max_receives} receives: {state.dead_letter_url}"
+        )
+    total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
+    print(f"Local stack up in {total:.1f} s. Logs (one per component): {config.logs_dir}")
+    print("Drop a file to ingest it:  .venv/bin/python data_loader.py --no-null  (then: wap stack alerts)")
     print(f"Point your shell at it:  {ENV_HINT}")
     return 0
 
@@ -135,4 +153,19 @@ def cmd_env(args: argparse.Namespace) -> int:
         return 1
     for name, value in stack_environment(state).items():
         print(f"export {name}={shlex.quote(value)}")
+    return 0
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    config = StackConfig.from_env()
+    messages = read_messages(config.alerts_file)
+    if args.json:
+        print(json.dumps(messages, indent=2))
+        return 0
+    if not messages:
+        print(f"No alerts received (sink record: {config.alerts_file}).")
+        return 0
+    for message in messages:
+        print(f"--- {message['channel']} at {message['ts']}")
+        print(message["text"])
     return 0

@@ -1,4 +1,7 @@
-"""What the local stack is made of: its two components, where they listen, the credentials they share.
+"""What the local stack is made of: its components, where they listen, the credentials they share.
+
+The lake (moto S3 + Nessie) holds state in memory and lives and dies as one. The trigger (Slack sink,
+the Lambda runtime under the emulator, the SQS worker) delivers S3 notifications to the handler.
 
 Every other module of the stack imports its names from here (and nothing else from the stack), so this is
 also where `StackError` lives: the error any of them raises when a component fails to start.
@@ -16,7 +19,26 @@ HOST = "127.0.0.1"
 
 MOTO = "moto"
 NESSIE = "nessie"
-LABELS = {MOTO: "moto (S3)", NESSIE: "Nessie"}
+SLACK = "slack"
+LAMBDA = "lambda"
+WORKER = "worker"
+LAKE_COMPONENTS = (MOTO, NESSIE)
+TRIGGER_COMPONENTS = (SLACK, LAMBDA, WORKER)
+COMPONENTS = LAKE_COMPONENTS + TRIGGER_COMPONENTS
+LABELS = {
+    MOTO: "moto (S3, SQS)",
+    NESSIE: "Nessie",
+    SLACK: "Slack sink",
+    LAMBDA: "Lambda runtime (emulator + awslambdaric)",
+    WORKER: "SQS worker",
+}
+
+EVENTS_QUEUE = "wap-events"
+DEAD_LETTER_QUEUE = "wap-events-dlq"
+ALERT_CHANNEL = "#wap-alerts"
+# The local sink accepts any bearer token; this one is not a secret and not a real Slack token.
+SINK_TOKEN = "local-sink-token"
+FUNCTION_NAME = "wap-ingest"
 
 
 class StackError(InfrastructureError):

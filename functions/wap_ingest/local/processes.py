@@ -16,10 +16,16 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from wap_ingest.local.components import HOST, LABELS, MOTO, NESSIE, StackError
+from wap_ingest.local.components import HOST, LABELS, LAMBDA, MOTO, NESSIE, SLACK, WORKER, StackError
 
 # A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
-_MARKERS = {MOTO: "moto.server", NESSIE: "nessie.version.store.type"}
+_MARKERS = {
+    MOTO: "moto.server",
+    NESSIE: "nessie.version.store.type",
+    SLACK: "wap_ingest.local.slack_sink",
+    LAMBDA: "--runtime-interface-emulator-address",
+    WORKER: "wap_ingest.local.worker",
+}
 _STOP_GRACE = 10.0
 _POLL = 0.2
 
@@ -49,6 +55,15 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in socks:
             sock.close()
+
+
+def port_open(port: int, timeout: float = 1.0) -> bool:
+    """True once something accepts TCP connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def port_is_free(port: int) -> bool:

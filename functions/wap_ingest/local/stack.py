@@ -23,15 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
+from wap_ingest.local import trigger
 from wap_ingest.local.components import (
     ACCESS_KEY,
     HOST,
     LABELS,
+    LAMBDA,
     MOTO,
     NESSIE,
     NESSIE_VERSION,
     SECRET_KEY,
+    SLACK,
     WAREHOUSE,
+    WORKER,
     StackError,
 )
 from wap_ingest.local.java import MIN_JAVA, find_java, java_major
@@ -39,6 +43,7 @@ from wap_ingest.local.processes import (
     free_port,
     free_ports,
     port_is_free,
+    port_open,
     process_alive,
     spawn,
     stop_processes,
@@ -57,7 +62,14 @@ from wap_ingest.local.state import (
     stack_environment,
     write_record,
 )
-from wap_ingest.local.status import ComponentStatus, StackStatus, moto_health, nessie_health, stack_status
+from wap_ingest.local.status import (
+    ComponentStatus,
+    StackStatus,
+    moto_health,
+    nessie_health,
+    sink_health,
+    stack_status,
+)
 
 __all__ = [
     "ACCESS_KEY",
@@ -100,6 +112,9 @@ _PORT_VARIABLES = {
     "moto_port": ("WAP_STACK_MOTO_PORT", "moto S3 server"),
     "nessie_port": ("WAP_STACK_NESSIE_PORT", "Nessie API"),
     "nessie_management_port": ("WAP_STACK_NESSIE_MGMT_PORT", "Nessie management/health"),
+    "slack_port": ("WAP_STACK_SLACK_PORT", "Slack sink"),
+    "lambda_port": ("WAP_STACK_LAMBDA_PORT", "Lambda invoke API (emulator)"),
+    "runtime_port": ("WAP_STACK_RUNTIME_PORT", "Lambda runtime API (emulator)"),
 }
 
 
@@ -171,7 +186,7 @@ def ensure_not_running(config: StackConfig) -> None:
         config.state_file.unlink(missing_ok=True)  # stale: its processes are gone
         return
     listed = ", ".join(f"{LABELS[name]} pid {pid}" for name, pid in alive.items())
-    if record.get("complete") and len(alive) == len(pids) == 2:
+    if record.get("complete") and len(alive) == len(pids):
         raise ConfigError(
             f"The local stack is already running ({listed}; state {config.state_file}). Use it: "
             'eval "$(wap stack env)". Or stop it first: wap stack down'
@@ -187,8 +202,9 @@ def _preflight(config: StackConfig) -> Path:
     ports = {attr: getattr(config, attr) for attr in _PORT_VARIABLES}
     if len(set(ports.values())) != len(ports):
         raise ConfigError(
-            f"The stack ports must differ (moto {config.moto_port}, Nessie {config.nessie_port}, "
-            f"Nessie management {config.nessie_management_port}). Fix: set "
+            "The stack ports must differ ("
+            + ", ".join(f"{use} {getattr(config, attr)}" for attr, (_, use) in _PORT_VARIABLES.items())
+            + "). Fix: set "
             + ", ".join(var for var, _ in _PORT_VARIABLES.values())
         )
     for attr, port in ports.items():
@@ -267,6 +283,9 @@ def _start(config: StackConfig) -> StackState:
             config.startup_timeout,
         )
         record["nessie_seconds"] = round(time.monotonic() - began, 2)
+        began = time.monotonic()
+        _start_trigger(config, record)
+        record["trigger_seconds"] = round(time.monotonic() - began, 2)
         state = StackState.from_json(record)
         write_record(config, {"complete": True, **state.to_json()})
     except BaseException:
@@ -274,6 +293,31 @@ def _start(config: StackConfig) -> StackState:
         config.state_file.unlink(missing_ok=True)
         raise
     return state
+
+
+def _start_trigger(config: StackConfig, record: dict[str, Any]) -> None:
+    """Queues and notification, then the Slack sink, the function under the emulator, and the worker."""
+    queue_url, dead_letter_url = trigger.setup_notifications(config)
+    record |= {"queue_url": queue_url, "dead_letter_url": dead_letter_url, "max_receives": config.max_receives,
+               "slack_port": config.slack_port, "lambda_port": config.lambda_port}
+    record["slack_pid"] = spawn(SLACK, trigger.sink_command(config), config.log_for(SLACK), os.environ)
+    write_record(config, record)
+    wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
+               config.startup_timeout)
+    partial = StackState.from_json(record | {"moto_seconds": 0, "nessie_seconds": 0})
+    env = trigger.function_environment(config, stack_environment(partial))
+    record["lambda_pid"] = spawn(LAMBDA, trigger.lambda_command(config), config.log_for(LAMBDA), env)
+    write_record(config, record)
+    wait_ready(LAMBDA, record["lambda_pid"], config.log_for(LAMBDA), lambda: _listening(config.lambda_port),
+               config.startup_timeout)
+    invoke_url = str(partial.invoke_url)
+    record["worker_pid"] = spawn(WORKER, trigger.worker_command(config, queue_url, invoke_url),
+                                 config.log_for(WORKER), env)
+    write_record(config, record)
+
+
+def _listening(port: int) -> tuple[bool, str]:
+    return (True, "listening") if port_open(port) else (False, "not listening yet")
 
 
 def stop_stack(config: StackConfig) -> bool:

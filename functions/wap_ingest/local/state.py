@@ -16,7 +16,17 @@ from typing import Any
 
 import wap_ingest
 from wap_ingest.core.errors import ConfigError
-from wap_ingest.local.components import ACCESS_KEY, HOST, MOTO, NESSIE, NESSIE_VERSION, SECRET_KEY
+from wap_ingest.local.components import (
+    ACCESS_KEY,
+    ALERT_CHANNEL,
+    COMPONENTS,
+    HOST,
+    MOTO,
+    NESSIE,
+    NESSIE_VERSION,
+    SECRET_KEY,
+    SINK_TOKEN,
+)
 
 
 def repo_root() -> Path:
@@ -31,6 +41,10 @@ def default_nessie_jar() -> Path:
     return repo_root() / ".cache" / "jars" / "nessie" / f"nessie-quarkus-{NESSIE_VERSION}-runner.jar"
 
 
+def default_rie() -> Path:
+    return repo_root() / ".cache" / "rie" / "aws-lambda-rie"
+
+
 @dataclass(frozen=True)
 class StackConfig:
     state_dir: Path = field(default_factory=default_state_dir)
@@ -43,6 +57,11 @@ class StackConfig:
     startup_timeout: float = 90.0
     nessie_jar: Path = field(default_factory=default_nessie_jar)
     nessie_java: Path | None = None  # None: the newest installed Java >= MIN_JAVA
+    slack_port: int = 19122
+    lambda_port: int = 19123
+    runtime_port: int = 19124
+    max_receives: int = 3  # the events queue's maxReceiveCount before the dead-letter queue
+    rie: Path = field(default_factory=default_rie)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
@@ -57,6 +76,10 @@ class StackConfig:
             startup_timeout=_seconds(env, "WAP_STACK_TIMEOUT", defaults.startup_timeout),
             nessie_jar=_path(env, "WAP_NESSIE_JAR") or defaults.nessie_jar,
             nessie_java=Path(java).expanduser() if java else None,
+            slack_port=_port(env, "WAP_STACK_SLACK_PORT", defaults.slack_port),
+            lambda_port=_port(env, "WAP_STACK_LAMBDA_PORT", defaults.lambda_port),
+            runtime_port=_port(env, "WAP_STACK_RUNTIME_PORT", defaults.runtime_port),
+            rie=_path(env, "WAP_RIE") or defaults.rie,
         )
 
     @property
@@ -70,6 +93,13 @@ class StackConfig:
     @property
     def moto_log(self) -> Path:
         return self.logs_dir / "moto.log"
+
+    def log_for(self, component: str) -> Path:
+        return self.logs_dir / f"{component}.log"
+
+    @property
+    def alerts_file(self) -> Path:
+        return self.state_dir / "alerts.jsonl"
 
     @property
     def nessie_log(self) -> Path:
@@ -119,6 +149,15 @@ class StackState:
     started_at: str
     moto_seconds: float
     nessie_seconds: float
+    slack_pid: int | None = None
+    lambda_pid: int | None = None
+    worker_pid: int | None = None
+    slack_port: int | None = None
+    lambda_port: int | None = None
+    queue_url: str | None = None
+    dead_letter_url: str | None = None
+    max_receives: int | None = None
+    trigger_seconds: float | None = None
 
     @property
     def moto_url(self) -> str:
@@ -133,8 +172,20 @@ class StackState:
         return f"http://{HOST}:{self.nessie_management_port}/q/health/ready"
 
     @property
+    def slack_url(self) -> str | None:
+        return f"http://{HOST}:{self.slack_port}/api/" if self.slack_port else None
+
+    @property
+    def invoke_url(self) -> str | None:
+        if not self.lambda_port:
+            return None
+        return f"http://{HOST}:{self.lambda_port}/2015-03-31/functions/function/invocations"
+
+    @property
     def pids(self) -> dict[str, int]:
-        return {MOTO: self.moto_pid, NESSIE: self.nessie_pid}
+        pids = {MOTO: self.moto_pid, NESSIE: self.nessie_pid}
+        extra = {"slack": self.slack_pid, "lambda": self.lambda_pid, "worker": self.worker_pid}
+        return pids | {name: pid for name, pid in extra.items() if pid}
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
@@ -157,12 +208,25 @@ class StackState:
             started_at=str(data["started_at"]),
             moto_seconds=float(data["moto_seconds"]),
             nessie_seconds=float(data["nessie_seconds"]),
+            slack_pid=_optional_int(data.get("slack_pid")),
+            lambda_pid=_optional_int(data.get("lambda_pid")),
+            worker_pid=_optional_int(data.get("worker_pid")),
+            slack_port=_optional_int(data.get("slack_port")),
+            lambda_port=_optional_int(data.get("lambda_port")),
+            queue_url=data.get("queue_url"),
+            dead_letter_url=data.get("dead_letter_url"),
+            max_receives=_optional_int(data.get("max_receives")),
+            trigger_seconds=None if data.get("trigger_seconds") is None else float(data["trigger_seconds"]),
         )
+
+
+def _optional_int(value: object) -> int | None:
+    return None if value is None else int(str(value))
 
 
 def stack_environment(state: StackState) -> dict[str, str]:
     """The variables that point the service, boto3 and Spark at the local stack."""
-    return {
+    env = {
         "AWS_ENDPOINT_URL": state.moto_url,
         "AWS_ACCESS_KEY_ID": ACCESS_KEY,
         "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
@@ -173,6 +237,13 @@ def stack_environment(state: StackState) -> dict[str, str]:
         "NESSIE_ENDPOINT": state.nessie_url,
         "WAP_STACK_DIR": str(state.state_dir),
     }
+    if state.slack_url:
+        env |= {"WAP_SLACK_BASE_URL": state.slack_url, "SLACK_TOKEN": SINK_TOKEN, "SLACK_CHANNEL": ALERT_CHANNEL}
+    if state.max_receives:
+        env["WAP_MAX_RECEIVES"] = str(state.max_receives)
+    if state.queue_url and state.dead_letter_url:
+        env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url}
+    return env
 
 
 # --- state file -------------------------------------------------------------------------------------
@@ -197,7 +268,7 @@ def read_record(config: StackConfig) -> dict[str, Any] | None:
 
 
 def recorded_pids(record: Mapping[str, Any]) -> dict[str, int]:
-    pids = {name: record.get(f"{name}_pid") for name in (MOTO, NESSIE)}
+    pids = {name: record.get(f"{name}_pid") for name in COMPONENTS}
     return {name: pid for name, pid in pids.items() if isinstance(pid, int) and pid > 0}
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import requests
 
-from wap_ingest.local.components import HOST, LABELS, MOTO, NESSIE
-from wap_ingest.local.processes import process_alive
+from wap_ingest.local.components import HOST, LABELS, LAMBDA, MOTO, NESSIE, SLACK, WORKER
+from wap_ingest.local.processes import port_open, process_alive
 from wap_ingest.local.state import StackConfig, read_record, recorded_pids
 
 
@@ -21,6 +21,13 @@ def _get(url: str, timeout: float = 2.0) -> requests.Response | str:
             return session.get(url, timeout=timeout)
         except requests.RequestException as exc:
             return f"no answer ({type(exc).__name__})"
+
+
+def sink_health(port: int) -> tuple[bool, str]:
+    answer = _get(f"http://{HOST}:{port}/health")
+    if isinstance(answer, str):
+        return False, answer
+    return answer.status_code == 200, f"answers (HTTP {answer.status_code})"
 
 
 def moto_health(moto_port: int) -> tuple[bool, str]:
@@ -77,8 +84,8 @@ class StackStatus:
         dead = ", ".join(c.name for c in self.components if not c.alive)
         if self.broken:
             return (
-                f"The local stack is BROKEN: {dead} is not running while the other process is. The catalog "
-                "must not outlive the object store it points at. Fix: wap stack down, then wap stack up"
+                f"The local stack is BROKEN: {dead} is not running while the others are (the catalog must not "
+                "outlive the object store it points at). Fix: wap stack down, then wap stack up"
             )
         if not any(c.alive for c in self.components):
             return "The local stack is not running (its processes are gone). Fix: wap stack down, then wap stack up"
@@ -118,6 +125,15 @@ def stack_status(config: StackConfig) -> StackStatus:
             lambda: nessie_health(management_port),
         ),
     }
+    if record.get("slack_port"):
+        slack_port, lambda_port = int(record["slack_port"]), int(record.get("lambda_port") or 0)
+        invoke = f"http://{HOST}:{lambda_port}/2015-03-31/functions/function/invocations"
+        checks |= {
+            SLACK: (f"http://{HOST}:{slack_port}/api/", f"http://{HOST}:{slack_port}/health",
+                    lambda: sink_health(slack_port)),
+            LAMBDA: (invoke, invoke, lambda: (port_open(lambda_port), "invoke API listening")),
+            WORKER: (str(record.get("queue_url", "")), "-", lambda: (True, "polling")),
+        }
     components = []
     for name, (url, health_url, check) in checks.items():
         pid = pids.get(name)

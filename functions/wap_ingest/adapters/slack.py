@@ -1,0 +1,94 @@
+"""Notifiers: SlackNotifier (slack-sdk WebClient) and LogNotifier (no token configured).
+
+A Slack outage never blocks publishing: delivery errors are logged and `notify` returns False.
+The token is never logged: only the channel and Slack's error code are.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+
+from wap_ingest.core.alerts import Alert
+from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.ports import Notifier
+
+log = logging.getLogger(__name__)
+
+_TEXT_LIMIT = 2900  # Slack's section text limit is 3000 characters
+
+
+def slack_client_for(token: str, base_url: str | None, timeout: float) -> WebClient:
+    return WebClient(
+        token=token,
+        base_url=base_url or WebClient.BASE_URL,
+        timeout=int(max(1, timeout)),
+        retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=2), ConnectionErrorRetryHandler(max_retry_count=2)],
+    )
+
+
+def token_from_parameter(name: str, *, ssm: Any = None, secrets: Any = None) -> str:
+    """Read the token from SSM Parameter Store (a name) or Secrets Manager (an ARN of a secret)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        if name.startswith("arn:aws:secretsmanager:"):
+            client = secrets or boto3.client("secretsmanager")
+            return str(client.get_secret_value(SecretId=name)["SecretString"]).strip()
+        client = ssm or boto3.client("ssm")
+        return str(client.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]).strip()
+    except (BotoCoreError, ClientError) as exc:
+        raise ConfigError(
+            f"WAP_SLACK_TOKEN_PARAMETER={name!r}: cannot read the Slack token ({type(exc).__name__}). Fix: create "
+            f"the SecureString/secret and allow ssm:GetParameter (or secretsmanager:GetSecretValue) on it."
+        ) from exc
+
+
+def blocks_for(alert: Alert) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": alert.title[:150], "emoji": True}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": alert.summary[:_TEXT_LIMIT]}},
+    ]
+    if alert.fields:
+        blocks.append({
+            "type": "section",
+            "fields": [{"type": "mrkdwn", "text": f"*{name}*\n`{value}`"[:2000]} for name, value in alert.fields[:10]],
+        })
+    if alert.details:
+        body = "\n".join(alert.details)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"```{body[:_TEXT_LIMIT]}```"}})
+    if alert.commands:
+        body = "\n".join(f"*{label}:* `{command}`" for label, command in alert.commands)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body[:_TEXT_LIMIT]}})
+    return blocks
+
+
+class SlackNotifier(Notifier):
+    def __init__(self, client: WebClient, channel: str) -> None:
+        self._client = client
+        self._channel = channel
+
+    def notify(self, alert: Alert) -> bool:
+        try:
+            self._client.chat_postMessage(channel=self._channel, text=alert.text, blocks=blocks_for(alert))
+        except SlackApiError as exc:
+            log.error("alert not delivered to Slack %s: %s (%s)", self._channel, exc.response.get("error"), alert.title)
+            return False
+        except (SlackClientError, OSError) as exc:
+            log.error("alert not delivered to Slack %s: %s (%s)", self._channel, type(exc).__name__, alert.title)
+            return False
+        log.info("alert sent to Slack %s: %s", self._channel, alert.title)
+        return True
+
+
+class LogNotifier(Notifier):
+    """No Slack token configured: the alert goes to the log, in full."""
+
+    def notify(self, alert: Alert) -> bool:
+        log.warning("ALERT (no Slack configured) %s", alert.text)
+        return True

@@ -1,0 +1,108 @@
+"""The stack's event path, as the Lambda event source mapping runs it in AWS:
+
+  S3 ObjectCreated -> SQS `wap-events` (redrive to `wap-events-dlq` after maxReceiveCount)
+    -> worker (polls, batches) -> Runtime Interface Emulator -> awslambdaric -> the handler
+  alerts -> slack-sdk -> the Slack sink
+
+Dropping a file into the source bucket with any S3 client is then all it takes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from wap_ingest.local.components import (
+    ACCESS_KEY,
+    DEAD_LETTER_QUEUE,
+    EVENTS_QUEUE,
+    FUNCTION_NAME,
+    HOST,
+    LABELS,
+    LAMBDA,
+    SECRET_KEY,
+    StackError,
+)
+from wap_ingest.local.state import StackConfig
+
+FUNCTION_TIMEOUT = 900
+FUNCTION_MEMORY = 3008
+
+
+def _client(config: StackConfig, service: str) -> Any:
+    import boto3
+
+    return boto3.client(
+        service, endpoint_url=f"http://{HOST}:{config.moto_port}", aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY, region_name=config.region,
+    )
+
+
+def setup_notifications(config: StackConfig) -> tuple[str, str]:
+    """Create the events queue and its dead-letter queue; have the source bucket notify the queue."""
+    sqs = _client(config, "sqs")
+    dead_letter = sqs.create_queue(QueueName=DEAD_LETTER_QUEUE)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dead_letter, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue = sqs.create_queue(
+        QueueName=EVENTS_QUEUE,
+        Attributes={
+            "VisibilityTimeout": str(FUNCTION_TIMEOUT * 6),  # >= 6x the function timeout, as AWS advises
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(config.max_receives)}),
+        },
+    )["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": "s3.amazonaws.com"}, "Action": "sqs:SendMessage",
+            "Resource": queue_arn,
+            "Condition": {"ArnEquals": {"aws:SourceArn": f"arn:aws:s3:::{config.source_bucket}"}},
+        }],
+    }
+    sqs.set_queue_attributes(QueueUrl=queue, Attributes={"Policy": json.dumps(policy)})
+    _client(config, "s3").put_bucket_notification_configuration(
+        Bucket=config.source_bucket,
+        NotificationConfiguration={
+            "QueueConfigurations": [{"Id": "wap-ingest", "QueueArn": queue_arn, "Events": ["s3:ObjectCreated:*"]}]
+        },
+    )
+    return queue, dead_letter
+
+
+def sink_command(config: StackConfig) -> list[str]:
+    return [sys.executable, "-m", "wap_ingest.local.slack_sink", "--port", str(config.slack_port),
+            "--record", str(config.alerts_file)]
+
+
+def lambda_command(config: StackConfig) -> list[str]:
+    if not config.rie.is_file():
+        raise StackError(
+            f"{LABELS[LAMBDA]}: the Runtime Interface Emulator {config.rie} is missing. Fix: make rie (extracts it "
+            f"from the pinned aws-sam-cli wheel), or export WAP_RIE=/path/to/aws-lambda-rie"
+        )
+    return [
+        str(config.rie),
+        "--runtime-interface-emulator-address", f"{HOST}:{config.lambda_port}",
+        "--runtime-api-address", f"{HOST}:{config.runtime_port}",
+        sys.executable, "-m", "awslambdaric", "wap_ingest.entrypoints.lambda_handler.handler",
+    ]
+
+
+def function_environment(config: StackConfig, stack_env: Mapping[str, str]) -> dict[str, str]:
+    """What the function sees: the stack's variables plus the ones Lambda sets for a function."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_LAMBDA_", "_HANDLER"))}
+    return inherited | dict(stack_env) | {
+        "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(FUNCTION_MEMORY),
+        "AWS_LAMBDA_FUNCTION_TIMEOUT": str(FUNCTION_TIMEOUT),
+        "POWERTOOLS_SERVICE_NAME": FUNCTION_NAME,
+        "WAP_WORK_DIR": str(config.state_dir / "lambda-tmp"),
+    }
+
+
+def worker_command(config: StackConfig, queue_url: str, invoke_url: str) -> list[str]:
+    return [sys.executable, "-m", "wap_ingest.local.worker", "--queue-url", queue_url, "--invoke-url", invoke_url,
+            "--invoke-timeout", str(FUNCTION_TIMEOUT + 60)]

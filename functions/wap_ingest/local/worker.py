@@ -1,0 +1,130 @@
+"""The local stand-in for Lambda's SQS event source mapping.
+
+Polls the queue that S3 notifies, hands each batch to the function exactly as Lambda would (an SQS
+event, through the Runtime Interface Emulator's invoke API, so the handler runs under awslambdaric with
+real warm starts), deletes the messages that succeeded and leaves the `batchItemFailures` for
+redelivery. After the queue's maxReceiveCount, SQS moves a message to the dead-letter queue.
+
+One difference from AWS, for fast local feedback: a failed message becomes visible again after
+`--retry-seconds` instead of the whole visibility timeout.
+
+    python -m wap_ingest.local.worker --queue-url URL --invoke-url URL [--batch-size 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import boto3
+import requests
+
+_running = True
+
+
+def _stop(_signum: int, _frame: Any) -> None:
+    global _running  # noqa: PLW0603 - the signal handler's only way to stop the loop
+    _running = False
+
+
+def log(event: str, **fields: Any) -> None:
+    print(json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "event": event, **fields}), flush=True)
+
+
+def sqs_event_for(messages: list[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
+    """The event Lambda's event source mapping builds from received SQS messages."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": dict(m.get("Attributes", {})),
+                "messageAttributes": m.get("MessageAttributes", {}),
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": region,
+            }
+            for m in messages
+        ]
+    }
+
+
+def failed_ids(response: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> set[str]:
+    """Which messages failed: the partial batch response, or all of them when the function errored."""
+    if "errorType" in response or "errorMessage" in response or "batchItemFailures" not in response:
+        return {m["MessageId"] for m in messages}
+    return {str(item["itemIdentifier"]) for item in response["batchItemFailures"]}
+
+
+def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility: int, retry_seconds: int,
+        invoke_timeout: float) -> None:
+    sqs = boto3.client("sqs")
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    region = sqs.meta.region_name
+    log("started", queue_url=queue_url, invoke_url=invoke_url)
+    while _running:
+        try:
+            received = sqs.receive_message(
+                QueueUrl=queue_url, MaxNumberOfMessages=batch_size, WaitTimeSeconds=wait,
+                VisibilityTimeout=visibility, AttributeNames=["All"], MessageAttributeNames=["All"],
+            ).get("Messages", [])
+        except Exception as exc:  # the queue is gone or moto is down: say so and keep trying
+            log("receive_failed", error=str(exc))
+            time.sleep(1)
+            continue
+        if not received:
+            continue
+        started = time.monotonic()
+        try:
+            reply = requests.post(invoke_url, json=sqs_event_for(received, queue_arn, region), timeout=invoke_timeout)
+            payload: Any = reply.json() if reply.content else {}
+            response: dict[str, Any] = (
+                payload if isinstance(payload, dict) else {"errorMessage": f"unexpected response {reply.text[:200]}"}
+            )
+        except (requests.RequestException, ValueError) as exc:
+            response = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
+        failed = failed_ids(response, received)
+        done = [m for m in received if m["MessageId"] not in failed]
+        if done:
+            sqs.delete_message_batch(
+                QueueUrl=queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+            )
+        for message in received:
+            if message["MessageId"] in failed:
+                sqs.change_message_visibility(
+                    QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=retry_seconds
+                )
+        log("batch", messages=len(received), succeeded=len(done), failed=len(failed),
+            seconds=round(time.monotonic() - started, 3), error=response.get("errorMessage"),
+            objects=[{k: o.get(k) for k in ("object", "status", "table", "branch", "rows")}
+                     for o in response.get("objects", [])])
+    log("stopped")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Poll SQS and invoke the function like Lambda's event source mapping")
+    parser.add_argument("--queue-url", required=True)
+    parser.add_argument("--invoke-url", required=True)
+    parser.add_argument("--batch-size", type=int, default=10)
+    parser.add_argument("--wait", type=int, default=1, help="long-poll seconds")
+    parser.add_argument("--visibility", type=int, default=900, help="visibility timeout while a batch runs")
+    parser.add_argument("--retry-seconds", type=int, default=2, help="delay before a failed message is retried")
+    parser.add_argument("--invoke-timeout", type=float, default=960.0)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    run(args.queue_url, args.invoke_url, args.batch_size, args.wait, args.visibility, args.retry_seconds,
+        args.invoke_timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

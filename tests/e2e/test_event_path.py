@@ -1,0 +1,121 @@
+"""Dropping a file into the source bucket is all it takes: moto S3 notification -> SQS -> worker ->
+the handler under the Lambda Runtime Interface Emulator -> Spark -> Nessie, and alerts -> Slack sink."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.conftest import Lake, parquet_bytes
+from wap_ingest.local.slack_sink import read_messages
+from wap_ingest.local.state import StackState
+
+pytestmark = [pytest.mark.stack, pytest.mark.spark]
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T | None], what: str, timeout: float = 180.0) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+
+
+def alerts_about(state: StackState, needle: str) -> list[dict[str, Any]]:
+    return [m for m in read_messages(state.state_dir / "alerts.jsonl") if needle in m["text"]]
+
+
+def table_rows(lake: Lake, table: str) -> int | None:
+    try:
+        return lake.count(table)
+    except Exception:  # not created on main yet
+        return None
+
+
+def test_a_clean_file_appears_on_main(lake: Lake, local_stack: StackState, table_name: str) -> None:
+    lake.drop(f"{table_name}/clean.parquet", parquet_bytes(120))
+    assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "rows on main") == 120
+    assert not [b for b in lake.wap_branches() if table_name in b]
+    assert alerts_about(local_stack, table_name) == []
+
+
+def test_a_file_with_nulls_leaves_its_branch_and_one_alert(lake: Lake, local_stack: StackState,
+                                                           table_name: str) -> None:
+    lake.drop(f"{table_name}/nulls.parquet", parquet_bytes(50, nulls=5))
+    [alert] = wait_for(lambda: alerts_about(local_stack, table_name), "the alert")
+    [branch] = [b for b in lake.wap_branches() if table_name in b]
+    assert branch in alert["text"]
+    assert "not_null(my_col_1): measured 5 nulls, expected 0 nulls" in alert["text"]
+    assert table_rows(lake, f"wap.{table_name}") is None  # main never saw the table
+    assert lake.count(f"wap.{table_name}", ref=branch) == 50
+    time.sleep(2)
+    assert len(alerts_about(local_stack, table_name)) == 1
+
+
+def test_keys_with_spaces_and_unicode(lake: Lake, table_name: str) -> None:
+    lake.drop(f"{table_name}/März 2026/données brutes ü.parquet", parquet_bytes(7))
+    assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "rows on main") == 7
+
+
+def test_one_sqs_batch_with_a_bad_file_publishes_the_others(lake: Lake, local_stack: StackState,
+                                                            table_name: str) -> None:
+    """Three notifications in one SQS batch (objects in a bucket without notifications, so only these
+    messages announce them): the worker hands them to the function in one invocation."""
+    staging = f"staging-{table_name.replace('_', '-')}"
+    lake.s3.create_bucket(Bucket=staging)
+    other = f"{table_name}_b"
+    keys = {f"{table_name}/1.parquet": parquet_bytes(3), f"{other}/2.parquet": parquet_bytes(4, nulls=1),
+            f"{table_name}/3.parquet": parquet_bytes(5)}
+    for key, body in keys.items():
+        lake.s3.put_object(Bucket=staging, Key=key, Body=body)
+    sqs = _sqs(lake)
+    sqs.send_message_batch(QueueUrl=local_stack.queue_url, Entries=[
+        {"Id": str(i), "MessageBody": json.dumps({"Records": [{
+            "eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+            "s3": {"bucket": {"name": staging}, "object": {"key": key.replace(" ", "+")}}}]})}
+        for i, key in enumerate(keys)
+    ])
+
+    def batch_line() -> dict[str, Any] | None:
+        for line in (local_stack.state_dir / "logs" / "worker.log").read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            if entry["event"] == "batch" and any(staging in o["object"] for o in entry["objects"]):
+                return entry
+        return None
+
+    batch = wait_for(batch_line, "the worker's batch")
+    assert batch["messages"] == 3 and batch["succeeded"] == 3 and batch["failed"] == 0
+    statuses = {o["object"].rsplit("/", 2)[-2] + "/" + o["object"].rsplit("/", 1)[-1]: o["status"]
+                for o in batch["objects"]}
+    assert statuses == {f"{table_name}/1.parquet": "published", f"{other}/2.parquet": "rejected",
+                        f"{table_name}/3.parquet": "published"}
+    assert lake.count(f"wap.{table_name}") == 8
+
+
+def _sqs(lake: Lake) -> Any:
+    import boto3
+
+    return boto3.session.Session().client("sqs", endpoint_url=lake.env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+
+
+def test_a_poison_message_ends_in_the_dead_letter_queue_with_an_alert(lake: Lake, local_stack: StackState) -> None:
+    sqs = _sqs(lake)
+    marker = f"poison-{time.time_ns()}"
+    sent = sqs.send_message(QueueUrl=local_stack.queue_url, MessageBody=f"not an event {marker}")["MessageId"]
+
+    def dead_lettered() -> list[dict[str, Any]] | None:
+        got = sqs.receive_message(QueueUrl=local_stack.dead_letter_url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+                                  VisibilityTimeout=0).get("Messages", [])
+        return [m for m in got if m["MessageId"] == sent] or None
+
+    wait_for(dead_lettered, "the message in the dead-letter queue", timeout=120)
+    final = wait_for(lambda: [a for a in alerts_about(local_stack, sent) if "dead-letter queue" in a["text"]],
+                     "the final alert")
+    assert "cannot read" in final[0]["text"]

@@ -1,0 +1,99 @@
+"""Alerts through the real slack-sdk WebClient to the local Slack-compatible sink over HTTP."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
+from wap_ingest.core.alerts import alert_for_failure, alert_for_outcome
+from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.models import (
+    AuditReport,
+    CheckResult,
+    CheckStatus,
+    IngestOutcome,
+    OutcomeStatus,
+    SourceObject,
+)
+from wap_ingest.local.processes import free_port
+from wap_ingest.local.slack_sink import _SinkServer, read_messages
+
+TOKEN = "test-token-do-not-log"
+
+
+@pytest.fixture
+def sink(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    record = tmp_path / "alerts.jsonl"
+    server = _SinkServer(free_port(), record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api/", record
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def rejected() -> IngestOutcome:
+    report = AuditReport("wap.orders", 42, (
+        CheckResult("not_null", "customer_id", CheckStatus.FAILED, "7 nulls", "0 nulls"),
+        CheckResult("row_count", "rows", CheckStatus.PASSED, "42 rows", ">= 1"),
+    ))
+    return IngestOutcome(SourceObject("source", "orders/2026/a b.parquet"), OutcomeStatus.REJECTED, table="wap.orders",
+                         branch="wap-wap-orders-0123456789abcdef", rows=42, report=report)
+
+
+def test_rejection_alert_reaches_slack_with_blocks_and_fallback(sink: tuple[str, Path],
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    url, record = sink
+    caplog.set_level(logging.DEBUG)
+    alert = alert_for_outcome(rejected())
+    assert alert is not None
+    assert SlackNotifier(slack_client_for(TOKEN, url, 5), "#data-alerts").notify(alert) is True
+    [message] = read_messages(record)
+    assert message["channel"] == "#data-alerts"
+    text = message["text"]
+    for expected in ("wap.orders", "s3://source/orders/2026/a b.parquet", "wap-wap-orders-0123456789abcdef",
+                     "not_null(customer_id): measured 7 nulls", "Rows: 42",
+                     "wap show wap-wap-orders-0123456789abcdef", "wap publish", "wap discard"):
+        assert expected in text
+    assert message["blocks"][0]["type"] == "header"
+    assert TOKEN not in record.read_text() and TOKEN not in caplog.text
+
+
+def test_slack_outage_is_logged_and_does_not_raise(caplog: pytest.LogCaptureFixture) -> None:
+    notifier = SlackNotifier(slack_client_for(TOKEN, f"http://127.0.0.1:{free_port()}/api/", 2), "#x")
+    alert = alert_for_failure(SourceObject("b", "k"), "boom", attempt=1, final=False)
+    assert notifier.notify(alert) is False
+    assert "alert not delivered" in caplog.text and TOKEN not in caplog.text
+
+
+def test_slack_api_error_is_logged(sink: tuple[str, Path], caplog: pytest.LogCaptureFixture) -> None:
+    url, _ = sink
+    alert = alert_for_failure(SourceObject("b", "k"), "boom", attempt=None, final=True)
+    assert SlackNotifier(slack_client_for(TOKEN, url, 5), "").notify(alert) is False
+    assert "channel_not_found" in caplog.text
+
+
+def test_without_slack_the_alert_goes_to_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    alert = alert_for_outcome(rejected())
+    assert alert is not None
+    assert LogNotifier().notify(alert) is True
+    assert "wap-wap-orders-0123456789abcdef" in caplog.text
+
+
+@pytest.mark.stack
+def test_token_from_ssm_secure_string(stack_env: dict[str, str]) -> None:
+    import boto3
+
+    ssm = boto3.session.Session().client("ssm", endpoint_url=stack_env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    ssm.put_parameter(Name="/wap/slack-token", Value=TOKEN, Type="SecureString", Overwrite=True)
+    assert token_from_parameter("/wap/slack-token", ssm=ssm) == TOKEN
+    with pytest.raises(ConfigError, match="WAP_SLACK_TOKEN_PARAMETER='/wap/missing'") as info:
+        token_from_parameter("/wap/missing", ssm=ssm)
+    assert TOKEN not in str(info.value)

@@ -1,0 +1,182 @@
+"""The Lambda handler with JSON event fixtures for the three ways S3 notifications arrive, on fakes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, rows_on
+from wap_ingest.bootstrap import Service
+from wap_ingest.config import Settings
+from wap_ingest.core.alerts import Alert, AlertKind
+from wap_ingest.core.audits import suites_from
+from wap_ingest.core.errors import CatalogUnavailableError
+from wap_ingest.core.pipeline import PipelineConfig, Ports
+from wap_ingest.core.ports import Notifier
+from wap_ingest.entrypoints import lambda_handler
+
+EVENTS = Path(__file__).resolve().parents[1] / "data" / "events"
+ROWS = [{"my_col_0": 1, "my_col_1": "a", "my_col_2": 0.5}]
+NULL_ROWS = [{"my_col_0": 1, "my_col_1": None, "my_col_2": 0.5}]
+
+
+class RecordingNotifier(Notifier):
+    def __init__(self) -> None:
+        self.alerts: list[Alert] = []
+
+    def notify(self, alert: Alert) -> bool:
+        self.alerts.append(alert)
+        return True
+
+
+class Context:
+    function_name = "wap-ingest"
+    memory_limit_in_mb = 3008
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:wap-ingest"
+    aws_request_id = "req-1"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 600_000
+
+
+class World:
+    def __init__(self) -> None:
+        self.catalog = FakeCatalog()
+        self.objects = FakeObjectStore()
+        self.writer = FakeWriter(self.catalog, self.objects)
+        self.notifier = RecordingNotifier()
+        settings = Settings.from_env({
+            "LAKE_BUCKET": "lake", "NESSIE_ENDPOINT": "http://127.0.0.1:1",
+            "WAP_AUDITS_FILE": str(EVENTS.parent / "audits.yml"), "WAP_MAX_RECEIVES": "3",
+        })
+        self.service = Service(
+            settings=settings,
+            ports=Ports(catalog=self.catalog, writer=self.writer, objects=self.objects),
+            suites=suites_from({"defaults": [{"check": "not_null", "columns": ["my_col_1"]}]}, default_namespace="wap"),
+            config=PipelineConfig(default_namespace="wap", sleep=lambda _s: None),
+            objects=self.objects,  # type: ignore[arg-type]
+            notifier=self.notifier,
+        )
+
+    def invoke(self, event: dict[str, Any]) -> dict[str, Any]:
+        return lambda_handler.handler(event, Context())
+
+
+@pytest.fixture
+def world(monkeypatch: pytest.MonkeyPatch) -> World:
+    w = World()
+    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    return w
+
+
+def fixture(name: str) -> dict[str, Any]:
+    return json.loads((EVENTS / name).read_text())
+
+
+def sqs_event(*bodies: str, receive_count: int = 1) -> dict[str, Any]:
+    return {"Records": [
+        {"messageId": f"m{i}", "receiptHandle": f"r{i}", "body": body, "md5OfBody": "", "eventSource": "aws:sqs",
+         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:wap-events", "awsRegion": "us-east-1",
+         "attributes": {"ApproximateReceiveCount": str(receive_count), "SentTimestamp": "1"}, "messageAttributes": {}}
+        for i, body in enumerate(bodies)
+    ]}
+
+
+def s3_body(key: str, bucket: str = "source") -> str:
+    return json.dumps({"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+                                    "s3": {"bucket": {"name": bucket}, "object": {"key": key, "size": 10}}}]})
+
+
+def test_direct_s3_event_with_an_encoded_unicode_key(world: World) -> None:
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS)
+    result = world.invoke(fixture("s3_put.json"))
+    assert [(o["object"], o["status"]) for o in result["objects"]] == [
+        ("s3://source/customer_data_log/my file ü.parquet", "published")
+    ]
+    assert len(rows_on(world.catalog, "main", "wap.customer_data_log")) == 1
+
+
+def test_moto_event_without_optional_fields_and_a_double_multipart_announcement(world: World) -> None:
+    world.objects.put("source", "orders/part+1.csv", ROWS)
+    result = world.invoke(fixture("s3_moto_multipart.json"))
+    assert [o["object"] for o in result["objects"]] == ["s3://source/orders/part+1.csv"]  # once, deletes ignored
+    assert len(rows_on(world.catalog, "main", "wap.orders")) == 1
+
+
+def test_eventbridge_object_created(world: World) -> None:
+    world.objects.put("source", "customer_data_log/café menu.parquet", ROWS)
+    result = world.invoke(fixture("eventbridge_object_created.json"))
+    assert result["objects"][0]["status"] == "published"
+    assert result["objects"][0]["object"] == "s3://source/customer_data_log/café menu.parquet"
+
+
+def test_sqs_batch_one_bad_file_does_not_block_the_others(world: World) -> None:
+    for name, rows in (("a", ROWS), ("b", NULL_ROWS), ("c", ROWS)):
+        world.objects.put("source", f"customer_data_log/{name}.parquet", rows)
+    test_event = json.dumps({"Event": "s3:TestEvent"})
+    event = sqs_event(*(s3_body(f"customer_data_log/{n}.parquet") for n in "abc"), test_event)
+    result = world.invoke(event)
+    assert result["batchItemFailures"] == []  # a rejected file is an outcome, its message is consumed
+    assert [o["status"] for o in result["objects"]] == ["published", "rejected", "published"]
+    assert len(rows_on(world.catalog, "main", "wap.customer_data_log")) == 2
+    assert [a.kind for a in world.notifier.alerts] == [AlertKind.REJECTED]
+    assert result["objects"][1]["failed_checks"][0]["target"] == "my_col_1"
+
+
+def test_sqs_infrastructure_failure_is_a_partial_batch_failure(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world.objects.put("source", "customer_data_log/ok.parquet", ROWS)
+    world.objects.put("source", "broken_table/x.parquet", ROWS)
+    original = world.writer.append
+
+    def flaky(source, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if source.key.startswith("broken_table/"):
+            raise CatalogUnavailableError("Nessie is down")
+        return original(source, *args, **kwargs)
+
+    monkeypatch.setattr(world.writer, "append", flaky)
+    result = world.invoke(sqs_event(s3_body("customer_data_log/ok.parquet"), s3_body("broken_table/x.parquet")))
+    assert result["batchItemFailures"] == [{"itemIdentifier": "m1"}]
+    assert [o["status"] for o in result["objects"]] == ["published", "failed"]
+    alert = world.notifier.alerts[-1]
+    assert alert.kind is AlertKind.INFRASTRUCTURE and "not a data problem" in alert.summary
+    assert "will be retried" in alert.summary
+
+
+def test_infrastructure_alerts_on_first_and_last_attempt_only(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world.objects.put("source", "customer_data_log/x.parquet", ROWS)
+    world.writer.fail_with = CatalogUnavailableError("down")
+    for attempt in (1, 2, 3):
+        result = world.invoke(sqs_event(s3_body("customer_data_log/x.parquet"), receive_count=attempt))
+        assert result["batchItemFailures"] == [{"itemIdentifier": "m0"}]
+    assert len(world.notifier.alerts) == 2
+    assert "dead-letter queue" in world.notifier.alerts[-1].summary
+
+
+def test_poison_message_fails_and_is_alerted(world: World) -> None:
+    result = world.invoke(sqs_event("this is not json", receive_count=3))
+    assert result["batchItemFailures"] == [{"itemIdentifier": "m0"}]
+    assert "cannot read" in world.notifier.alerts[0].title
+    assert "dead-letter queue" in world.notifier.alerts[0].summary
+
+
+def test_invalid_key_is_alerted_and_consumed(world: World) -> None:
+    world.objects.put("source", "loose.parquet", ROWS)
+    result = world.invoke(sqs_event(s3_body("loose.parquet")))
+    assert result["batchItemFailures"] == []
+    assert result["objects"][0]["status"] == "invalid"
+    assert world.notifier.alerts[0].kind is AlertKind.INVALID
+
+
+def test_direct_invocation_raises_after_processing_every_object(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS)
+    world.writer.fail_with = CatalogUnavailableError("down")
+    with pytest.raises(lambda_handler.InvocationFailedError, match="1 of 1 objects failed"):
+        world.invoke(fixture("s3_put.json"))
+
+
+def test_unknown_event_shape_is_refused(world: World) -> None:
+    with pytest.raises(Exception, match="unrecognised event"):
+        world.invoke({"hello": "world"})
