@@ -1,7 +1,8 @@
 """`wap`: the command line. Thin: parse arguments, call bootstrap/pipeline, print, exit.
 
   wap ingest s3://bucket/key-or-prefix [--table NAME] [--json]   one-off / backfill ingestion
-  wap stack up|down|status|env                                   the local stack
+  wap branches | show | publish | discard                         the branches rejected files leave open
+  wap stack up|down|status|env|alerts                            the local stack
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from wap_ingest.core.errors import ConfigError, SourceNotFoundError, WapError
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from wap_ingest.core.naming import table_ref_from
 
-from . import stack_cli
+from . import ops_cli, stack_cli
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -98,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--table", help="target table (<table> or <namespace>.<table>) instead of the key's prefix")
     ingest.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     ingest.set_defaults(func=cmd_ingest)
+    ops_cli.register(sub)
     stack_cli.register(sub)
     return parser
 
