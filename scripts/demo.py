@@ -1,74 +1,99 @@
-"""`make demo`: the main job end to end on the local stack.
+"""`make demo`: the service end to end on the local stack, driven the way users drive it.
 
-Starts the stack if needed, loads one clean file and one file with nulls with data_loader.py, runs the
-WAP pipeline on both, and reports the rows on `main` and the branch the bad file left open. The stack
-keeps running afterwards so you can look around; `wap stack down` stops it.
+Starts the stack if needed (moto S3/SQS, Nessie, the Lambda runtime under the emulator, the SQS worker,
+the Slack sink), drops one clean file and then one file with nulls into the source bucket with
+data_loader.py, waits for each outcome, and reports: the rows on `main`, the branch the bad file left
+open, and the alert the Slack sink received. The stack keeps running afterwards; `wap stack down` stops it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+TIMEOUT = 300.0
 
 
-def run(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(args), cwd=ROOT, env=env, text=True, capture_output=True, check=check)
-
-
-def stack_env() -> dict[str, str]:
-    from wap_ingest.local.stack import StackConfig, load_state, stack_environment, start_stack
+def stack() -> tuple[Any, dict[str, str]]:
+    from wap_ingest.local.stack import StackConfig, load_state, stack_environment, stack_status, start_stack
 
     config = StackConfig.from_env()
     state = load_state(config)
+    if state is not None and not stack_status(config).healthy:
+        raise SystemExit("The local stack is recorded but not healthy. Fix: .venv/bin/wap stack down, then make demo")
     if state is None:
-        print("starting the local stack (moto S3 + Nessie) ...", flush=True)
-        started = time.monotonic()
+        print("Starting the local stack ...", flush=True)
         state = start_stack(config)
-        print(f"  stack up in {time.monotonic() - started:.1f}s", flush=True)
+        total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
+        print(f"  up in {total:.1f}s (moto {state.moto_seconds:.1f}s, Nessie {state.nessie_seconds:.1f}s, "
+              f"event path {state.trigger_seconds or 0:.1f}s)", flush=True)
     else:
-        print("using the running local stack", flush=True)
-    return dict(os.environ) | stack_environment(state)
+        print("Using the running local stack.", flush=True)
+    return state, dict(os.environ) | stack_environment(state)
+
+
+def drop(env: dict[str, str], *flags: str) -> str:
+    out = subprocess.run([str(BIN / "python"), "data_loader.py", "-n", "1000", *flags], cwd=ROOT, env=env,
+                         text=True, capture_output=True, check=True).stdout.split()
+    return out[0]
+
+
+def wait_outcome(worker_log: Path, uri: str) -> dict[str, Any]:
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        for line in worker_log.read_text().splitlines()[1:]:
+            entry = json.loads(line)
+            for obj in entry.get("objects", []):
+                if obj.get("object") == uri:
+                    return dict(obj)
+        time.sleep(0.2)
+    raise SystemExit(f"No outcome for {uri} after {TIMEOUT:.0f}s. Look at {worker_log} and the other logs beside it.")
 
 
 def main() -> int:
-    env = stack_env()
-    os.environ.update(env)  # the report below reads the lake with PyIceberg in this process
-    uris: dict[str, str] = {}
-    for label, extra in (("clean", ["--no-null"]), ("with nulls", [])):
-        out = run(str(BIN / "python"), "data_loader.py", "-n", "1000", *extra, env=env).stdout.split()
-        uris[label] = out[0]
-        print(f"uploaded {label} file: {out[0]}", flush=True)
-    started = time.monotonic()
-    for uri in uris.values():
-        result = run(str(BIN / "wap"), "ingest", uri, env=env, check=False)
-        print(result.stdout.rstrip() or result.stderr.rstrip(), flush=True)
-    print(f"\npipeline time for both files: {time.monotonic() - started:.1f}s (includes two Spark start-ups)")
-    report(env)
-    print('\nThe stack is still running. Point a shell at it with: eval "$(.venv/bin/wap stack env)"')
-    print("Stop it (and discard the local lake) with: .venv/bin/wap stack down")
+    state, env = stack()
+    os.environ.update(env)  # the report reads the lake with PyIceberg in this process
+    worker_log = state.state_dir / "logs" / "worker.log"
+    for label, flags in (("clean file", ["--no-null"]), ("file with nulls", [])):
+        started = time.monotonic()
+        uri = drop(env, *flags)
+        print(f"\nDropped the {label}: {uri}", flush=True)
+        outcome = wait_outcome(worker_log, uri)
+        print(f"  -> {outcome['status'].upper()} {outcome['rows']} rows into {outcome['table']} "
+              f"in {time.monotonic() - started:.1f}s from upload (branch {outcome['branch']})", flush=True)
+    report(env, state)
+    print("\nThe stack is still running. Point a shell at it:  eval \"$(.venv/bin/wap stack env)\"")
+    print("Alerts received:  .venv/bin/wap stack alerts      Stop it (discards the local lake):  "
+          ".venv/bin/wap stack down")
     return 0
 
 
-def report(env: dict[str, str]) -> None:
+def report(env: dict[str, str], state: Any) -> None:
     import requests
     from pyiceberg.catalog import load_catalog
+
+    from wap_ingest.local.slack_sink import read_messages
 
     nessie = env["NESSIE_ENDPOINT"]
     catalog = load_catalog("demo", type="rest", uri=f"{nessie}/iceberg/main",
                            **{"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO"})
     rows = catalog.load_table("wap.customer_data_log").scan().to_arrow().num_rows
-    print(f"\nrows on main in wap.customer_data_log: {rows}")
+    print(f"\nRows on main in wap.customer_data_log: {rows}")
     refs = requests.get(f"{nessie}/api/v2/trees", timeout=10).json()["references"]
-    open_branches = [r["name"] for r in refs if r["name"].startswith("wap-")]
-    print("open WAP branches (rejected files, kept for inspection):")
-    for name in open_branches:
+    print("Open WAP branches (rejected files, kept for inspection):")
+    for name in sorted(r["name"] for r in refs if r["name"].startswith("wap-")):
         print(f"  {name}")
+    messages = read_messages(state.state_dir / "alerts.jsonl")
+    if messages:
+        print(f"\nLatest alert received by the Slack sink ({messages[-1]['channel']}):")
+        print("  " + messages[-1]["text"].replace("\n", "\n  "))
 
 
 if __name__ == "__main__":

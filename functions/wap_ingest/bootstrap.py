@@ -3,13 +3,16 @@ Lambda invocations (and a long `wap ingest` run) reuse one SparkSession and one 
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
@@ -29,6 +32,8 @@ from wap_ingest.core.models import (
 )
 from wap_ingest.core.pipeline import PipelineConfig, Ports
 from wap_ingest.core.ports import Notifier, TableWriter
+
+log = logging.getLogger(__name__)
 
 
 def load_suites(path: Path, default_namespace: str) -> AuditSuites:
@@ -54,7 +59,9 @@ class LazyWriter(TableWriter):
     @property
     def writer(self) -> SparkIcebergWriter:
         if self._writer is None:
+            started = time.monotonic()
             self._writer = self._factory()
+            log.info("Spark session started in %.2fs (once per process)", time.monotonic() - started)
         return self._writer
 
     @property
@@ -130,5 +137,16 @@ def service() -> Service:
     """The process-wide Service, built on first use from the environment."""
     with _lock:
         if "service" not in _cache:
+            started = time.monotonic()
             _cache["service"] = build_service(Settings.from_env())
+            log.info("service built (once per process; warm invocations reuse it) in %.2fs", time.monotonic() - started)
         return _cache["service"]
+
+
+def catalog_for(settings: Settings) -> NessieBranches:
+    """The catalog alone, for operator commands that need no Spark."""
+    return NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout)
+
+
+def reader_for(settings: Settings) -> IcebergRestReader:
+    return IcebergRestReader(settings.nessie_endpoint)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.naming import identifier_from
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_WAREHOUSE": "warehouse location (default: s3://$LAKE_BUCKET/warehouse)",
     "WAP_AUDITS_FILE": "path of the audits YAML (default: ./audits.yml, else the repository's)",
     "WAP_JARS_DIR": "folder with the pinned Spark jars (default: .cache/jars/spark; `make jars`)",
-    "WAP_SPARK_DRIVER_MEMORY": "Spark driver memory, e.g. 2g (default: 2g)",
+    "WAP_SPARK_DRIVER_MEMORY": "Spark driver memory, e.g. 2g (default: 60% of the Lambda's memory, else 2g)",
     "WAP_WORK_DIR": "scratch folder for downloads and Spark (default: $TMPDIR/wap)",
     "WAP_MAIN_BRANCH": "the published branch (default: main)",
     "WAP_HTTP_TIMEOUT": "seconds for each Nessie/S3 call (default: 30)",
@@ -115,7 +115,10 @@ class Settings:
         nessie = nessie_base_from(
             _url(env, "NESSIE_ENDPOINT", "export NESSIE_ENDPOINT=http://<host>:19120 (the server's base URL).")
         )
-        namespace = identifier_from(env.get("WAP_NAMESPACE", "wap"), what="WAP_NAMESPACE", source="settings")
+        try:
+            namespace = identifier_from(env.get("WAP_NAMESPACE", "wap"), what="WAP_NAMESPACE", source="settings")
+        except WapError as exc:
+            raise ConfigError(str(exc)) from exc
         warehouse = env.get("WAP_WAREHOUSE", "").strip() or f"s3://{lake}/warehouse"
         if not warehouse.startswith("s3://"):
             raise ConfigError(f"WAP_WAREHOUSE={warehouse!r} must be an s3:// location.")
@@ -126,7 +129,9 @@ class Settings:
                 f"or point WAP_AUDITS_FILE at your audits file."
             )
         jars = Path(env.get("WAP_JARS_DIR", "").strip() or REPO_ROOT / ".cache" / "jars" / "spark")
-        memory = env.get("WAP_SPARK_DRIVER_MEMORY", "2g").strip()
+        memory = env.get("WAP_SPARK_DRIVER_MEMORY", "").strip() or driver_memory_for(
+            env.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "")
+        )
         if not re.fullmatch(r"\d+[mMgG]", memory):
             raise ConfigError(f"WAP_SPARK_DRIVER_MEMORY={memory!r}: use a size such as 1536m or 2g.")
         try:
@@ -175,6 +180,16 @@ class Settings:
                 f"from docker/pom.xml with mvn) or point WAP_JARS_DIR at them."
             )
         return jars
+
+
+def driver_memory_for(function_memory_mb: str) -> str:
+    """Spark driver heap from the Lambda's memory: ~60%, leaving room for the JVM's off-heap memory,
+    Python and the OS. Outside Lambda (no AWS_LAMBDA_FUNCTION_MEMORY_SIZE): 2g."""
+    try:
+        megabytes = int(function_memory_mb)
+    except ValueError:
+        return "2g"
+    return f"{max(512, megabytes * 6 // 10)}m"
 
 
 def _default_audits_file() -> Path:

@@ -119,3 +119,18 @@ def test_a_poison_message_ends_in_the_dead_letter_queue_with_an_alert(lake: Lake
     final = wait_for(lambda: [a for a in alerts_about(local_stack, sent) if "dead-letter queue" in a["text"]],
                      "the final alert")
     assert "cannot read" in final[0]["text"]
+
+
+def test_warm_invocations_reuse_one_service_and_spark_session(lake: Lake, local_stack: StackState,
+                                                              table_name: str) -> None:
+    for i in range(2):
+        lake.drop(f"{table_name}/{i}.parquet", parquet_bytes(3))
+    assert wait_for(lambda: table_rows(lake, f"wap.{table_name}") == 6 or None, "both files on main")
+    lines = [json.loads(line) for line in (local_stack.state_dir / "logs" / "lambda.log").read_text().splitlines()
+             if line.startswith("{")]
+    assert sum("Spark session started" in e["message"] for e in lines) == 1
+    assert sum("service built" in e["message"] for e in lines) == 1
+    outcomes = [e for e in lines if e["message"] == "outcome" and table_name in e.get("object_key", "")]
+    assert len(outcomes) == 2 and all(e["cold_start"] is False for e in outcomes)
+    published = [e for e in lines if e["message"].startswith("published") and table_name in e.get("object_key", "")]
+    assert all(e["table"] == f"wap.{table_name}" and e["branch"].startswith("wap-wap-") for e in published)

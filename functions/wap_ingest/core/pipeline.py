@@ -41,6 +41,12 @@ class PipelineConfig:
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
 
 
+def _context(source: SourceObject, table: TableRef | None = None, branch: str | None = None) -> dict[str, object]:
+    """Fields structured loggers (Powertools' JSON formatter) put on the line: object, table, branch."""
+    return {"object_key": source.key, "bucket": source.bucket, "table": table.qualified if table else None,
+            "branch": branch}
+
+
 def source_properties(source: SourceObject) -> dict[str, str]:
     """The source identity stamped on the Iceberg snapshot and the Nessie merge commit."""
     props = {
@@ -77,7 +83,7 @@ def run_wap(
                 f"{source.uri}: the object is empty (0 bytes). Fix: upload the complete file again."
             )
     except BadInputError as exc:
-        log.warning("invalid input: %s", exc)
+        log.warning("invalid input: %s", exc, extra=_context(source, table))
         return IngestOutcome(
             source=source, status=OutcomeStatus.INVALID, table=table.qualified if table else None,
             message=str(exc),
@@ -91,7 +97,8 @@ def run_wap(
             if attempt == config.merge_attempts:
                 raise
             delay = config.backoff_seconds * (2 ** (attempt - 1)) * (0.5 + random.random())
-            log.info("merge conflict on %s (attempt %d), retrying in %.2fs: %s", target, attempt, delay, exc)
+            log.info("merge conflict on %s (attempt %d), retrying in %.2fs: %s", target, attempt, delay, exc,
+                     extra=_context(source, target))
             config.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -134,14 +141,15 @@ def _attempt(
     config: PipelineConfig,
 ) -> IngestOutcome:
     branch, main_hash = _open_branch(source, target, ports, config)
-    log.info("writing %s into %s on branch %s", source.uri, target, branch.name)
+    ctx = _context(source, target, branch.name)
+    log.info("writing %s into %s on branch %s", source.uri, target, branch.name, extra=ctx)
     try:
         appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
         suite = suites.suite_for(target)
         measured = ports.writer.measure_appended(target, branch.name, appended, suite.plan())
     except BadInputError as exc:
         note = _discard_quietly(ports.catalog, branch.name)
-        log.warning("invalid input: %s%s", exc, note)
+        log.warning("invalid input: %s%s", exc, note, extra=ctx)
         return IngestOutcome(source=source, status=OutcomeStatus.INVALID, table=target.qualified,
                              message=f"{exc}{note}")
     except WapError as exc:
@@ -151,7 +159,7 @@ def _attempt(
     report = audit(suite, target, measured)
     if not report.passed:
         failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
-        log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed)
+        log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed, extra=ctx)
         return IngestOutcome(
             source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch.name,
             rows=appended.rows, report=report,
@@ -170,7 +178,7 @@ def _attempt(
         ports.catalog.delete_branch(head)
         raise
     ports.catalog.delete_branch(head)
-    log.info("published %s into %s (%d rows)", source.uri, target, appended.rows)
+    log.info("published %s into %s (%d rows)", source.uri, target, appended.rows, extra=ctx)
     return IngestOutcome(
         source=source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
         rows=appended.rows, report=report, merged_hash=merged,
