@@ -27,8 +27,7 @@ jars: $(JARS)/.fetched
 $(JARS)/.fetched: docker/pom.xml
 	rm -rf $(JARS)/spark $(JARS)/nessie
 	$(MVN) dependency:copy-dependencies -DexcludeTransitive=true -DoutputDirectory=$(CURDIR)/$(JARS)/spark
-	$(MVN) -P nessie-server dependency:copy-dependencies -DexcludeTransitive=true \
-		-DincludeArtifactIds=nessie-quarkus -DoutputDirectory=$(CURDIR)/$(JARS)/nessie
+	$(MVN) dependency:copy@nessie-server -DoutputDirectory=$(CURDIR)/$(JARS)/nessie
 	touch $@
 
 rie: $(RIE)

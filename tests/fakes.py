@@ -180,19 +180,28 @@ class FakeWriter(TableWriter):
         snapshots = list(existing["snapshots"]) if existing else []
         parent = snapshots[-1][0] if snapshots else None
         snapshot_id = next(self._ids)
-        snapshots.append((snapshot_id, list(content)))
+        snapshots.append((snapshot_id, list(content), dict(properties)))
         self.catalog.commit(branch, {table.qualified: {"columns": columns, "snapshots": snapshots}},
                             props=properties)
         return AppendResult(len(content), snapshot_id, parent, existing is None, columns)
 
+    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
+        content = self.catalog.contents(ref).get(table.qualified)
+        snapshots = content["snapshots"] if content else []
+        for index, (sid, rows, props) in enumerate(snapshots):
+            if props.get("wap.source.identity") == identity:
+                parent = snapshots[index - 1][0] if index else None
+                return AppendResult(len(rows), sid, parent, index == 0, tuple(content["columns"]))
+        return None
+
     def measure_appended(self, table: TableRef, branch: str, appended: AppendResult,
                          plan: MeasurementPlan) -> Measurements:
         snapshots = self.catalog.contents(branch)[table.qualified]["snapshots"]
-        rows = next(r for sid, r in snapshots if sid == appended.snapshot_id)
+        rows = next(r for sid, r, _ in snapshots if sid == appended.snapshot_id)
         nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in appended.columns}
         return Measurements(row_count=len(rows), null_counts=nulls, columns=appended.columns)
 
 
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:
     content = catalog.contents(ref).get(table)
-    return [row for _, rows in content["snapshots"] for row in rows] if content else []
+    return [row for _, rows, _ in content["snapshots"] for row in rows] if content else []

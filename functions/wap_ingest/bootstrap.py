@@ -73,6 +73,9 @@ class LazyWriter(TableWriter):
     ) -> AppendResult:
         return self.writer.append(source, fmt, table, branch, properties)
 
+    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
+        return self.writer.find_append(table, ref, identity)
+
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
     ) -> Measurements:

@@ -40,7 +40,7 @@ def test_ingest_one_object_into_an_explicit_table_prints_a_summary(lake: Lake, t
     result = wap(lake.env, "ingest", f"s3://{lake.inbox_bucket}/loose-file.parquet", "--table", f"raw.{table_name}")
     assert result.returncode == 0, result.stderr
     assert "PUBLISHED" in result.stdout and f"table=raw.{table_name}" in result.stdout
-    assert "1 published, 0 rejected, 0 invalid, 0 failed" in result.stdout
+    assert "1 published, 0 rejected, 0 invalid, 0 duplicate, 0 failed" in result.stdout
     assert lake.count(f"raw.{table_name}") == 3
 
 

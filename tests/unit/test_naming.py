@@ -4,7 +4,7 @@ import pytest
 
 from wap_ingest.core.errors import InvalidTableNameError, UnsupportedFormatError
 from wap_ingest.core.models import FileFormat, SourceObject, TableRef
-from wap_ingest.core.naming import branch_name_for, format_for_key, table_for_key, table_from_branch
+from wap_ingest.core.naming import branch_name_for, branch_prefix_for, format_for_key, table_for_key, table_from_branch
 
 
 @pytest.mark.parametrize(
@@ -56,14 +56,16 @@ def test_branch_names_are_deterministic_per_object_version_and_parse_back() -> N
     table = TableRef("wap", "customer_data_log")
     v1 = SourceObject("b", "customer_data_log/a.parquet", etag="e1")
     v2 = SourceObject("b", "customer_data_log/a.parquet", etag="e2")
-    assert branch_name_for(table, v1) == branch_name_for(table, SourceObject("b", v1.key, etag='"e1"'))
-    assert branch_name_for(table, v1) != branch_name_for(table, v2)
+    assert branch_prefix_for(table, v1) == branch_prefix_for(table, SourceObject("b", v1.key, etag='"e1"'))
+    assert branch_prefix_for(table, v1) != branch_prefix_for(table, v2)
     name = branch_name_for(table, v1)
+    assert name.startswith(branch_prefix_for(table, v1) + "-") and name != branch_name_for(table, v1)
     assert name.startswith("wap-wap-customer_data_log-")
     assert all(c.isalnum() or c in "_-" for c in name)
     assert table_from_branch(name) == table
     assert table_from_branch("main") is None
     assert table_from_branch("wap-x-y") is None
+    assert table_from_branch("wap-wap-customer_data_log-0123") is None
 
 
 def test_identity_prefers_version_id_over_etag() -> None:

@@ -6,9 +6,9 @@ import pytest
 
 from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable, rows_on
 from wap_ingest.core.audits import suites_from
-from wap_ingest.core.errors import BranchExistsError, CatalogUnavailableError, MergeConflictError
+from wap_ingest.core.errors import CatalogUnavailableError, MergeConflictError
 from wap_ingest.core.models import OutcomeStatus, SourceObject, TableRef
-from wap_ingest.core.naming import branch_name_for
+from wap_ingest.core.naming import branch_name_for, branch_prefix_for
 from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
 
 SUITES = suites_from(
@@ -69,7 +69,9 @@ def test_file_with_nulls_is_rejected_branch_kept_main_unchanged(lake: Lake) -> N
     outcome = lake.run(src)
     assert outcome.status is OutcomeStatus.REJECTED
     assert lake.catalog.refs["main"] == main_before
-    assert outcome.branch == branch_name_for(TableRef("wap", "customer_data_log"), outcome.source)
+    assert outcome.branch and outcome.branch.startswith(
+        branch_prefix_for(TableRef("wap", "customer_data_log"), outcome.source) + "-"
+    )
     assert lake.wap_branches() == [outcome.branch]
     assert len(rows_on(lake.catalog, outcome.branch, TABLE)) == 13
     assert outcome.report is not None
@@ -171,7 +173,7 @@ def test_merge_conflict_is_retried_on_a_fresh_branch(lake: Lake, monkeypatch: py
 
     monkeypatch.setattr(lake.writer, "measure_appended", racing_measure)
     outcome = lake.run(lake.put("customer_data_log/mine.parquet", rows(4)))
-    assert outcome.status is OutcomeStatus.PUBLISHED
+    assert outcome.status is OutcomeStatus.PUBLISHED and outcome.attempts == 2
     assert len(rows_on(lake.catalog, "main", TABLE)) == 1 + 2 + 4
     assert len(lake.sleeps) == 1
     assert lake.wap_branches() == []
@@ -188,7 +190,7 @@ def test_merge_conflicts_beyond_the_bound_raise(lake: Lake, monkeypatch: pytest.
     assert lake.wap_branches() == []
 
 
-def test_an_empty_earlier_attempt_is_reused(lake: Lake) -> None:
+def test_an_empty_earlier_attempt_is_replaced(lake: Lake) -> None:
     src = lake.put("customer_data_log/a.parquet", rows(2))
     main_hash = lake.catalog.ensure_namespace("main", "wap")
     lake.catalog.create_branch(branch_name_for(TableRef("wap", "customer_data_log"), src), main_hash)
@@ -196,13 +198,67 @@ def test_an_empty_earlier_attempt_is_reused(lake: Lake) -> None:
     assert lake.wap_branches() == []
 
 
-def test_a_rejected_earlier_attempt_is_not_overwritten(lake: Lake) -> None:
+def test_a_redelivered_rejected_file_leaves_one_branch(lake: Lake) -> None:
     src = lake.put("customer_data_log/a.parquet", rows(3, nulls=1))
     first = lake.run(src)
-    assert first.status is OutcomeStatus.REJECTED
-    with pytest.raises(BranchExistsError, match="earlier attempt"):
+    again = lake.run(src)
+    assert first.status is again.status is OutcomeStatus.REJECTED
+    assert again.branch is not None and lake.wap_branches() == [again.branch]
+    assert len(rows_on(lake.catalog, again.branch, TABLE)) == 3
+
+
+def test_the_same_object_version_is_published_once(lake: Lake) -> None:
+    src = lake.put("customer_data_log/a.parquet", rows(4))
+    assert lake.run(src).status is OutcomeStatus.PUBLISHED
+    main_after_first = lake.catalog.refs["main"]
+    again = lake.run(src)
+    assert again.status is OutcomeStatus.DUPLICATE and "already published" in again.message and again.rows == 4
+    assert lake.catalog.refs["main"] == main_after_first
+    assert len(rows_on(lake.catalog, "main", TABLE)) == 4 and lake.wap_branches() == []
+
+
+def test_a_new_version_of_the_same_key_is_ingested(lake: Lake) -> None:
+    lake.run(lake.put("customer_data_log/a.parquet", rows(4)))
+    outcome = lake.run(lake.put("customer_data_log/a.parquet", rows(6)))
+    assert outcome.status is OutcomeStatus.PUBLISHED
+    assert len(rows_on(lake.catalog, "main", TABLE)) == 10
+
+
+def test_crash_after_the_merge_leaves_a_branch_the_retry_removes(lake: Lake) -> None:
+    src = lake.put("customer_data_log/a.parquet", rows(2))
+    real_delete = lake.catalog.delete_branch
+    lake.catalog.delete_branch = lambda _b: (_ for _ in ()).throw(KeyboardInterrupt())  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):  # the process dies right after merging
         lake.run(src)
-    assert lake.wap_branches() == [first.branch]
+    lake.catalog.delete_branch = real_delete  # type: ignore[method-assign]
+    assert len(lake.wap_branches()) == 1 and len(rows_on(lake.catalog, "main", TABLE)) == 2
+    outcome = lake.run(src)
+    assert outcome.status is OutcomeStatus.DUPLICATE
+    assert lake.wap_branches() == [] and len(rows_on(lake.catalog, "main", TABLE)) == 2
+
+
+def test_crash_after_the_append_is_cleanly_redone(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = lake.put("customer_data_log/a.parquet", rows(5))
+    real_measure = lake.writer.measure_appended
+    monkeypatch.setattr(lake.writer, "measure_appended", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        lake.run(src)
+    monkeypatch.setattr(lake.writer, "measure_appended", real_measure)
+    appends: list[object] = []
+    real_append = lake.writer.append
+    monkeypatch.setattr(lake.writer, "append", lambda *a, **k: appends.append(a) or real_append(*a, **k))
+    assert len(lake.wap_branches()) == 1  # the interrupted attempt
+    assert lake.run(src).status is OutcomeStatus.PUBLISHED
+    assert len(appends) == 1 and len(rows_on(lake.catalog, "main", TABLE)) == 5 and lake.wap_branches() == []
+
+
+def test_crash_after_branch_creation_starts_afresh(lake: Lake) -> None:
+    src = lake.put("customer_data_log/a.parquet", rows(2))
+    base = lake.catalog.ensure_namespace("main", "wap")
+    lake.catalog.create_branch(branch_name_for(TableRef("wap", "customer_data_log"), src), base)
+    lake.catalog.commit("main", {"unrelated": 1})  # main moved meanwhile
+    assert lake.run(src).status is OutcomeStatus.PUBLISHED
+    assert len(rows_on(lake.catalog, "main", TABLE)) == 2 and lake.wap_branches() == []
 
 
 def test_explicit_table_overrides_the_key(lake: Lake) -> None:

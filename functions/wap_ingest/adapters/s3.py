@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,8 @@ class S3ObjectStore(ObjectStore):
         """Fetch exactly the version that was headed (by version id, else guarded by ETag)."""
         directory.mkdir(parents=True, exist_ok=True)
         suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
-        target = directory / f"{hashlib.sha256(source.identity.encode()).hexdigest()[:16]}{suffix}"
+        digest = hashlib.sha256(source.identity.encode()).hexdigest()[:16]
+        target = directory / f"{digest}-{uuid.uuid4().hex[:8]}{suffix}"  # concurrent runs never share a file
         extra: dict[str, str] = {}
         if source.version_id:
             extra["VersionId"] = source.version_id

@@ -139,6 +139,7 @@ class OutcomeStatus(enum.StrEnum):
     PUBLISHED = "published"  # audited and merged into main
     REJECTED = "rejected"  # audit failed: the branch stays open with the rows
     INVALID = "invalid"  # the input is unusable: nothing was written
+    DUPLICATE = "duplicate"  # this object version is already on main: nothing was done
     FAILED = "failed"  # infrastructure failure (reported by entry points; main untouched)
 
 
@@ -154,6 +155,7 @@ class IngestOutcome:
     report: AuditReport | None = None
     merged_hash: str | None = None
     message: str = ""
+    attempts: int = 1  # 1 + the merge conflicts retried on a fresh branch
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -163,6 +165,7 @@ class IngestOutcome:
             "branch": self.branch,
             "rows": self.rows,
             "merged_hash": self.merged_hash,
+            "attempts": self.attempts,
             "message": self.message,
             "report": self.report.to_dict() if self.report else None,
         }

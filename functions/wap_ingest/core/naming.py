@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 
 from .errors import InvalidTableNameError, UnsupportedFormatError
 from .models import FileFormat, SourceObject, TableRef
@@ -80,20 +81,27 @@ def source_digest(source: SourceObject) -> str:
     return hashlib.sha256(source.identity.encode("utf-8")).hexdigest()[:16]
 
 
-def branch_name_for(table: TableRef, source: SourceObject) -> str:
-    """Deterministic per object version, so a retry of the same event finds the earlier attempt.
+def branch_prefix_for(table: TableRef, source: SourceObject) -> str:
+    """Deterministic per object version: every attempt at it has a branch under this prefix, so a retry
+    of the same event finds the earlier attempts."""
+    return f"{BRANCH_PREFIX}-{table.namespace}-{table.name}-{source_digest(source)}"
+
+
+def branch_name_for(table: TableRef, source: SourceObject, attempt: str | None = None) -> str:
+    """One branch per attempt: two workers handling the same object (a duplicate delivery) never write to
+    the same branch, so a branch never holds the file twice.
 
     Only letters, digits, `_` and `-`: Nessie accepts `/` in reference names, but its REST paths (and
     pynessie, which puts names into paths unescaped) do not handle them, so `-` separates the parts.
-    Identifiers never contain `-`, so `wap-<namespace>-<table>-<digest>` parses back unambiguously.
+    Identifiers never contain `-`, so `wap-<namespace>-<table>-<digest>-<attempt>` parses back unambiguously.
     """
-    return f"{BRANCH_PREFIX}-{table.namespace}-{table.name}-{source_digest(source)}"
+    return f"{branch_prefix_for(table, source)}-{attempt or secrets.token_hex(4)}"
 
 
 def table_from_branch(name: str) -> TableRef | None:
     """The table a WAP branch belongs to, or None if `name` is not a WAP branch."""
     parts = name.split("-")
-    if len(parts) != 4 or parts[0] != BRANCH_PREFIX:
+    if len(parts) != 5 or parts[0] != BRANCH_PREFIX:
         return None
     if not (_IDENTIFIER.match(parts[1]) and _IDENTIFIER.match(parts[2])):
         return None

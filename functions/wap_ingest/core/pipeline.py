@@ -12,12 +12,20 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .audits import AuditSuites, audit
-from .errors import BadInputError, BranchExistsError, EmptySourceError, MergeConflictError, WapError
+from .errors import (
+    BadInputError,
+    BranchExistsError,
+    BranchNotFoundError,
+    EmptySourceError,
+    MergeConflictError,
+    StaleHashError,
+    WapError,
+)
 from .models import Branch, FileFormat, IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from .naming import branch_name_for, format_for_key, table_for_key
+from .naming import branch_name_for, branch_prefix_for, format_for_key, table_for_key
 from .ports import CatalogBranches, ObjectStore, TableWriter
 
 log = logging.getLogger(__name__)
@@ -36,8 +44,9 @@ class Ports:
 class PipelineConfig:
     default_namespace: str
     main_branch: str = "main"
-    merge_attempts: int = 5
-    backoff_seconds: float = 0.5
+    merge_attempts: int = 10
+    backoff_seconds: float = 0.2
+    backoff_cap_seconds: float = 5.0
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
 
 
@@ -92,11 +101,15 @@ def run_wap(
 
     for attempt in range(1, config.merge_attempts + 1):
         try:
-            return _attempt(source, target, fmt, ports=ports, suites=suites, config=config)
-        except MergeConflictError as exc:
+            outcome = _attempt(source, target, fmt, ports=ports, suites=suites, config=config)
+            return replace(outcome, attempts=attempt)
+        except (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError) as exc:
+            # Another writer changed the table on main, or is working on this same object right now
+            # (a duplicate delivery): start again from main, which says whether it was published meanwhile.
             if attempt == config.merge_attempts:
                 raise
-            delay = config.backoff_seconds * (2 ** (attempt - 1)) * (0.5 + random.random())
+            ceiling = min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1))
+            delay = ceiling / 2 + random.uniform(0, ceiling / 2)  # jitter: concurrent writers spread out
             log.info("merge conflict on %s (attempt %d), retrying in %.2fs: %s", target, attempt, delay, exc,
                      extra=_context(source, target))
             config.sleep(delay)
@@ -114,21 +127,13 @@ def _with_version(requested: SourceObject, current: SourceObject) -> SourceObjec
     )
 
 
-def _open_branch(source: SourceObject, target: TableRef, ports: Ports, config: PipelineConfig) -> tuple[
-    Branch, str
-]:
-    main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
-    name = branch_name_for(target, source)
-    existing = ports.catalog.find_branch(name)
-    if existing is not None:
-        if existing.hash != main_hash:
-            raise BranchExistsError(
-                f"{source.uri}: branch {name!r} for table {target} already holds an earlier attempt at this "
-                f"object version (a rejected audit or an interrupted run). Fix: inspect the branch, then "
-                f"delete it to ingest the object again."
-            )
-        return existing, main_hash
-    return ports.catalog.create_branch(name, main_hash), main_hash
+def _discard_attempts(
+    catalog: CatalogBranches, target: TableRef, source: SourceObject, keep: str | None = None
+) -> str:
+    """Delete the other attempts at this object version (found by their deterministic prefix): the
+    branches of interrupted runs, and of concurrent duplicate deliveries that lost the race."""
+    branches = catalog.list_branches(f"{branch_prefix_for(target, source)}-")
+    return "".join(_discard_quietly(catalog, b.name) for b in branches if b.name != keep)
 
 
 def _attempt(
@@ -140,12 +145,26 @@ def _attempt(
     suites: AuditSuites,
     config: PipelineConfig,
 ) -> IngestOutcome:
-    branch, main_hash = _open_branch(source, target, ports, config)
+    main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
+    published = ports.writer.find_append(target, config.main_branch, source.identity)
+    if published is not None:
+        # At most once: this version is on main. A run that merged and died before deleting its branch
+        # left that branch behind; it is removed here (so are attempts a concurrent duplicate abandoned).
+        note = _discard_attempts(ports.catalog, target, source)
+        log.info("already published: %s in %s", source.uri, target, extra=_context(source, target))
+        return IngestOutcome(
+            source=source, status=OutcomeStatus.DUPLICATE, table=target.qualified, rows=published.rows,
+            message=f"{source.uri} is already published in {target} (snapshot {published.snapshot_id}); "
+            f"nothing to do{note}",
+        )
+    # Each attempt writes to a branch of its own: a concurrent duplicate delivery never shares it, and
+    # Nessie refuses the second of two merges that both changed the table, so rows land at most once.
+    branch = ports.catalog.create_branch(branch_name_for(target, source), main_hash)
     ctx = _context(source, target, branch.name)
-    log.info("writing %s into %s on branch %s", source.uri, target, branch.name, extra=ctx)
+    suite = suites.suite_for(target)
     try:
+        log.info("writing %s into %s on branch %s", source.uri, target, branch.name, extra=ctx)
         appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
-        suite = suites.suite_for(target)
         measured = ports.writer.measure_appended(target, branch.name, appended, suite.plan())
     except BadInputError as exc:
         note = _discard_quietly(ports.catalog, branch.name)
@@ -153,11 +172,14 @@ def _attempt(
         return IngestOutcome(source=source, status=OutcomeStatus.INVALID, table=target.qualified,
                              message=f"{exc}{note}")
     except WapError as exc:
+        if ports.catalog.find_branch(branch.name) is None:  # a concurrent duplicate published and cleaned up
+            raise BranchNotFoundError(f"branch {branch.name!r} was deleted during the run: {exc}") from exc
         note = _discard_quietly(ports.catalog, branch.name)
         raise type(exc)(f"{exc}{note}") from exc
 
     report = audit(suite, target, measured)
     if not report.passed:
+        _discard_attempts(ports.catalog, target, source, keep=branch.name)  # one open branch per object
         failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
         log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed, extra=ctx)
         return IngestOutcome(
@@ -175,14 +197,14 @@ def _attempt(
         )
     except MergeConflictError:
         # Another file for this table was published first: redo the work on a fresh branch.
-        ports.catalog.delete_branch(head)
+        _discard_quietly(ports.catalog, head.name)
         raise
-    ports.catalog.delete_branch(head)
+    note = _discard_attempts(ports.catalog, target, source)
     log.info("published %s into %s (%d rows)", source.uri, target, appended.rows, extra=ctx)
     return IngestOutcome(
         source=source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
         rows=appended.rows, report=report, merged_hash=merged,
-        message=f"published {appended.rows} rows into {target}",
+        message=f"published {appended.rows} rows into {target}{note}",
     )
 
 

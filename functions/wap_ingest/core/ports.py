@@ -71,6 +71,11 @@ class TableWriter(ABC):
         missing. Raises a BadInputError subclass when the file is the problem."""
 
     @abstractmethod
+    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
+        """The append on `ref` whose snapshot carries this source identity, or None (also when the
+        table does not exist there). Answered from table metadata; the identity is a value, never SQL."""
+
+    @abstractmethod
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
     ) -> Measurements:

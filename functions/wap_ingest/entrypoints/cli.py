@@ -58,6 +58,8 @@ def _describe(outcome: IngestOutcome) -> str:
         ]
     if outcome.status is not OutcomeStatus.PUBLISHED:
         lines.append(f"          {outcome.message}")
+    elif outcome.attempts > 1:
+        lines.append(f"          published after {outcome.attempts - 1} merge conflict(s) retried on a fresh branch")
     return "\n".join(lines)
 
 
@@ -82,7 +84,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(json.dumps({"outcomes": [o.to_dict() for o in outcomes]}, indent=2))
     else:
         print(", ".join(f"{n} {s.value}" for s, n in counts.items()))
-    return 0 if counts[OutcomeStatus.PUBLISHED] == len(outcomes) else 1
+    done = counts[OutcomeStatus.PUBLISHED] + counts[OutcomeStatus.DUPLICATE]
+    return 0 if done == len(outcomes) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
