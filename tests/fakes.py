@@ -26,6 +26,7 @@ from wap_ingest.core.models import (
     FileFormat,
     MeasurementPlan,
     Measurements,
+    Publication,
     SourceObject,
     TableRef,
 )
@@ -124,6 +125,15 @@ class FakeCatalog(CatalogBranches):
             raise StaleHashError(f"{branch.name} moved")
         del self.refs[branch.name]
         self.bases.pop(branch.name, None)
+
+    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
+        found, cursor = [], self.refs[on]
+        while cursor is not None and len(found) < limit:
+            commit = self.commits[cursor]
+            if commit.properties.get("wap.table") == table.qualified:
+                found.append(Publication(cursor, "", commit.message, dict(commit.properties)))
+            cursor = commit.parent
+        return found
 
     def list_branches(self, prefix: str = "") -> list[Branch]:
         return sorted((Branch(n, h) for n, h in self.refs.items() if n.startswith(prefix)), key=lambda b: b.name)

@@ -57,3 +57,19 @@ def test_twenty_files_for_one_table_at_once_land_exactly_once(lake: Lake, table_
                        timeout=10).json()["logEntries"]
     keys = [e["commitMeta"].get("allProperties", {}).get("wap.source.key", [None])[0] for e in log]
     assert sorted(k for k in keys if k and k.startswith(f"{table_name}/")) == sorted(s.key for s in sources)
+
+
+def test_a_slack_outage_never_changes_the_outcome(lake: Lake, table_name: str,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from dataclasses import replace
+
+    from wap_ingest.adapters.slack import SlackNotifier, slack_client_for
+    from wap_ingest.local.processes import free_port
+
+    down = SlackNotifier(slack_client_for("token", f"http://127.0.0.1:{free_port()}/api/", 2), "#alerts")
+    service = replace(lake.service, notifier=down)
+    bad = service.ingest(lake.put(f"{table_name}/bad.parquet", parquet_bytes(6, nulls=2)))
+    good = service.ingest(lake.put(f"{table_name}/good.parquet", parquet_bytes(6)))
+    assert (bad.status, good.status) == (OutcomeStatus.REJECTED, OutcomeStatus.PUBLISHED)
+    assert bad.branch in lake.wap_branches() and lake.count(f"wap.{table_name}") == 6
+    assert "alert not delivered to Slack #alerts" in caplog.text

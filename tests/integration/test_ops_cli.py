@@ -94,3 +94,18 @@ def test_the_alert_commands_work_when_pasted(lake: Lake, table_name: str, capsys
     code, _, err = wap(capsys, *publish[1:])
     assert code == 0, err
     assert lake.count(f"wap.{table_name}") == 14
+
+
+def test_history_lists_publications_and_reviewed_decisions(lake: Lake, table_name: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    branch = rejected_branch(lake, table_name)
+    wap(capsys, "publish", branch, "--reason", "accepted by data owner")
+    code, out, _ = wap(capsys, "history", table_name, "--json")
+    entries = json.loads(out)["entries"]
+    assert code == 0 and len(entries) == 2
+    newest, oldest = entries
+    assert newest["properties"]["wap.decision.reason"] == "accepted by data owner"
+    assert oldest["properties"]["wap.source.key"] == f"{table_name}/base.parquet"
+    assert oldest["properties"]["wap.rows"] == "5"
+    code, text, _ = wap(capsys, "history", table_name)
+    assert "reviewed publish of branch" in text and "published 5 rows from s3://inbox/" in text

@@ -34,7 +34,7 @@ from wap_ingest.core.errors import (
     MergeConflictError,
     StaleHashError,
 )
-from wap_ingest.core.models import Branch
+from wap_ingest.core.models import Branch, Publication, TableRef
 from wap_ingest.core.ports import CatalogBranches
 
 
@@ -86,6 +86,25 @@ class NessieBranches(CatalogBranches):
             (Branch(r.name, str(r.hash_)) for r in refs if type(r).__name__ == "Branch" and r.name.startswith(prefix)),
             key=lambda b: b.name,
         )
+
+    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
+        # pynessie's log cannot return commit properties in this form: REST API v2 with a CEL filter.
+        # `table` is a validated identifier (letters, digits, `_`, one `.`), safe inside the CEL string.
+        cel = f"'wap.table' in commit.properties && commit.properties['wap.table'] == '{table.qualified}'"
+        url = f"{self._endpoint}/api/v2/trees/{on}/history"
+        try:
+            response = self._http.get(url, params={"filter": cel, "maxRecords": str(limit)}, timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise self._unavailable(f"reading the history of {on!r}", exc) from exc
+        if response.status_code >= 400:
+            raise CatalogError(f"reading the history of {on!r}: HTTP {response.status_code} {response.text[:200]}")
+        found = []
+        for entry in _json(response).get("logEntries", [])[:limit]:
+            meta = entry.get("commitMeta", {})
+            props = {k: v[-1] for k, v in meta.get("allProperties", {}).items() if v}
+            found.append(Publication(str(meta.get("hash")), str(meta.get("commitTime")), str(meta.get("message")),
+                                     props))
+        return found
 
     # --- writes ------------------------------------------------------------------------------------
 

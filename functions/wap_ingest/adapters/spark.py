@@ -45,6 +45,7 @@ EXTENSIONS = (
 def spark_conf_for(settings: Settings) -> dict[str, str]:
     """Everything the session needs; a pure function so tests and the EMR submission reuse it."""
     cat = f"spark.sql.catalog.{CATALOG}"
+    timeout_ms = int(settings.http_timeout * 1000)
     conf = {
         "spark.jars": ",".join(str(p) for p in settings.spark_jars()),
         "spark.sql.extensions": EXTENSIONS,
@@ -57,6 +58,13 @@ def spark_conf_for(settings: Settings) -> dict[str, str]:
         f"{cat}.client.region": settings.aws_region,
         # Without this, `tbl@branch` reads are served from a stale cached table.
         f"{cat}.cache-enabled": "false",
+        # Timeouts on every call: the Nessie client (its `nessie.transport.*` settings, read by the
+        # catalog without the `nessie.` prefix) and S3FileIO's HTTP client, in milliseconds.
+        f"{cat}.transport.connect-timeout": str(min(timeout_ms, 10_000)),
+        f"{cat}.transport.read-timeout": str(timeout_ms),
+        f"{cat}.http-client.type": "apache",
+        f"{cat}.http-client.apache.connection-timeout-ms": str(min(timeout_ms, 10_000)),
+        f"{cat}.http-client.apache.socket-timeout-ms": str(timeout_ms),
         "spark.driver.memory": settings.spark_driver_memory,
         "spark.local.dir": str(settings.work_dir / "spark"),
         "spark.sql.shuffle.partitions": "4",

@@ -169,3 +169,17 @@ class IngestOutcome:
             "message": self.message,
             "report": self.report.to_dict() if self.report else None,
         }
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One merge into main, as recorded on its commit: what was published, when, and on whose decision."""
+
+    hash: str
+    committed_at: str
+    message: str
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"hash": self.hash, "committed_at": self.committed_at, "message": self.message,
+                "properties": dict(self.properties)}

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 
 from .alerts import Alert
-from .models import AppendResult, Branch, FileFormat, MeasurementPlan, Measurements, SourceObject, TableRef
+from .models import AppendResult, Branch, FileFormat, MeasurementPlan, Measurements, Publication, SourceObject, TableRef
 
 
 class CatalogBranches(ABC):
@@ -53,6 +53,10 @@ class CatalogBranches(ABC):
     @abstractmethod
     def list_branches(self, prefix: str = "") -> list[Branch]:
         """Branches whose name starts with `prefix`."""
+
+    @abstractmethod
+    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
+        """The merges into `on` that published to `table`, newest first."""
 
 
 class TableWriter(ABC):

@@ -4,6 +4,7 @@
   wap show BRANCH [--json]                     what the branch holds (from Iceberg metadata, no JVM)
   wap publish BRANCH --reason '...' [--json]   merge it into main after review (never forced)
   wap discard BRANCH --reason '...' [--json]   delete it
+  wap history TABLE [--json]                   what was published to a table, newest first
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from wap_ingest.bootstrap import catalog_for, reader_for
 from wap_ingest.config import Settings
-from wap_ingest.core.naming import BRANCH_PREFIX, table_from_branch
+from wap_ingest.core.naming import BRANCH_PREFIX, table_from_branch, table_ref_from
 from wap_ingest.core.review import Decision, discard_branch, publish_branch, wap_branch
 
 
@@ -84,7 +85,31 @@ def cmd_discard(args: argparse.Namespace) -> int:
     return _decided(decision, args.json)
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    table = table_ref_from(args.table, default_namespace=settings.namespace, source="wap history")
+    entries = catalog_for(settings).publications(table, on=settings.main_branch, limit=args.limit)
+    lines = []
+    for entry in entries:
+        props = entry.properties
+        if props.get("wap.decision.action") == "published":
+            who, why = props.get("wap.decision.actor"), props.get("wap.decision.reason")
+            what = f"reviewed publish of branch {props.get('wap.decision.branch')} by {who}: {why}"
+        else:
+            source = f"s3://{props.get('wap.source.bucket')}/{props.get('wap.source.key')}"
+            what = f"published {props.get('wap.rows', '?')} rows from {source} (audit passed)"
+        lines.append(f"{entry.committed_at}  {entry.hash[:12]}  {what}")
+    text = "\n".join(lines) or f"Nothing has been published to {table} on {settings.main_branch}."
+    _print({"table": table.qualified, "entries": [e.to_dict() for e in entries]}, args.json, text)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    history = sub.add_parser("history", help="what was published to a table: objects, rows, time, decisions")
+    history.add_argument("table", help="<table> or <namespace>.<table>")
+    history.add_argument("--limit", type=int, default=100)
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(func=cmd_history)
     branches = sub.add_parser("branches", help="list the open WAP branches (rejected files)")
     branches.add_argument("--json", action="store_true")
     branches.set_defaults(func=cmd_branches)
