@@ -24,7 +24,18 @@ from .errors import (
     StaleHashError,
     WapError,
 )
-from .models import Branch, FileFormat, IngestOutcome, OutcomeStatus, SourceObject, TableRef
+from .models import (
+    AppendResult,
+    AuditReport,
+    Branch,
+    FileFormat,
+    IngestOutcome,
+    MeasurementPlan,
+    Measurements,
+    OutcomeStatus,
+    SourceObject,
+    TableRef,
+)
 from .naming import branch_name_for, branch_prefix_for, format_for_key, table_for_key
 from .ports import CatalogBranches, ObjectStore, TableWriter
 
@@ -110,7 +121,7 @@ def run_wap(
                 raise
             ceiling = min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1))
             delay = ceiling / 2 + random.uniform(0, ceiling / 2)  # jitter: concurrent writers spread out
-            log.info("merge conflict on %s (attempt %d), retrying in %.2fs: %s", target, attempt, delay, exc,
+            log.info("conflict on %s (attempt %d), retrying from main in %.2fs: %s", target, attempt, delay, exc,
                      extra=_context(source, target))
             config.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover
@@ -148,46 +159,78 @@ def _attempt(
     main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
     published = ports.writer.find_append(target, config.main_branch, source.identity)
     if published is not None:
-        # At most once: this version is on main. A run that merged and died before deleting its branch
-        # left that branch behind; it is removed here (so are attempts a concurrent duplicate abandoned).
-        note = _discard_attempts(ports.catalog, target, source)
-        log.info("already published: %s in %s", source.uri, target, extra=_context(source, target))
-        return IngestOutcome(
-            source=source, status=OutcomeStatus.DUPLICATE, table=target.qualified, rows=published.rows,
-            message=f"{source.uri} is already published in {target} (snapshot {published.snapshot_id}); "
-            f"nothing to do{note}",
-        )
+        return _duplicate(source, target, published, ports)
     # Each attempt writes to a branch of its own: a concurrent duplicate delivery never shares it, and
     # Nessie refuses the second of two merges that both changed the table, so rows land at most once.
     branch = ports.catalog.create_branch(branch_name_for(target, source), main_hash)
-    ctx = _context(source, target, branch.name)
     suite = suites.suite_for(target)
+    written = _write_and_measure(source, target, fmt, branch, suite.plan(), ports)
+    if isinstance(written, IngestOutcome):
+        return written
+    appended, measured = written
+    report = audit(suite, target, measured)
+    if not report.passed:
+        return _reject(source, target, branch, appended, report, ports)
+    return _publish(source, target, branch, appended, report, main_hash, ports, config)
+
+
+def _duplicate(source: SourceObject, target: TableRef, published: AppendResult, ports: Ports) -> IngestOutcome:
+    # At most once: this version is on main. A run that merged and died before deleting its branch left
+    # that branch behind; it is removed here (so are attempts a concurrent duplicate delivery abandoned).
+    note = _discard_attempts(ports.catalog, target, source)
+    log.info("already published: %s in %s", source.uri, target, extra=_context(source, target))
+    return IngestOutcome(
+        source=source, status=OutcomeStatus.DUPLICATE, table=target.qualified, rows=published.rows,
+        message=f"{source.uri} is already published in {target} (snapshot {published.snapshot_id}); "
+        f"nothing to do{note}",
+    )
+
+
+def _write_and_measure(
+    source: SourceObject, target: TableRef, fmt: FileFormat, branch: Branch, plan: MeasurementPlan, ports: Ports
+) -> tuple[AppendResult, Measurements] | IngestOutcome:
+    """Append on the branch and measure the new rows; bad input is an INVALID outcome (branch deleted)."""
+    ctx = _context(source, target, branch.name)
     try:
         log.info("writing %s into %s on branch %s", source.uri, target, branch.name, extra=ctx)
         appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
-        measured = ports.writer.measure_appended(target, branch.name, appended, suite.plan())
+        return appended, ports.writer.measure_appended(target, branch.name, appended, plan)
     except BadInputError as exc:
         note = _discard_quietly(ports.catalog, branch.name)
         log.warning("invalid input: %s%s", exc, note, extra=ctx)
         return IngestOutcome(source=source, status=OutcomeStatus.INVALID, table=target.qualified,
                              message=f"{exc}{note}")
     except WapError as exc:
-        if ports.catalog.find_branch(branch.name) is None:  # a concurrent duplicate published and cleaned up
+        if _vanished(ports.catalog, branch.name):  # a concurrent duplicate published and cleaned up
             raise BranchNotFoundError(f"branch {branch.name!r} was deleted during the run: {exc}") from exc
         note = _discard_quietly(ports.catalog, branch.name)
         raise type(exc)(f"{exc}{note}") from exc
 
-    report = audit(suite, target, measured)
-    if not report.passed:
-        _discard_attempts(ports.catalog, target, source, keep=branch.name)  # one open branch per object
-        failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
-        log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed, extra=ctx)
-        return IngestOutcome(
-            source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch.name,
-            rows=appended.rows, report=report,
-            message=f"audit failed: {failed}. The rows stay on branch {branch.name!r}; main is unchanged.",
-        )
 
+def _reject(
+    source: SourceObject, target: TableRef, branch: Branch, appended: AppendResult, report: AuditReport, ports: Ports
+) -> IngestOutcome:
+    _discard_attempts(ports.catalog, target, source, keep=branch.name)  # one open branch per object
+    failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
+    log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed,
+                extra=_context(source, target, branch.name))
+    return IngestOutcome(
+        source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch.name,
+        rows=appended.rows, report=report,
+        message=f"audit failed: {failed}. The rows stay on branch {branch.name!r}; main is unchanged.",
+    )
+
+
+def _publish(
+    source: SourceObject,
+    target: TableRef,
+    branch: Branch,
+    appended: AppendResult,
+    report: AuditReport,
+    main_hash: str,
+    ports: Ports,
+    config: PipelineConfig,
+) -> IngestOutcome:
     head = Branch(branch.name, ports.catalog.reference_hash(branch.name))
     try:
         merged = ports.catalog.merge(
@@ -200,12 +243,21 @@ def _attempt(
         _discard_quietly(ports.catalog, head.name)
         raise
     note = _discard_attempts(ports.catalog, target, source)
-    log.info("published %s into %s (%d rows)", source.uri, target, appended.rows, extra=ctx)
+    log.info("published %s into %s (%d rows)", source.uri, target, appended.rows,
+             extra=_context(source, target, branch.name))
     return IngestOutcome(
         source=source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
         rows=appended.rows, report=report, merged_hash=merged,
         message=f"published {appended.rows} rows into {target}{note}",
     )
+
+
+def _vanished(catalog: CatalogBranches, name: str) -> bool:
+    """True if the branch is gone; False if it exists or the catalog cannot say (keep the original error)."""
+    try:
+        return catalog.find_branch(name) is None
+    except WapError:
+        return False
 
 
 def _discard_quietly(catalog: CatalogBranches, name: str) -> str:
