@@ -1,8 +1,9 @@
 """`wap stack up | status | env | down` against the real moto and Nessie processes.
 
 Every stack here uses free ports and a temporary state folder, so it never meets a developer's stack.
-One stack is started for the module (the lifecycle tests run in file order and end with `down`); the
-failure cases start at most a moto server, and check that nothing is left behind.
+One stack is started for the module (the lifecycle tests run in file order, restart its Nessie and end with
+`down`), and one more with two execution environments; the failure cases start at most a moto server, and
+check that nothing is left behind.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ from wap_ingest.local.stack import (
     StackConfig,
     StackError,
     find_java,
+    free_port_block,
     free_ports,
     load_state,
     port_is_free,
+    restart_nessie,
     stack_environment,
     stack_status,
+    start_nessie,
     start_stack,
     stop_stack,
 )
@@ -72,10 +76,12 @@ def wap(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def isolated_config(state_dir: Path) -> StackConfig:
-    moto, nessie, management, slack, function, runtime = free_ports(6)
+def isolated_config(state_dir: Path, workers: int = 1) -> StackConfig:
+    """Free ports; the execution environments' (2 a piece: invoke, runtime API) in one block of free ports."""
+    moto, nessie, management, slack = free_ports(4)
+    function = free_port_block(2 * workers, avoid=(moto, nessie, management, slack))
     return StackConfig(state_dir=state_dir, moto_port=moto, nessie_port=nessie, nessie_management_port=management,
-                       slack_port=slack, lambda_port=function, runtime_port=runtime)
+                       slack_port=slack, lambda_port=function, runtime_port=function + 1, workers=workers)
 
 
 def gone(pid: int) -> bool:
@@ -145,6 +151,11 @@ def test_up_reports_start_up_times_urls_logs_and_the_env_hint(running: Running) 
     assert recorded["source_bucket"] == "source" and recorded["lake_bucket"] == "lake"
     assert recorded["started_at"]
     assert running.config.moto_log.is_file() and running.config.nessie_log.is_file()
+    assert "-Dnessie.version.store.type=ROCKSDB" in recorded["nessie_command"]
+    assert f"-Dnessie.version.store.persist.rocks.database-path={running.config.nessie_store}" in (
+        recorded["nessie_command"]
+    )
+    assert (running.config.nessie_store / "CURRENT").is_file()  # RocksDB's
 
 
 def test_status_is_healthy(running: Running) -> None:
@@ -208,14 +219,48 @@ def test_a_second_up_is_refused(running: Running) -> None:
     assert before is not None and not gone(before.moto_pid) and not gone(before.nessie_pid)
 
 
+def test_the_catalog_survives_a_nessie_restart(running: Running) -> None:
+    """A Nessie outage mid-run: branches and tables (with their metadata in moto's S3) are there afterwards."""
+    before = load_state(running.config)
+    assert before is not None
+    api, iceberg = f"{before.nessie_url}/api/v2", f"{before.nessie_url}/iceberg/v1"
+    main = requests.get(f"{api}/trees/main", timeout=10).json()["reference"]["hash"]
+    created = requests.post(f"{api}/trees", params={"name": "b1", "type": "BRANCH"},
+                            json={"type": "BRANCH", "name": "main", "hash": main}, timeout=10)
+    assert created.status_code == 200, created.text
+    on_b1 = f"{iceberg}/b1%7Cwarehouse/namespaces"
+    assert requests.post(on_b1, json={"namespace": ["ns"], "properties": {}}, timeout=10).status_code == 200
+    schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "a", "required": False, "type": "int"}]}
+    table = requests.post(f"{on_b1}/ns/tables", json={"name": "t1", "schema": schema, "stage-create": False},
+                          timeout=30)
+    assert table.status_code == 200, table.text
+    b1 = requests.get(f"{api}/trees/b1", timeout=10).json()["reference"]
+    with pytest.raises(ConfigError, match="already running"):
+        start_nessie(running.config)
+
+    after = restart_nessie(running.config)
+
+    assert after.nessie_pid != before.nessie_pid and gone(before.nessie_pid)
+    assert load_state(running.config) == after and after == replace(before, nessie_pid=after.nessie_pid)
+    assert requests.get(f"{api}/trees/b1", timeout=10).json()["reference"] == b1
+    assert requests.get(f"{api}/trees/main", timeout=10).json()["reference"]["hash"] == main
+    loaded = requests.get(f"{on_b1}/ns/tables/t1", timeout=30)
+    assert loaded.status_code == 200, loaded.text
+    assert loaded.json()["metadata"]["schemas"][0]["fields"][0]["name"] == "a"
+    assert stack_status(running.config).healthy
+    assert running.config.nessie_log.read_text().count("$ ") == 2  # the restart appended to the log
+
+
 def test_down_stops_both_processes_and_discards_the_lake(running: Running) -> None:
     state = load_state(running.config)
     assert state is not None
     code, out, _ = wap("stack", "down")
     assert code == 0
-    assert "discarded" in out and "in memory" in out
+    assert "discarded" in out and "in memory" in out and str(running.config.nessie_store) in out
     assert gone(state.moto_pid) and gone(state.nessie_pid)
+    assert all(gone(pid) for pid in state.pids.values())
     assert not running.config.state_file.exists()
+    assert not running.config.nessie_store.exists(), "the version store goes with moto's in-memory S3"
     assert port_is_free(state.moto_port) and port_is_free(state.nessie_port)
 
     code, out, _ = wap("stack", "status")
@@ -224,6 +269,72 @@ def test_down_stops_both_processes_and_discards_the_lake(running: Running) -> No
     assert code == 1 and out == "" and "wap stack up" in err
     code, out, _ = wap("stack", "down")
     assert code == 0 and "nothing to stop" in out
+
+
+# --- several execution environments ------------------------------------------------------------------
+
+
+def test_two_workers_run_two_execution_environments_and_down_stops_both(tmp_path: Path) -> None:
+    config = isolated_config(tmp_path / "stack", workers=2)
+    (config.nessie_store / "left-over").mkdir(parents=True)  # a previous lake's catalog: `up` must not reuse it
+    with pytest.MonkeyPatch.context() as patch:
+        for variable, value in {
+            "WAP_STACK_DIR": config.state_dir, "WAP_STACK_MOTO_PORT": config.moto_port,
+            "WAP_STACK_NESSIE_PORT": config.nessie_port, "WAP_STACK_NESSIE_MGMT_PORT": config.nessie_management_port,
+            "WAP_STACK_SLACK_PORT": config.slack_port, "WAP_STACK_LAMBDA_PORT": config.lambda_port,
+            "WAP_STACK_RUNTIME_PORT": config.runtime_port, "WAP_STACK_WORKERS": 2,
+        }.items():
+            patch.setenv(variable, str(value))
+        try:
+            code, out, err = wap("stack", "up")
+            assert code == 0, err
+            assert not (config.nessie_store / "left-over").exists() and config.nessie_store.is_dir()
+            state = load_state(config)
+            assert state is not None and state.workers == 2
+            first, second = state.environments
+            assert (first.invoke_port, first.runtime_port) == (config.lambda_port, config.runtime_port)
+            assert (second.invoke_port, second.runtime_port) == (config.lambda_port + 2, config.runtime_port + 2)
+            assert first.invoke_url in out and second.invoke_url in out
+            assert stack_environment(state) == stack_environment(replace(state, environments=(first,)))
+
+            code, out, _ = wap("stack", "status", "--json")
+            report = json.loads(out)
+            assert code == 0 and report["healthy"], out
+            by_process = {c["process"]: c for c in report["components"]}
+            assert list(by_process) == ["moto", "nessie", "slack", "lambda", "worker", "lambda-2", "worker-2"]
+            assert by_process["lambda-2"]["name"] == "Lambda runtime (emulator + awslambdaric) #2"
+            assert by_process["lambda-2"]["url"] == second.invoke_url
+            assert by_process["worker-2"]["log"] == str(config.logs_dir / "worker-2.log")
+            assert all(c["alive"] and c["healthy"] and c["pid"] for c in report["components"])
+            pids = [first.lambda_pid, first.worker_pid, second.lambda_pid, second.worker_pid]
+            assert len(set(pids)) == 4
+            for env in state.environments:  # each worker invokes its own runtime
+                worker = Path(f"/proc/{env.worker_pid}/cmdline").read_bytes().split(b"\0")
+                assert worker[worker.index(b"--invoke-url") + 1] == env.invoke_url.encode()
+            for name in ("lambda", "worker", "lambda-2", "worker-2"):
+                assert config.log_for(name).is_file()
+
+            code, out, _ = wap("stack", "down")
+            assert code == 0 and "SQS worker #2" in out and "Lambda runtime (emulator + awslambdaric) #2" in out
+            assert all(gone(pid) for pid in state.pids.values())
+            assert port_is_free(second.invoke_port) and port_is_free(second.runtime_port)
+            assert not config.nessie_store.exists() and not config.state_file.exists()
+        finally:
+            stop_stack(config)
+
+
+def test_the_ports_of_every_execution_environment_are_checked_before_starting(tmp_path: Path) -> None:
+    config = isolated_config(tmp_path, workers=3)
+    port = config.runtime_port + 4  # the third environment's runtime API
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        with pytest.raises(ConfigError, match=rf"Port {port} .*environment 3.*already in use.*WAP_STACK_RUNTIME_PORT"):
+            start_stack(config)
+    assert not config.state_file.exists()
+    assert processes_on(config.moto_port) == []
+    with pytest.raises(ConfigError, match="must differ"):
+        start_stack(replace(config, runtime_port=config.lambda_port + 2))
 
 
 # --- failures: clear messages, nothing left behind ---------------------------------------------------
@@ -315,6 +426,12 @@ def test_config_from_env_reads_and_checks_the_variables(tmp_path: Path) -> None:
     assert config.nessie_jar == tmp_path / "n.jar" and config.nessie_log == tmp_path / "logs" / "nessie.log"
     with pytest.raises(ConfigError, match="WAP_STACK_NESSIE_PORT"):
         StackConfig.from_env({"WAP_STACK_NESSIE_PORT": "http"})
+    assert config.workers == 1 and config.nessie_store == tmp_path / "nessie-store"
+    config = StackConfig.from_env({"WAP_STACK_WORKERS": "3", "WAP_STACK_LAMBDA_PORT": "20000"})
+    assert config.environment_ports() == [(20000, 19124), (20002, 19126), (20004, 19128)]
+    for bad in ("0", "two", "99"):
+        with pytest.raises(ConfigError, match="WAP_STACK_WORKERS"):
+            StackConfig.from_env({"WAP_STACK_WORKERS": bad})
 
 
 def test_a_java_older_than_21_is_refused_with_the_fix() -> None:

@@ -1,7 +1,7 @@
 """`wap stack up | down | status | env | alerts`: run the local stack as local processes.
 
-The lake (moto S3/SQS + Nessie) and the event path (S3 notifications -> SQS -> worker -> the handler
-under the Lambda Runtime Interface Emulator; alerts -> a local Slack sink)."""
+The lake (moto S3/SQS + Nessie) and the event path (S3 notifications -> SQS -> worker(s) -> the handler
+under the Lambda Runtime Interface Emulator, one per worker; alerts -> a local Slack sink)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from wap_ingest.local.stack import (
     StackConfig,
     StackState,
     ensure_not_running,
+    label,
     load_state,
     process_alive,
     recorded_processes,
@@ -34,10 +35,14 @@ ENV_HINT = 'eval "$(wap stack env)"'
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     stack = subparsers.add_parser(
         "stack",
-        help="run the local stack (moto S3 server + Nessie server)",
-        description="Run the local stack: a moto S3 server and a Nessie server, both in memory. "
+        help="run the local stack (moto S3 server + Nessie server + the event path)",
+        description="Run the local stack: a moto S3 server (in memory) and a Nessie server (its version store in "
+        "<WAP_STACK_DIR>/nessie-store), which `down` discards together, and the event path. "
         "Ports and folders: WAP_STACK_DIR, WAP_STACK_MOTO_PORT, WAP_STACK_NESSIE_PORT, "
-        "WAP_STACK_NESSIE_MGMT_PORT; Nessie needs Java 21+ (WAP_NESSIE_JAVA) and its jar (WAP_NESSIE_JAR).",
+        "WAP_STACK_NESSIE_MGMT_PORT, WAP_STACK_SLACK_PORT, WAP_STACK_LAMBDA_PORT, WAP_STACK_RUNTIME_PORT; "
+        "WAP_STACK_WORKERS=N runs N Lambda execution environments (worker + emulator pairs; the n-th listens on "
+        "the LAMBDA and RUNTIME ports + 2(n-1)). Nessie needs Java 21+ (WAP_NESSIE_JAVA) and its jar "
+        "(WAP_NESSIE_JAR).",
     )
     commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env,alerts}", required=True)
     commands.add_parser(
@@ -77,11 +82,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"  {LABELS[NESSIE]:<10} up in {state.nessie_seconds:5.1f} s  {state.nessie_url}  "
         f"(pid {state.nessie_pid}; Iceberg REST {state.nessie_url}/iceberg, ready {state.nessie_health_url})"
     )
-    if state.invoke_url:
+    if state.environments:
+        pairs = ", ".join(
+            f"{env.worker_name} (pid {env.worker_pid}) -> Lambda runtime {env.invoke_url} (pid {env.lambda_pid})"
+            for env in state.environments
+        )
         print(
             f"  {'events':<10} up in {state.trigger_seconds or 0:5.1f} s  s3://{state.source_bucket}/<table>/... -> "
-            f"SQS {state.queue_url} -> worker (pid {state.worker_pid}) -> Lambda runtime {state.invoke_url} "
-            f"(pid {state.lambda_pid}); alerts -> Slack sink {state.slack_url} (pid {state.slack_pid}); "
+            f"SQS {state.queue_url} -> {pairs}; alerts -> Slack sink {state.slack_url} (pid {state.slack_pid}); "
             f"dead letters after {state.max_receives} receives: {state.dead_letter_url}"
         )
     total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
@@ -94,17 +102,17 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     try:
         config = StackConfig.from_env()
-        alive = [f"{LABELS[n]} (pid {p})" for n, p in recorded_processes(config).items() if process_alive(n, p)]
+        alive = [f"{label(n)} (pid {p})" for n, p in recorded_processes(config).items() if process_alive(n, p)]
         stop_stack(config)
     except WapError as exc:
         return _fail(exc)
     if not alive:
         print(f"No local stack process was running (state dir {config.state_dir}); nothing to stop.")
         return 0
-    print(f"Stopped {' and '.join(alive)}.")
+    print(f"Stopped {', '.join(alive[:-1])} and {alive[-1]}." if len(alive) > 1 else f"Stopped {alive[0]}.")
     print(
-        "The local lake is discarded: the catalog and the S3 contents lived in memory. "
-        f"Logs are kept in {config.logs_dir}."
+        "The local lake is discarded: the S3 contents lived in memory, and the catalog's version store "
+        f"({config.nessie_store}) is deleted with them. Logs are kept in {config.logs_dir}."
     )
     return 0
 

@@ -1,7 +1,11 @@
 """What the local stack is made of: its components, where they listen, the credentials they share.
 
-The lake (moto S3 + Nessie) holds state in memory and lives and dies as one. The trigger (Slack sink,
-the Lambda runtime under the emulator, the SQS worker) delivers S3 notifications to the handler.
+The lake (moto S3 in memory + Nessie, its version store in <state_dir>/nessie-store) lives and dies as one.
+The trigger (Slack sink, one or more pairs of a Lambda runtime under the emulator and its SQS worker)
+delivers S3 notifications to the handler.
+
+A process is named by its component, numbered from the second instance on: `lambda`, `worker`, `lambda-2`,
+`worker-2`, ... (its pid is recorded as `<name>_pid`, its output goes to logs/<name>.log).
 
 Every other module of the stack imports its names from here (and nothing else from the stack), so this is
 also where `StackError` lives: the error any of them raises when a component fails to start.
@@ -39,6 +43,22 @@ ALERT_CHANNEL = "#wap-alerts"
 # The local sink accepts any bearer token; this one is not a secret and not a real Slack token.
 SINK_TOKEN = "local-sink-token"
 FUNCTION_NAME = "wap-ingest"
+
+
+def process_name(component: str, number: int = 1) -> str:
+    """The name of instance `number` (1-based) of `component`: `lambda`, `lambda-2`, ..."""
+    return component if number == 1 else f"{component}-{number}"
+
+
+def component_of(name: str) -> str:
+    """The component a process name belongs to (`lambda-2` -> `lambda`)."""
+    return name.split("-", 1)[0]
+
+
+def label(name: str) -> str:
+    """How a process is called in messages: its component's label, numbered from the second instance on."""
+    component, _, number = name.partition("-")
+    return f"{LABELS[component]} #{number}" if number else LABELS[component]
 
 
 class StackError(InfrastructureError):

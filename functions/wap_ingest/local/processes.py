@@ -13,10 +13,10 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
-from wap_ingest.local.components import HOST, LABELS, LAMBDA, MOTO, NESSIE, SLACK, WORKER, StackError
+from wap_ingest.local.components import HOST, LAMBDA, MOTO, NESSIE, SLACK, WORKER, StackError, component_of, label
 
 # A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
 _MARKERS = {
@@ -57,6 +57,16 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def free_port_block(count: int, avoid: Collection[int] = ()) -> int:
+    """A port p such that p, p+1, ..., p+count-1 are all free right now and none is in `avoid`."""
+    for _ in range(200):
+        base = free_port()
+        block = range(base, base + count)
+        if block[-1] <= 65535 and not set(block) & set(avoid) and all(port_is_free(port) for port in block):
+            return base
+    raise StackError(f"Found no {count} consecutive free ports on {HOST}.")
+
+
 def port_open(port: int, timeout: float = 1.0) -> bool:
     """True once something accepts TCP connections on 127.0.0.1:port."""
     try:
@@ -79,10 +89,11 @@ def port_is_free(port: int) -> bool:
 # --- starting ---------------------------------------------------------------------------------------
 
 
-def spawn(name: str, command: list[str], log: Path, env: Mapping[str, str]) -> int:
-    """Start component `name` in its own process group, its output going to `log`; return its pid."""
+def spawn(name: str, command: list[str], log: Path, env: Mapping[str, str], *, append: bool = False) -> int:
+    """Start process `name` in its own process group, its output going to `log` (appended to it if `append`,
+    as when a component is restarted); return its pid."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as out:
+    with log.open("ab" if append else "wb") as out:
         out.write(f"$ {shlex.join(command)}\n".encode())
         out.flush()
         try:
@@ -95,7 +106,7 @@ def spawn(name: str, command: list[str], log: Path, env: Mapping[str, str]) -> i
                 start_new_session=True,  # its own process group: `down` stops it and anything it forked
             )
         except OSError as exc:
-            raise StackError(f"{LABELS[name]} could not be started ({exc}). Log: {log}") from exc
+            raise StackError(f"{label(name)} could not be started ({exc}). Log: {log}") from exc
     _CHILDREN[child.pid] = child
     return child.pid
 
@@ -115,13 +126,13 @@ def wait_ready(name: str, pid: int, log: Path, check: Callable[[], tuple[bool, s
         if not process_alive(name, pid):
             child = _CHILDREN.get(pid)
             code = f" with exit code {child.returncode}" if child is not None else ""
-            raise StackError(f"{LABELS[name]} (pid {pid}) exited during start-up{code}. Log: {log}{_log_tail(log)}")
+            raise StackError(f"{label(name)} (pid {pid}) exited during start-up{code}. Log: {log}{_log_tail(log)}")
         ok, detail = check()
         if ok:
             return
         if time.monotonic() >= deadline:
             raise StackError(
-                f"{LABELS[name]} (pid {pid}) did not become ready within {timeout:g} s (last check: {detail}). "
+                f"{label(name)} (pid {pid}) did not become ready within {timeout:g} s (last check: {detail}). "
                 f"Log: {log}{_log_tail(log)}"
             )
         time.sleep(_POLL)
@@ -151,7 +162,7 @@ def process_alive(name: str, pid: int) -> bool:
         command_line = (proc / "cmdline").read_bytes()
     except (OSError, IndexError):
         return False
-    return status not in ("Z", "X") and _MARKERS[name].encode() in command_line
+    return status not in ("Z", "X") and _MARKERS[component_of(name)].encode() in command_line
 
 
 def _signal(pid: int, signum: int) -> None:

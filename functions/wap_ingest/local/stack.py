@@ -1,20 +1,21 @@
-"""The local stack: a moto S3 server and a Nessie server, run as two processes that live and die together.
+"""The local stack: a moto S3 server and a Nessie server that live and die together, and the event path.
 
-Both keep their state in memory, and the catalog must never outlive the object store it points at, so
-`start_stack` starts both or neither, `stop_stack` stops both, and `stack_status` reports a stack with one
-process dead as broken. Pids, ports and buckets are recorded in <state_dir>/state.json (written as soon as
-a process is started, so an interrupted start-up can still be cleaned up); each process writes its output
-to <state_dir>/logs/<component>.log.
+moto keeps S3 in memory and Nessie its version store in <state_dir>/nessie-store, and the catalog must never
+outlive the object store it points at, so `start_stack` starts both (on an empty store) or neither,
+`stop_stack` stops both and deletes the store, and `stack_status` reports a stack with one process dead as
+broken. Pids, ports and buckets are recorded in <state_dir>/state.json (written as soon as a process is
+started, so an interrupted start-up can still be cleaned up); each process writes its output to
+<state_dir>/logs/<name>.log.
 
 This module starts and stops the stack, and is the one to import from: it re-exports the rest of the
-package's API. The parts live in `components` (names, host, credentials, `StackError`), `state` (settings,
-the state file, `stack_environment`), `processes` (spawning, liveness, stopping, free ports), `java`
-(a Java 21+ for Nessie) and `status` (health checks, `stack_status`).
+package's API. The parts live in `components` (names, host, credentials, `StackError`), `config`
+(`StackConfig`), `state` (the state file, `stack_environment`), `processes` (spawning, liveness, stopping,
+free ports), `java` (a Java 21+ for Nessie), `nessie` (its command, its store, restarting it), `trigger`
+(the event path) and `status` (health checks, `stack_status`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 import time
@@ -23,43 +24,41 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
-from wap_ingest.local import trigger
+from wap_ingest.local import nessie, trigger
 from wap_ingest.local.components import (
     ACCESS_KEY,
     HOST,
     LABELS,
-    LAMBDA,
     MOTO,
     NESSIE,
     NESSIE_VERSION,
     SECRET_KEY,
-    SLACK,
     WAREHOUSE,
-    WORKER,
     StackError,
+    label,
 )
+from wap_ingest.local.config import StackConfig, default_nessie_jar, default_state_dir, repo_root
 from wap_ingest.local.java import MIN_JAVA, find_java, java_major
+from wap_ingest.local.nessie import nessie_command, restart_nessie, start_nessie, stop_nessie
 from wap_ingest.local.processes import (
     free_port,
+    free_port_block,
     free_ports,
     port_is_free,
-    port_open,
     process_alive,
     spawn,
     stop_processes,
     wait_ready,
 )
 from wap_ingest.local.state import (
-    StackConfig,
+    LambdaEnvironment,
     StackState,
-    default_nessie_jar,
-    default_state_dir,
     load_state,
     read_record,
     recorded_pids,
     recorded_processes,
-    repo_root,
     stack_environment,
+    start_lock,
     write_record,
 )
 from wap_ingest.local.status import (
@@ -67,7 +66,6 @@ from wap_ingest.local.status import (
     StackStatus,
     moto_health,
     nessie_health,
-    sink_health,
     stack_status,
 )
 
@@ -82,6 +80,7 @@ __all__ = [
     "SECRET_KEY",
     "WAREHOUSE",
     "ComponentStatus",
+    "LambdaEnvironment",
     "StackConfig",
     "StackError",
     "StackState",
@@ -91,8 +90,10 @@ __all__ = [
     "ensure_not_running",
     "find_java",
     "free_port",
+    "free_port_block",
     "free_ports",
     "java_major",
+    "label",
     "load_state",
     "moto_command",
     "moto_health",
@@ -102,20 +103,32 @@ __all__ = [
     "process_alive",
     "recorded_processes",
     "repo_root",
+    "restart_nessie",
     "stack_environment",
     "stack_status",
+    "start_nessie",
     "start_stack",
+    "stop_nessie",
     "stop_stack",
 ]
 
-_PORT_VARIABLES = {
-    "moto_port": ("WAP_STACK_MOTO_PORT", "moto S3 server"),
-    "nessie_port": ("WAP_STACK_NESSIE_PORT", "Nessie API"),
-    "nessie_management_port": ("WAP_STACK_NESSIE_MGMT_PORT", "Nessie management/health"),
-    "slack_port": ("WAP_STACK_SLACK_PORT", "Slack sink"),
-    "lambda_port": ("WAP_STACK_LAMBDA_PORT", "Lambda invoke API (emulator)"),
-    "runtime_port": ("WAP_STACK_RUNTIME_PORT", "Lambda runtime API (emulator)"),
-}
+# (setting, variable, use) of each fixed port; the execution environments' ports follow from the last two.
+_PORT_VARIABLES = (
+    ("moto_port", "WAP_STACK_MOTO_PORT", "moto S3 server"),
+    ("nessie_port", "WAP_STACK_NESSIE_PORT", "Nessie API"),
+    ("nessie_management_port", "WAP_STACK_NESSIE_MGMT_PORT", "Nessie management/health"),
+    ("slack_port", "WAP_STACK_SLACK_PORT", "Slack sink"),
+)
+
+
+def _ports(config: StackConfig) -> list[tuple[int, str, str]]:
+    """(port, variable, use) of every port the stack listens on."""
+    ports = [(int(getattr(config, attr)), variable, use) for attr, variable, use in _PORT_VARIABLES]
+    for i, (invoke, runtime) in enumerate(config.environment_ports()):
+        of = "" if i == 0 else f" of execution environment {i + 1}, the variable's port + {2 * i}"
+        ports += [(invoke, "WAP_STACK_LAMBDA_PORT", f"Lambda invoke API (emulator{of})"),
+                  (runtime, "WAP_STACK_RUNTIME_PORT", f"Lambda runtime API (emulator{of})")]
+    return ports
 
 
 # --- commands ---------------------------------------------------------------------------------------
@@ -123,30 +136,6 @@ _PORT_VARIABLES = {
 
 def moto_command(config: StackConfig) -> list[str]:
     return [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(config.moto_port)]
-
-
-def nessie_command(config: StackConfig, java: Path) -> list[str]:
-    s3 = "nessie.catalog.service.s3.default-options"
-    settings = {
-        "quarkus.http.host": HOST,
-        "quarkus.http.port": str(config.nessie_port),
-        "quarkus.management.host": HOST,
-        "quarkus.management.port": str(config.nessie_management_port),
-        "nessie.version.store.type": "IN_MEMORY",
-        "nessie.catalog.default-warehouse": WAREHOUSE,
-        f"nessie.catalog.warehouses.{WAREHOUSE}.location": f"s3://{config.lake_bucket}/{WAREHOUSE}/",
-        f"{s3}.endpoint": f"http://{HOST}:{config.moto_port}/",
-        f"{s3}.path-style-access": "true",
-        f"{s3}.region": config.region,
-        # Nessie 0.99 resolves secrets from Quarkus config: the access key names a secret whose
-        # `.name`/`.secret` hold the key id and the secret key (`nessie.catalog.secrets.*` does not work).
-        f"{s3}.access-key": "urn:nessie-secret:quarkus:wap-secrets.s3",
-        "wap-secrets.s3.name": ACCESS_KEY,
-        "wap-secrets.s3.secret": SECRET_KEY,
-    }
-    # C1 only and the serial GC: start-up drops from ~7 s to ~3 s; a local in-memory catalog needs no more.
-    jvm = ["-Xmx1g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
-    return [str(java), *jvm, *(f"-D{k}={v}" for k, v in settings.items()), "-jar", str(config.nessie_jar)]
 
 
 def _create_buckets(config: StackConfig) -> None:
@@ -185,7 +174,7 @@ def ensure_not_running(config: StackConfig) -> None:
     if not alive:
         config.state_file.unlink(missing_ok=True)  # stale: its processes are gone
         return
-    listed = ", ".join(f"{LABELS[name]} pid {pid}" for name, pid in alive.items())
+    listed = ", ".join(f"{label(name)} pid {pid}" for name, pid in alive.items())
     if record.get("complete") and len(alive) == len(pids):
         raise ConfigError(
             f"The local stack is already running ({listed}; state {config.state_file}). Use it: "
@@ -199,16 +188,16 @@ def ensure_not_running(config: StackConfig) -> None:
 
 def _preflight(config: StackConfig) -> Path:
     """Check everything that can be checked before starting a process; return the java for Nessie."""
-    ports = {attr: getattr(config, attr) for attr in _PORT_VARIABLES}
-    if len(set(ports.values())) != len(ports):
+    ports = _ports(config)
+    if len({port for port, _, _ in ports}) != len(ports) or max(port for port, _, _ in ports) > 65535:
         raise ConfigError(
-            "The stack ports must differ ("
-            + ", ".join(f"{use} {getattr(config, attr)}" for attr, (_, use) in _PORT_VARIABLES.items())
+            "The stack ports must differ and be at most 65535 ("
+            + ", ".join(f"{use} {port}" for port, _, use in ports)
             + "). Fix: set "
-            + ", ".join(var for var, _ in _PORT_VARIABLES.values())
+            + ", ".join(dict.fromkeys(variable for _, variable, _ in ports))
+            + " (execution environment n uses WAP_STACK_LAMBDA_PORT and WAP_STACK_RUNTIME_PORT + 2(n-1))"
         )
-    for attr, port in ports.items():
-        variable, use = _PORT_VARIABLES[attr]
+    for port, variable, use in ports:
         if not port_is_free(port):
             raise ConfigError(
                 f"Port {port} ({use}) is already in use on {HOST}. Fix: stop whatever listens on it "
@@ -227,22 +216,16 @@ def _preflight(config: StackConfig) -> Path:
 
 
 def start_stack(config: StackConfig) -> StackState:
-    """Start moto (with both buckets) and then Nessie; on any failure stop what was started and raise."""
-    config.state_dir.mkdir(parents=True, exist_ok=True)
-    with (config.state_dir / "up.lock").open("w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file closes
-        except BlockingIOError as exc:
-            raise ConfigError(
-                f"Another `wap stack up` is starting the stack in {config.state_dir}. Wait for it to finish, "
-                "or stop it: wap stack down"
-            ) from exc
+    """Start moto (with both buckets), Nessie (on an empty version store), then the event path; on any
+    failure stop what was started, delete the store and raise."""
+    with start_lock(config):
         return _start(config)
 
 
 def _start(config: StackConfig) -> StackState:
     ensure_not_running(config)
     java = _preflight(config)
+    command = nessie_command(config, java)
     record: dict[str, Any] = {
         "complete": False,
         "state_dir": str(config.state_dir),
@@ -256,9 +239,11 @@ def _start(config: StackConfig) -> StackState:
         "region": config.region,
         "moto_log": str(config.moto_log),
         "nessie_log": str(config.nessie_log),
+        "nessie_command": command,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     try:
+        nessie.reset_store(config)  # a new lake: the catalog starts as empty as moto's S3
         began = time.monotonic()
         env = {**os.environ, "MOTO_PORT": str(config.moto_port)}
         record["moto_pid"] = spawn(MOTO, moto_command(config), config.moto_log, env)
@@ -273,58 +258,28 @@ def _start(config: StackConfig) -> StackState:
         _create_buckets(config)  # before Nessie: its readiness includes the object store
         record["moto_seconds"] = round(time.monotonic() - began, 2)
         began = time.monotonic()
-        record["nessie_pid"] = spawn(NESSIE, nessie_command(config, java), config.nessie_log, os.environ)
+        record["nessie_pid"] = nessie.launch(config, command)
         write_record(config, record)
-        wait_ready(
-            NESSIE,
-            record["nessie_pid"],
-            config.nessie_log,
-            lambda: nessie_health(config.nessie_management_port),
-            config.startup_timeout,
-        )
+        nessie.wait_until_ready(config, record["nessie_pid"], config.nessie_management_port)
         record["nessie_seconds"] = round(time.monotonic() - began, 2)
         began = time.monotonic()
-        _start_trigger(config, record)
+        trigger.start_event_path(config, record)
         record["trigger_seconds"] = round(time.monotonic() - began, 2)
         state = StackState.from_json(record)
         write_record(config, {"complete": True, **state.to_json()})
     except BaseException:
         stop_processes(recorded_pids(record))
         config.state_file.unlink(missing_ok=True)
+        nessie.reset_store(config)
         raise
     return state
 
 
-def _start_trigger(config: StackConfig, record: dict[str, Any]) -> None:
-    """Queues and notification, then the Slack sink, the function under the emulator, and the worker."""
-    queue_url, dead_letter_url = trigger.setup_notifications(config)
-    record |= {"queue_url": queue_url, "dead_letter_url": dead_letter_url, "max_receives": config.max_receives,
-               "slack_port": config.slack_port, "lambda_port": config.lambda_port}
-    record["slack_pid"] = spawn(SLACK, trigger.sink_command(config), config.log_for(SLACK), os.environ)
-    write_record(config, record)
-    wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
-               config.startup_timeout)
-    partial = StackState.from_json(record | {"moto_seconds": 0, "nessie_seconds": 0})
-    env = trigger.function_environment(config, stack_environment(partial))
-    record["lambda_pid"] = spawn(LAMBDA, trigger.lambda_command(config), config.log_for(LAMBDA), env)
-    write_record(config, record)
-    wait_ready(LAMBDA, record["lambda_pid"], config.log_for(LAMBDA), lambda: _listening(config.lambda_port),
-               config.startup_timeout)
-    invoke_url = str(partial.invoke_url)
-    record["worker_pid"] = spawn(WORKER, trigger.worker_command(config, queue_url, invoke_url),
-                                 config.log_for(WORKER), env)
-    write_record(config, record)
-
-
-def _listening(port: int) -> tuple[bool, str]:
-    return (True, "listening") if port_open(port) else (False, "not listening yet")
-
-
 def stop_stack(config: StackConfig) -> bool:
-    """Stop the recorded processes (both, always) and forget the stack. True if any process was stopped."""
+    """Stop the recorded processes (all of them, always), delete Nessie's version store and forget the stack.
+    True if any process was stopped."""
     record = read_record(config)
-    if record is None:
-        return False
-    stopped = stop_processes(recorded_pids(record))
+    stopped = stop_processes(recorded_pids(record)) if record is not None else False
+    nessie.reset_store(config)  # the catalog goes with the object store (moto's S3 was in memory)
     config.state_file.unlink(missing_ok=True)
     return stopped

@@ -1,136 +1,76 @@
-"""The stack's settings (`StackConfig`, from WAP_STACK_* variables) and its record (`StackState`).
+"""The stack's record (`StackState`, in <state_dir>/state.json) and the variables that point at it.
 
 `up` records pids, ports and buckets in <state_dir>/state.json as soon as a process is started (marked
-complete once both are ready), so an interrupted start-up can still be cleaned up; `stack_environment`
-turns a recorded stack into the variables that point the service, boto3 and Spark at it.
+complete once all are ready), so an interrupted start-up can still be cleaned up. Every process's pid is
+recorded as `<name>_pid` (`moto_pid`, `lambda-2_pid`, ...: see `components.process_name`), so `down` stops
+whatever a record names. `stack_environment` turns a recorded stack into the variables that point the
+service, boto3 and Spark at it. The settings (`StackConfig`) are in `config`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
-import os
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import wap_ingest
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.local.components import (
     ACCESS_KEY,
     ALERT_CHANNEL,
     COMPONENTS,
     HOST,
+    LAMBDA,
     MOTO,
     NESSIE,
-    NESSIE_VERSION,
     SECRET_KEY,
     SINK_TOKEN,
+    SLACK,
+    WORKER,
+    component_of,
+    process_name,
 )
+from wap_ingest.local.config import StackConfig
 
 
-def repo_root() -> Path:
-    return Path(wap_ingest.__file__).resolve().parents[2]
-
-
-def default_state_dir() -> Path:
-    return repo_root() / ".wap" / "stack"
-
-
-def default_nessie_jar() -> Path:
-    return repo_root() / ".cache" / "jars" / "nessie" / f"nessie-quarkus-{NESSIE_VERSION}-runner.jar"
-
-
-def default_rie() -> Path:
-    return repo_root() / ".cache" / "rie" / "aws-lambda-rie"
+def invoke_url(port: int) -> str:
+    return f"http://{HOST}:{port}/2015-03-31/functions/function/invocations"
 
 
 @dataclass(frozen=True)
-class StackConfig:
-    state_dir: Path = field(default_factory=default_state_dir)
-    moto_port: int = 5000
-    nessie_port: int = 19120
-    nessie_management_port: int = 19121
-    source_bucket: str = "source"
-    lake_bucket: str = "lake"
-    region: str = "us-east-1"
-    startup_timeout: float = 90.0
-    nessie_jar: Path = field(default_factory=default_nessie_jar)
-    nessie_java: Path | None = None  # None: the newest installed Java >= MIN_JAVA
-    slack_port: int = 19122
-    lambda_port: int = 19123
-    runtime_port: int = 19124
-    max_receives: int = 3  # the events queue's maxReceiveCount before the dead-letter queue
-    rie: Path = field(default_factory=default_rie)
+class LambdaEnvironment:
+    """One Lambda execution environment: the function's runtime under the emulator, which serves one invocation
+    at a time as an execution environment does in AWS, and the SQS worker that polls the events queue for it."""
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
-        env = os.environ if env is None else env
-        defaults = cls()
-        java = env.get("WAP_NESSIE_JAVA", "").strip()
-        return cls(
-            state_dir=_path(env, "WAP_STACK_DIR") or defaults.state_dir,
-            moto_port=_port(env, "WAP_STACK_MOTO_PORT", defaults.moto_port),
-            nessie_port=_port(env, "WAP_STACK_NESSIE_PORT", defaults.nessie_port),
-            nessie_management_port=_port(env, "WAP_STACK_NESSIE_MGMT_PORT", defaults.nessie_management_port),
-            startup_timeout=_seconds(env, "WAP_STACK_TIMEOUT", defaults.startup_timeout),
-            nessie_jar=_path(env, "WAP_NESSIE_JAR") or defaults.nessie_jar,
-            nessie_java=Path(java).expanduser() if java else None,
-            slack_port=_port(env, "WAP_STACK_SLACK_PORT", defaults.slack_port),
-            lambda_port=_port(env, "WAP_STACK_LAMBDA_PORT", defaults.lambda_port),
-            runtime_port=_port(env, "WAP_STACK_RUNTIME_PORT", defaults.runtime_port),
-            rie=_path(env, "WAP_RIE") or defaults.rie,
-        )
+    number: int  # 1-based: its processes are `lambda`/`worker` for the first, `lambda-<n>`/`worker-<n>` after
+    invoke_port: int
+    runtime_port: int
+    lambda_pid: int
+    worker_pid: int
 
     @property
-    def logs_dir(self) -> Path:
-        return self.state_dir / "logs"
+    def lambda_name(self) -> str:
+        return process_name(LAMBDA, self.number)
 
     @property
-    def state_file(self) -> Path:
-        return self.state_dir / "state.json"
+    def worker_name(self) -> str:
+        return process_name(WORKER, self.number)
 
     @property
-    def moto_log(self) -> Path:
-        return self.logs_dir / "moto.log"
+    def invoke_url(self) -> str:
+        return invoke_url(self.invoke_port)
 
-    def log_for(self, component: str) -> Path:
-        return self.logs_dir / f"{component}.log"
-
-    @property
-    def alerts_file(self) -> Path:
-        return self.state_dir / "alerts.jsonl"
-
-    @property
-    def nessie_log(self) -> Path:
-        return self.logs_dir / "nessie.log"
+    def layout(self) -> dict[str, Any]:
+        return environment_layout(self.number, self.invoke_port, self.runtime_port)
 
 
-def _path(env: Mapping[str, str], name: str) -> Path | None:
-    value = env.get(name, "").strip()
-    return Path(value).expanduser().resolve() if value else None
-
-
-def _port(env: Mapping[str, str], name: str, default: int) -> int:
-    value = env.get(name, "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or not 1 <= int(value) <= 65535:
-        raise ConfigError(f"{name}={value!r} is not a TCP port. Fix: export {name}=<1-65535>, or unset it.")
-    return int(value)
-
-
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
-    value = env.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = -1.0
-    if seconds <= 0:
-        raise ConfigError(f"{name}={value!r} is not a positive number of seconds. Fix: export {name}=90.")
-    return seconds
+def environment_layout(number: int, invoke_port: int, runtime_port: int) -> dict[str, Any]:
+    """An execution environment's entry in the record's `environments` (its pids are recorded as `<name>_pid`)."""
+    return {"number": number, "invoke_port": invoke_port, "runtime_port": runtime_port,
+            "lambda": process_name(LAMBDA, number), "worker": process_name(WORKER, number)}
 
 
 @dataclass(frozen=True)
@@ -150,14 +90,13 @@ class StackState:
     moto_seconds: float
     nessie_seconds: float
     slack_pid: int | None = None
-    lambda_pid: int | None = None
-    worker_pid: int | None = None
     slack_port: int | None = None
-    lambda_port: int | None = None
     queue_url: str | None = None
     dead_letter_url: str | None = None
     max_receives: int | None = None
     trigger_seconds: float | None = None
+    environments: tuple[LambdaEnvironment, ...] = ()
+    nessie_command: tuple[str, ...] = ()  # how Nessie was started (`start_nessie` starts it again the same way)
 
     @property
     def moto_url(self) -> str:
@@ -176,23 +115,75 @@ class StackState:
         return f"http://{HOST}:{self.slack_port}/api/" if self.slack_port else None
 
     @property
+    def lambda_port(self) -> int | None:
+        """The first execution environment's invoke port."""
+        return self.environments[0].invoke_port if self.environments else None
+
+    @property
     def invoke_url(self) -> str | None:
-        if not self.lambda_port:
-            return None
-        return f"http://{HOST}:{self.lambda_port}/2015-03-31/functions/function/invocations"
+        """The first execution environment's invoke URL."""
+        return self.environments[0].invoke_url if self.environments else None
+
+    @property
+    def lambda_pid(self) -> int | None:
+        return self.environments[0].lambda_pid if self.environments else None
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self.environments[0].worker_pid if self.environments else None
+
+    @property
+    def workers(self) -> int:
+        return len(self.environments)
 
     @property
     def pids(self) -> dict[str, int]:
-        pids = {MOTO: self.moto_pid, NESSIE: self.nessie_pid}
-        extra = {"slack": self.slack_pid, "lambda": self.lambda_pid, "worker": self.worker_pid}
-        return pids | {name: pid for name, pid in extra.items() if pid}
+        """Every process of the stack by name: moto, nessie, slack, lambda, worker, lambda-2, worker-2, ..."""
+        pids = {MOTO: self.moto_pid, NESSIE: self.nessie_pid} | ({SLACK: self.slack_pid} if self.slack_pid else {})
+        for env in self.environments:
+            pids |= {env.lambda_name: env.lambda_pid, env.worker_name: env.worker_pid}
+        return pids
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
+        """The record: scalar settings, `<name>_pid` for every process, the environments' layout."""
+        data: dict[str, Any] = {
+            "state_dir": str(self.state_dir),
+            **{f"{name}_pid": pid for name, pid in self.pids.items()},
+            "moto_port": self.moto_port,
+            "nessie_port": self.nessie_port,
+            "nessie_management_port": self.nessie_management_port,
+            "source_bucket": self.source_bucket,
+            "lake_bucket": self.lake_bucket,
+            "region": self.region,
+            "moto_log": str(self.moto_log),
+            "nessie_log": str(self.nessie_log),
+            "started_at": self.started_at,
+            "moto_seconds": self.moto_seconds,
+            "nessie_seconds": self.nessie_seconds,
+            "slack_port": self.slack_port,
+            "lambda_port": self.lambda_port,
+            "queue_url": self.queue_url,
+            "dead_letter_url": self.dead_letter_url,
+            "max_receives": self.max_receives,
+            "trigger_seconds": self.trigger_seconds,
+            "workers": self.workers,
+            "environments": [env.layout() for env in self.environments],
+            "nessie_command": list(self.nessie_command),
+        }
         return {**data, "moto_url": self.moto_url, "nessie_url": self.nessie_url}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StackState:
+        environments = tuple(
+            LambdaEnvironment(
+                number=int(env["number"]),
+                invoke_port=int(env["invoke_port"]),
+                runtime_port=int(env["runtime_port"]),
+                lambda_pid=int(data[f"{env['lambda']}_pid"]),
+                worker_pid=int(data[f"{env['worker']}_pid"]),
+            )
+            for env in data.get("environments") or ()
+        )
         return cls(
             state_dir=Path(data["state_dir"]),
             moto_pid=int(data["moto_pid"]),
@@ -209,14 +200,13 @@ class StackState:
             moto_seconds=float(data["moto_seconds"]),
             nessie_seconds=float(data["nessie_seconds"]),
             slack_pid=_optional_int(data.get("slack_pid")),
-            lambda_pid=_optional_int(data.get("lambda_pid")),
-            worker_pid=_optional_int(data.get("worker_pid")),
             slack_port=_optional_int(data.get("slack_port")),
-            lambda_port=_optional_int(data.get("lambda_port")),
             queue_url=data.get("queue_url"),
             dead_letter_url=data.get("dead_letter_url"),
             max_receives=_optional_int(data.get("max_receives")),
             trigger_seconds=None if data.get("trigger_seconds") is None else float(data["trigger_seconds"]),
+            environments=environments,
+            nessie_command=tuple(str(arg) for arg in data.get("nessie_command") or ()),
         )
 
 
@@ -268,14 +258,34 @@ def read_record(config: StackConfig) -> dict[str, Any] | None:
 
 
 def recorded_pids(record: Mapping[str, Any]) -> dict[str, int]:
-    pids = {name: record.get(f"{name}_pid") for name in COMPONENTS}
-    return {name: pid for name, pid in pids.items() if isinstance(pid, int) and pid > 0}
+    """Every `<name>_pid` of a record whose name is one of the stack's processes, in the order recorded."""
+    pids: dict[str, int] = {}
+    for key, pid in record.items():
+        name = key.removesuffix("_pid")
+        if key.endswith("_pid") and component_of(name) in COMPONENTS and type(pid) is int and pid > 0:
+            pids[name] = pid
+    return pids
 
 
 def recorded_processes(config: StackConfig) -> dict[str, int]:
     """The pids `up` recorded, by component (also for a stack whose start-up was interrupted)."""
     record = read_record(config)
     return {} if record is None else recorded_pids(record)
+
+
+@contextlib.contextmanager
+def start_lock(config: StackConfig) -> Iterator[None]:
+    """Held while starting processes (`up`, `start_nessie`): one at a time per state folder."""
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    with (config.state_dir / "up.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file closes
+        except BlockingIOError as exc:
+            raise ConfigError(
+                f"Another `wap stack up` (or Nessie start) is starting processes in {config.state_dir}. Wait for it "
+                "to finish, or stop it: wap stack down"
+            ) from exc
+        yield
 
 
 def write_record(config: StackConfig, record: Mapping[str, Any]) -> None:

@@ -9,9 +9,10 @@ from typing import Any
 
 import requests
 
-from wap_ingest.local.components import HOST, LABELS, LAMBDA, MOTO, NESSIE, SLACK, WORKER
+from wap_ingest.local.components import HOST, MOTO, NESSIE, SLACK, label
+from wap_ingest.local.config import StackConfig
 from wap_ingest.local.processes import port_open, process_alive
-from wap_ingest.local.state import StackConfig, read_record, recorded_pids
+from wap_ingest.local.state import invoke_url, read_record, recorded_pids
 
 
 def _get(url: str, timeout: float = 2.0) -> requests.Response | str:
@@ -48,6 +49,14 @@ def nessie_health(management_port: int) -> tuple[bool, str]:
     return answer.status_code == 200 and status == "UP", f"{status} (HTTP {answer.status_code})"
 
 
+def _listening_check(port: int) -> Callable[[], tuple[bool, str]]:
+    def check() -> tuple[bool, str]:
+        listening = port_open(port)
+        return listening, "invoke API listening" if listening else "invoke API not listening"
+
+    return check
+
+
 @dataclass(frozen=True)
 class ComponentStatus:
     name: str
@@ -58,6 +67,7 @@ class ComponentStatus:
     healthy: bool
     health: str
     log: Path
+    process: str  # its name in the record and its log: moto, nessie, slack, lambda, worker, lambda-2, ...
 
 
 @dataclass(frozen=True)
@@ -126,20 +136,19 @@ def stack_status(config: StackConfig) -> StackStatus:
         ),
     }
     if record.get("slack_port"):
-        slack_port, lambda_port = int(record["slack_port"]), int(record.get("lambda_port") or 0)
-        invoke = f"http://{HOST}:{lambda_port}/2015-03-31/functions/function/invocations"
-        checks |= {
-            SLACK: (f"http://{HOST}:{slack_port}/api/", f"http://{HOST}:{slack_port}/health",
-                    lambda: sink_health(slack_port)),
-            LAMBDA: (invoke, invoke, lambda: (port_open(lambda_port), "invoke API listening")),
-            WORKER: (str(record.get("queue_url", "")), "-", lambda: (True, "polling")),
-        }
+        slack_port = int(record["slack_port"])
+        checks[SLACK] = (f"http://{HOST}:{slack_port}/api/", f"http://{HOST}:{slack_port}/health",
+                         lambda: sink_health(slack_port))
+    for env in record.get("environments") or ():
+        invoke = invoke_url(int(env["invoke_port"]))
+        checks[str(env["lambda"])] = (invoke, invoke, _listening_check(int(env["invoke_port"])))
+        checks[str(env["worker"])] = (str(record.get("queue_url", "")), "-", lambda: (True, "polling"))
     components = []
     for name, (url, health_url, check) in checks.items():
         pid = pids.get(name)
         alive = pid is not None and process_alive(name, pid)
         healthy, health = check() if alive else (False, "not running" if pid else "never started")
         log = Path(str(record.get(f"{name}_log", config.logs_dir / f"{name}.log")))
-        components.append(ComponentStatus(LABELS[name], pid, alive, url, health_url, healthy, health, log))
+        components.append(ComponentStatus(label(name), pid, alive, url, health_url, healthy, health, log, name))
     complete = bool(record.get("complete"))
     return StackStatus(config.state_file, recorded=True, components=tuple(components), complete=complete)

@@ -4,6 +4,10 @@
     -> worker (polls, batches) -> Runtime Interface Emulator -> awslambdaric -> the handler
   alerts -> slack-sdk -> the Slack sink
 
+There is one (worker, emulator) pair per execution environment (`StackConfig.workers`): each worker polls the
+same queue and invokes its own emulator, which serves one invocation at a time, as one Lambda execution
+environment does; N pairs model N concurrent execution environments.
+
 Dropping a file into the source bucket with any S3 client is then all it takes.
 """
 
@@ -13,6 +17,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from wap_ingest.local.components import (
@@ -24,9 +29,15 @@ from wap_ingest.local.components import (
     LABELS,
     LAMBDA,
     SECRET_KEY,
+    SLACK,
+    WORKER,
     StackError,
+    process_name,
 )
-from wap_ingest.local.state import StackConfig
+from wap_ingest.local.config import StackConfig
+from wap_ingest.local.processes import port_open, spawn, wait_ready
+from wap_ingest.local.state import StackState, environment_layout, invoke_url, stack_environment, write_record
+from wap_ingest.local.status import sink_health
 
 FUNCTION_TIMEOUT = 900
 FUNCTION_MEMORY = 3008
@@ -77,7 +88,7 @@ def sink_command(config: StackConfig) -> list[str]:
             "--record", str(config.alerts_file)]
 
 
-def lambda_command(config: StackConfig) -> list[str]:
+def lambda_command(config: StackConfig, invoke_port: int, runtime_port: int) -> list[str]:
     if not config.rie.is_file():
         raise StackError(
             f"{LABELS[LAMBDA]}: the Runtime Interface Emulator {config.rie} is missing. Fix: make rie (extracts it "
@@ -85,24 +96,60 @@ def lambda_command(config: StackConfig) -> list[str]:
         )
     return [
         str(config.rie),
-        "--runtime-interface-emulator-address", f"{HOST}:{config.lambda_port}",
-        "--runtime-api-address", f"{HOST}:{config.runtime_port}",
+        "--runtime-interface-emulator-address", f"{HOST}:{invoke_port}",
+        "--runtime-api-address", f"{HOST}:{runtime_port}",
         sys.executable, "-m", "awslambdaric", "wap_ingest.entrypoints.lambda_handler.handler",
     ]
 
 
-def function_environment(config: StackConfig, stack_env: Mapping[str, str]) -> dict[str, str]:
-    """What the function sees: the stack's variables plus the ones Lambda sets for a function."""
+def function_environment(config: StackConfig, stack_env: Mapping[str, str], name: str) -> dict[str, str]:
+    """What the function in execution environment `name` sees: the stack's variables plus the ones Lambda sets
+    for a function, and a scratch folder of its own (as each execution environment has its own /tmp)."""
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_LAMBDA_", "_HANDLER"))}
     return inherited | dict(stack_env) | {
         "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(FUNCTION_MEMORY),
         "AWS_LAMBDA_FUNCTION_TIMEOUT": str(FUNCTION_TIMEOUT),
         "POWERTOOLS_SERVICE_NAME": FUNCTION_NAME,
-        "WAP_WORK_DIR": str(config.state_dir / "lambda-tmp"),
+        "WAP_WORK_DIR": str(config.state_dir / f"{name}-tmp"),
     }
 
 
 def worker_command(config: StackConfig, queue_url: str, invoke_url: str) -> list[str]:
     return [sys.executable, "-m", "wap_ingest.local.worker", "--queue-url", queue_url, "--invoke-url", invoke_url,
             "--invoke-timeout", str(FUNCTION_TIMEOUT + 60)]
+
+
+def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
+    """Queues and notification, then the Slack sink, and for each execution environment the function under
+    the emulator and the worker that feeds it (all emulators first: the workers start once all listen)."""
+    queue_url, dead_letter_url = setup_notifications(config)
+    record |= {"queue_url": queue_url, "dead_letter_url": dead_letter_url, "max_receives": config.max_receives,
+               "slack_port": config.slack_port, "lambda_port": config.lambda_port}
+    record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK), os.environ)
+    write_record(config, record)
+    wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
+               config.startup_timeout)
+    stack_env = stack_environment(StackState.from_json(record | {"moto_seconds": 0, "nessie_seconds": 0}))
+    ports = dict(enumerate(config.environment_ports(), start=1))
+    record |= {"workers": config.workers,
+               "environments": [environment_layout(n, invoke, runtime) for n, (invoke, runtime) in ports.items()]}
+    envs: dict[int, dict[str, str]] = {}
+    for n, (invoke, runtime) in ports.items():
+        name = process_name(LAMBDA, n)
+        envs[n] = function_environment(config, stack_env, name)
+        record[f"{name}_pid"] = spawn(name, lambda_command(config, invoke, runtime), config.log_for(name), envs[n])
+        write_record(config, record)
+    for n, (invoke, _) in ports.items():
+        name = process_name(LAMBDA, n)
+        wait_ready(name, record[f"{name}_pid"], config.log_for(name), partial(_listening, invoke),
+                   config.startup_timeout)
+    for n, (invoke, _) in ports.items():
+        name = process_name(WORKER, n)
+        command = worker_command(config, queue_url, invoke_url(invoke))
+        record[f"{name}_pid"] = spawn(name, command, config.log_for(name), envs[n])
+        write_record(config, record)
+
+
+def _listening(port: int) -> tuple[bool, str]:
+    return (True, "listening") if port_open(port) else (False, "not listening yet")

@@ -14,6 +14,7 @@ One difference from AWS, for fast local feedback: a failed message becomes visib
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -24,12 +25,21 @@ from typing import Any
 import boto3
 import requests
 
-_running = True
+
+class _Control:
+    running = True
+    busy = False  # a received batch is being handled: a stop request lets it finish
+
+
+class _Stopped(BaseException):
+    """Raised by the stop signal while the worker only waits on SQS: nothing is in flight, so it stops at once
+    (instead of retrying its receive for seconds against a moto that is stopping with it)."""
 
 
 def _stop(_signum: int, _frame: Any) -> None:
-    global _running  # noqa: PLW0603 - the signal handler's only way to stop the loop
-    _running = False
+    _Control.running = False
+    if not _Control.busy:
+        raise _Stopped
 
 
 def log(event: str, **fields: Any) -> None:
@@ -63,13 +73,43 @@ def failed_ids(response: Mapping[str, Any], messages: list[Mapping[str, Any]]) -
     return {str(item["itemIdentifier"]) for item in response["batchItemFailures"]}
 
 
+def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[str, Any]], queue_arn: str, region: str,
+            retry_seconds: int, invoke_timeout: float) -> None:
+    """Invoke the function with one batch; delete what succeeded, make what failed visible again soon."""
+    started = time.monotonic()
+    try:
+        reply = requests.post(invoke_url, json=sqs_event_for(received, queue_arn, region), timeout=invoke_timeout)
+        payload: Any = reply.json() if reply.content else {}
+        response: dict[str, Any] = (
+            payload if isinstance(payload, dict) else {"errorMessage": f"unexpected response {reply.text[:200]}"}
+        )
+    except (requests.RequestException, ValueError) as exc:
+        response = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
+    failed = failed_ids(response, received)
+    done = [m for m in received if m["MessageId"] not in failed]
+    if done:
+        sqs.delete_message_batch(
+            QueueUrl=queue_url,
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+        )
+    for message in received:
+        if message["MessageId"] in failed:
+            sqs.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=retry_seconds
+            )
+    log("batch", messages=len(received), succeeded=len(done), failed=len(failed),
+        seconds=round(time.monotonic() - started, 3), error=response.get("errorMessage"),
+        objects=[{k: o.get(k) for k in ("object", "status", "table", "branch", "rows")}
+                 for o in response.get("objects", [])])
+
+
 def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility: int, retry_seconds: int,
         invoke_timeout: float) -> None:
     sqs = boto3.client("sqs")
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     region = sqs.meta.region_name
     log("started", queue_url=queue_url, invoke_url=invoke_url)
-    while _running:
+    while _Control.running:
         try:
             received = sqs.receive_message(
                 QueueUrl=queue_url, MaxNumberOfMessages=batch_size, WaitTimeSeconds=wait,
@@ -79,34 +119,12 @@ def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility:
             log("receive_failed", error=str(exc))
             time.sleep(1)
             continue
-        if not received:
-            continue
-        started = time.monotonic()
-        try:
-            reply = requests.post(invoke_url, json=sqs_event_for(received, queue_arn, region), timeout=invoke_timeout)
-            payload: Any = reply.json() if reply.content else {}
-            response: dict[str, Any] = (
-                payload if isinstance(payload, dict) else {"errorMessage": f"unexpected response {reply.text[:200]}"}
-            )
-        except (requests.RequestException, ValueError) as exc:
-            response = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
-        failed = failed_ids(response, received)
-        done = [m for m in received if m["MessageId"] not in failed]
-        if done:
-            sqs.delete_message_batch(
-                QueueUrl=queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-            )
-        for message in received:
-            if message["MessageId"] in failed:
-                sqs.change_message_visibility(
-                    QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=retry_seconds
-                )
-        log("batch", messages=len(received), succeeded=len(done), failed=len(failed),
-            seconds=round(time.monotonic() - started, 3), error=response.get("errorMessage"),
-            objects=[{k: o.get(k) for k in ("object", "status", "table", "branch", "rows")}
-                     for o in response.get("objects", [])])
-    log("stopped")
+        if received:
+            _Control.busy = True
+            try:
+                _handle(sqs, queue_url, invoke_url, received, queue_arn, region, retry_seconds, invoke_timeout)
+            finally:
+                _Control.busy = False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    run(args.queue_url, args.invoke_url, args.batch_size, args.wait, args.visibility, args.retry_seconds,
-        args.invoke_timeout)
+    with contextlib.suppress(_Stopped):  # stopped while waiting on SQS
+        run(args.queue_url, args.invoke_url, args.batch_size, args.wait, args.visibility, args.retry_seconds,
+            args.invoke_timeout)
+    log("stopped")
     return 0
 
 
