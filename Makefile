@@ -10,7 +10,7 @@ MVN := mvn -q -B -f docker/pom.xml
 SAM_CLI_VERSION := 1.150.0
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars rie lint test test-unit demo stack-up stack-down clean
+.PHONY: setup jars rie lint test test-unit demo bench stack-up stack-down clean
 
 setup: $(VENV)/.installed jars rie
 
@@ -39,7 +39,7 @@ $(RIE): $(VENV)/.installed
 	rm -f .cache/rie/aws_sam_cli-*.whl
 
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check functions infra tests scripts data_loader.py setup_aws.py
+	$(VENV)/bin/ruff check functions infra tests scripts benchmarks data_loader.py setup_aws.py
 	$(VENV)/bin/mypy
 
 # The test command (README, .ci/run): lint, types, then every tier against the real components.
@@ -51,6 +51,10 @@ test-unit: $(VENV)/.installed
 
 demo: setup
 	$(PY) scripts/demo.py
+
+# The service against the reference approach, side by side on one local stack; writes benchmarks/results/.
+bench: setup
+	$(PY) -m benchmarks.run
 
 stack-up: setup
 	$(VENV)/bin/wap stack up

@@ -21,12 +21,17 @@ AUDITS = Path(__file__).parent / "data" / "audits.yml"
 
 
 @pytest.fixture(scope="session")
-def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackState]:
+def stack_config(tmp_path_factory: pytest.TempPathFactory) -> StackConfig:
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
-    config = StackConfig(
+    return StackConfig(
         state_dir=tmp_path_factory.mktemp("stack"), moto_port=moto, nessie_port=nessie, nessie_management_port=mgmt,
         slack_port=slack, lambda_port=function, runtime_port=runtime,
     )
+
+
+@pytest.fixture(scope="session")
+def local_stack(stack_config: StackConfig) -> Iterator[StackState]:
+    config = stack_config
     patch = pytest.MonkeyPatch()
     patch.setenv("WAP_AUDITS_FILE", str(AUDITS))  # the function under the emulator inherits it
     try:

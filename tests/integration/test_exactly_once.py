@@ -73,3 +73,37 @@ def test_a_slack_outage_never_changes_the_outcome(lake: Lake, table_name: str,
     assert (bad.status, good.status) == (OutcomeStatus.REJECTED, OutcomeStatus.PUBLISHED)
     assert bad.branch in lake.wap_branches() and lake.count(f"wap.{table_name}") == 6
     assert "alert not delivered to Slack #alerts" in caplog.text
+
+
+def test_nessie_stopped_mid_run_then_restarted(lake: Lake, table_name: str, stack_config: object,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nessie goes down right after the append: the run fails with a clear error and main untouched; once
+    Nessie is back (its store on disk survived), the redelivered event publishes the rows exactly once."""
+    from wap_ingest.core.errors import InfrastructureError
+    from wap_ingest.local.stack import start_nessie, stop_nessie
+
+    lake.service.ingest(lake.put(f"{table_name}/before.parquet", parquet_bytes(3)))
+    source = lake.put(f"{table_name}/during.parquet", parquet_bytes(8))
+    main_before = lake.main_hash()
+    writer = lake.service.ports.writer
+    real_append = writer.append
+
+    def append_then_outage(*args: object, **kwargs: object) -> object:
+        appended = real_append(*args, **kwargs)  # type: ignore[arg-type]
+        stop_nessie(stack_config)  # type: ignore[arg-type]
+        return appended
+
+    monkeypatch.setattr(writer, "append", append_then_outage)
+    try:
+        with pytest.raises(InfrastructureError) as info:
+            lake.service.ingest(source)
+    finally:
+        monkeypatch.setattr(writer, "append", real_append)
+        start_nessie(stack_config)  # type: ignore[arg-type]
+    assert "unreachable" in str(info.value) or "catalog" in str(info.value)
+    assert lake.main_hash() == main_before and lake.count(f"wap.{table_name}") == 3
+
+    outcome = lake.service.ingest(source)  # the event, redelivered
+    assert outcome.status is OutcomeStatus.PUBLISHED, outcome.message
+    assert lake.count(f"wap.{table_name}") == 11
+    assert not [b for b in lake.wap_branches() if table_name in b]

@@ -1,0 +1,1 @@
+"""Benchmarks: the service against the reference approach, measured side by side in one run (`make bench`)."""
