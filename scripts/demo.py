@@ -45,27 +45,29 @@ def drop(env: dict[str, str], *flags: str) -> str:
     return out[0]
 
 
-def wait_outcome(worker_log: Path, uri: str) -> dict[str, Any]:
+def wait_outcome(logs: Path, uri: str) -> dict[str, Any]:
+    """The outcome the workers logged for `uri` (one log per worker: worker.log, worker-2.log, ...)."""
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
-        for line in worker_log.read_text().splitlines()[1:]:
-            entry = json.loads(line)
-            for obj in entry.get("objects", []):
-                if obj.get("object") == uri:
-                    return dict(obj)
+        for log in sorted(logs.glob("worker*.log")):
+            for line in log.read_text().splitlines()[1:]:
+                entry = json.loads(line)
+                for obj in entry.get("objects", []):
+                    if obj.get("object") == uri:
+                        return dict(obj)
         time.sleep(0.2)
-    raise SystemExit(f"No outcome for {uri} after {TIMEOUT:.0f}s. Look at {worker_log} and the other logs beside it.")
+    raise SystemExit(f"No outcome for {uri} after {TIMEOUT:.0f}s. Look at the logs in {logs}.")
 
 
 def main() -> int:
     state, env = stack()
     os.environ.update(env)  # the report reads the lake with PyIceberg in this process
-    worker_log = state.state_dir / "logs" / "worker.log"
+    logs = state.state_dir / "logs"
     for label, flags in (("clean file", ["--no-null"]), ("file with nulls", [])):
         started = time.monotonic()
         uri = drop(env, *flags)
         print(f"\nDropped the {label}: {uri}", flush=True)
-        outcome = wait_outcome(worker_log, uri)
+        outcome = wait_outcome(logs, uri)
         print(f"  -> {outcome['status'].upper()} {outcome['rows']} rows into {outcome['table']} "
               f"in {time.monotonic() - started:.1f}s from upload (branch {outcome['branch']})", flush=True)
     report(env, state)
