@@ -1,8 +1,14 @@
 """Wiring: Settings -> adapters -> the pipeline's ports. Built once per process and cached, so warm
-Lambda invocations (and a long `wap ingest` run) reuse one SparkSession and one set of clients."""
+Lambda invocations (and a long `wap ingest` run) reuse one SparkSession and one set of clients.
+
+Nessie client authentication (optional): the OAuth2 client secret is read here, once, from SSM or Secrets
+Manager (WAP_NESSIE_CLIENT_SECRET_PARAMETER) or the environment (WAP_NESSIE_CLIENT_SECRET, local use), and
+handed to the clients in memory: one token provider for pynessie, the REST v2 calls and PyIceberg, and the
+Spark conf for the Nessie client inside Iceberg (which gets its own tokens)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -14,12 +20,14 @@ import yaml
 
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
+from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
+from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
-from wap_ingest.config import Settings
+from wap_ingest.config import NessieAuthSettings, Settings
 from wap_ingest.core.audits import AuditSuites, suites_from
-from wap_ingest.core.errors import AuditSuiteError
+from wap_ingest.core.errors import AuditSuiteError, ConfigError
 from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, ingest_and_notify
 from wap_ingest.core.models import (
     AppendResult,
@@ -112,16 +120,59 @@ def notifier_for(settings: Settings) -> Notifier:
     return SlackNotifier(client, settings.slack_channel)
 
 
+@functools.lru_cache(maxsize=4)
+def _nessie_client(auth: NessieAuthSettings, timeout: float) -> tuple[ClientCredentials, TokenProvider]:
+    """The client credentials (the secret read once per process) and the token provider shared by the clients."""
+    secret = auth.client_secret
+    if secret is None:
+        if auth.client_secret_parameter is None:  # Settings.from_env refuses this; a Settings built by hand may not
+            raise ConfigError("WAP_NESSIE_CLIENT_SECRET_PARAMETER is not set. Fix: name the SecureString/secret.")
+        secret = secret_from_parameter(
+            auth.client_secret_parameter, variable="WAP_NESSIE_CLIENT_SECRET_PARAMETER",
+            what="the Nessie OAuth2 client secret",
+        )
+    credentials = ClientCredentials(auth.token_endpoint, auth.client_id, secret, auth.scope)
+    log.info("Nessie client authentication: OAuth2 client %s, token endpoint %s", auth.client_id, auth.token_endpoint)
+    return credentials, TokenProvider(credentials, timeout=timeout)
+
+
+def nessie_credentials_for(settings: Settings) -> ClientCredentials | None:
+    """None when Nessie needs no authentication (no WAP_NESSIE_* auth settings)."""
+    if settings.nessie_auth is None:
+        return None
+    return _nessie_client(settings.nessie_auth, settings.http_timeout)[0]
+
+
+def nessie_tokens_for(settings: Settings) -> TokenProvider | None:
+    if settings.nessie_auth is None:
+        return None
+    return _nessie_client(settings.nessie_auth, settings.http_timeout)[1]
+
+
+def catalog_for(settings: Settings) -> NessieBranches:
+    """The catalog alone, for operator commands that need no Spark."""
+    tokens = nessie_tokens_for(settings)
+    auth = BearerAuth(tokens) if tokens is not None else None
+    return NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout, auth=auth)
+
+
+def reader_for(settings: Settings) -> IcebergRestReader:
+    return IcebergRestReader(settings.nessie_endpoint, nessie_tokens_for(settings))
+
+
 def build_service(settings: Settings) -> Service:
     """Validate the audits first (cheap, and a bad suite must fail before anything starts)."""
     suites = load_suites(settings.audits_file, settings.namespace)
     settings.spark_jars()  # fail early, with the fix, if the jars are missing
+    credentials = nessie_credentials_for(settings)  # reads the client secret now: a missing one fails start-up
     objects = S3ObjectStore(s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout))
     downloads = settings.work_dir / "downloads"
     writer = LazyWriter(
-        lambda: SparkIcebergWriter(spark_session_for(settings), lambda src: objects.download(src, downloads))
+        lambda: SparkIcebergWriter(
+            spark_session_for(settings, credentials), lambda src: objects.download(src, downloads)
+        )
     )
-    catalog = NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout)
+    catalog = catalog_for(settings)
     return Service(
         settings=settings,
         ports=Ports(catalog=catalog, writer=writer, objects=objects),
@@ -144,12 +195,3 @@ def service() -> Service:
             _cache["service"] = build_service(Settings.from_env())
             log.info("service built (once per process; warm invocations reuse it) in %.2fs", time.monotonic() - started)
         return _cache["service"]
-
-
-def catalog_for(settings: Settings) -> NessieBranches:
-    """The catalog alone, for operator commands that need no Spark."""
-    return NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout)
-
-
-def reader_for(settings: Settings) -> IcebergRestReader:
-    return IcebergRestReader(settings.nessie_endpoint)

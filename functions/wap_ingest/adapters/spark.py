@@ -13,10 +13,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from wap_ingest.adapters.oauth2 import ClientCredentials
 from wap_ingest.config import Settings
 from wap_ingest.core.errors import (
     BranchNotFoundError,
     CatalogUnavailableError,
+    ConfigError,
     EmptySourceError,
     EngineError,
     ObjectStoreUnavailableError,
@@ -42,8 +44,17 @@ EXTENSIONS = (
 )
 
 
-def spark_conf_for(settings: Settings) -> dict[str, str]:
-    """Everything the session needs; a pure function so tests and the EMR submission reuse it."""
+def spark_conf_for(settings: Settings, credentials: ClientCredentials | None = None) -> dict[str, str]:
+    """Everything the session needs; a pure function so tests and the EMR submission reuse it.
+
+    With Nessie client authentication configured, `credentials` (the secret read at start-up by bootstrap)
+    is required: the conf then holds the client secret, so it must stay in-process and is never logged.
+    """
+    if settings.nessie_auth is not None and credentials is None:
+        raise ConfigError(
+            "Nessie client authentication is configured (WAP_NESSIE_CLIENT_ID) but the Spark conf was built "
+            "without the client credentials. Fix: build it through wap_ingest.bootstrap (it reads the secret)."
+        )
     cat = f"spark.sql.catalog.{CATALOG}"
     timeout_ms = int(settings.http_timeout * 1000)
     conf = {
@@ -76,15 +87,37 @@ def spark_conf_for(settings: Settings) -> dict[str, str]:
     if settings.aws_endpoint_url:
         conf[f"{cat}.s3.endpoint"] = settings.aws_endpoint_url
         conf[f"{cat}.s3.path-style-access"] = "true"
+    if credentials is not None:
+        conf |= nessie_oauth2_conf(credentials)
     return conf
 
 
-def spark_session_for(settings: Settings) -> Any:
+def nessie_oauth2_conf(credentials: ClientCredentials) -> dict[str, str]:
+    """The Nessie client's OAuth2 settings (client-credentials grant; it refreshes the token itself).
+
+    Keys are `nessie.authentication.*` of the Nessie 0.99 client bundled in Iceberg 1.7.1
+    (org.projectnessie.client.NessieConfigConstants); Iceberg's NessieCatalog reads them from its catalog
+    options without the `nessie.` prefix. Spark redacts conf keys containing "secret" (spark.redaction.regex).
+    """
+    auth = f"spark.sql.catalog.{CATALOG}.authentication"
+    conf = {
+        f"{auth}.type": "OAUTH2",
+        f"{auth}.oauth2.grant-type": "client_credentials",
+        f"{auth}.oauth2.token-endpoint": credentials.token_endpoint,
+        f"{auth}.oauth2.client-id": credentials.client_id,
+        f"{auth}.oauth2.client-secret": credentials.client_secret,
+    }
+    if credentials.scope:
+        conf[f"{auth}.oauth2.client-scopes"] = credentials.scope
+    return conf
+
+
+def spark_session_for(settings: Settings, credentials: ClientCredentials | None = None) -> Any:
     from pyspark.sql import SparkSession
 
     (settings.work_dir / "spark").mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.master("local[*]").appName("wap-ingest")
-    for key, value in spark_conf_for(settings).items():
+    for key, value in spark_conf_for(settings, credentials).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -255,12 +288,21 @@ class SparkIcebergWriter(TableWriter):
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+    """The message's first line; for a Py4J error ("An error occurred while calling o85.table.") the Java one."""
+    text = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if len(text) > 1 and text[0].startswith("An error occurred while calling"):
+        text = [text[1].removeprefix(": ")]
     return text[0][:300] if text else type(exc).__name__
 
 
 def _engine_error(doing: str, exc: BaseException) -> WapError:
     text = str(exc)
+    if any(s in text for s in ("NessieNotAuthorizedException", "OAuth2Exception", "invalid_client")):
+        return ConfigError(
+            f"{doing}: the Nessie catalog refused Spark's credentials ({_first_line(exc)}). Fix: check "
+            f"WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and the client secret "
+            f"(WAP_NESSIE_CLIENT_SECRET_PARAMETER)."
+        )
     if any(s in text for s in ("is no longer valid", "NessieReferenceNotFoundException", "does not exist")) and (
         "Nessie ref" in text or "ref '" in text or "Reference" in text
     ):

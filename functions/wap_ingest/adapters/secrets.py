@@ -1,0 +1,56 @@
+"""Secrets read at start-up from SSM Parameter Store (a SecureString name) or Secrets Manager (a secret ARN).
+
+Used for the Slack token (WAP_SLACK_TOKEN_PARAMETER) and the Nessie OAuth2 client secret
+(WAP_NESSIE_CLIENT_SECRET_PARAMETER). The value is returned to the caller only: it is never logged (not even
+by botocore at DEBUG), and errors name the variable, the parameter and the fix, never the value.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from wap_ingest.core.errors import ConfigError
+
+SECRETS_MANAGER_ARN = "arn:aws:secretsmanager:"
+_RESPONSE_BODY_LOGGER = "botocore.parsers"  # logs every response body at DEBUG: the decrypted value included
+
+
+@contextmanager
+def _response_bodies_unlogged() -> Iterator[None]:
+    """At DEBUG, botocore would log the response, i.e. the secret: its response-body logger is held at INFO."""
+    logger = logging.getLogger(_RESPONSE_BODY_LOGGER)
+    previous = logger.level
+    logger.setLevel(max(previous, logging.INFO))
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+def secret_from_parameter(name: str, *, variable: str, what: str, ssm: Any = None, secrets: Any = None) -> str:
+    """The value of `name`: a Secrets Manager secret if it is one's ARN, else an SSM (SecureString) parameter.
+
+    `variable` is the setting that named the parameter and `what` the secret it holds, for the error message.
+    """
+    import boto3  # imported here: boto3 is slow to import and only needed when a parameter is configured
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        with _response_bodies_unlogged():
+            if name.startswith(SECRETS_MANAGER_ARN):
+                client = secrets or boto3.client("secretsmanager")
+                value = str(client.get_secret_value(SecretId=name)["SecretString"]).strip()
+            else:
+                client = ssm or boto3.client("ssm")
+                value = str(client.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]).strip()
+    except (BotoCoreError, ClientError) as exc:
+        raise ConfigError(
+            f"{variable}={name!r}: cannot read {what} ({type(exc).__name__}). Fix: create the SecureString/secret "
+            f"and allow ssm:GetParameter (or secretsmanager:GetSecretValue) on it."
+        ) from exc
+    if not value:
+        raise ConfigError(f"{variable}={name!r}: {what} is empty. Fix: store the value in the SecureString/secret.")
+    return value
