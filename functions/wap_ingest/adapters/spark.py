@@ -153,15 +153,17 @@ class SparkIcebergWriter(TableWriter):
         staged = self._stage(source)
         try:
             frame = self._read(staged, fmt, source)
-            if frame.isEmpty():
-                raise EmptySourceError(
-                    f"{source.uri}: the file has a header/schema but no rows; nothing to ingest into "
-                    f"{table}. Fix: upload a file with data."
-                )
             created = self._write(frame, source, table, branch, properties)
-            return self._last_append(table, branch, created, tuple(frame.columns))
+            appended = self._last_append(table, branch, created, tuple(frame.columns))
         finally:
             self._cleanup(staged)
+        if appended is None or appended.rows == 0:
+            # Checked on the commit rather than with an extra Spark job first; the caller deletes the branch.
+            raise EmptySourceError(
+                f"{source.uri}: the file has a header/schema but no rows; nothing to ingest into "
+                f"{table}. Fix: upload a file with data."
+            )
+        return appended
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         from pyspark.errors import AnalysisException
@@ -270,21 +272,36 @@ class SparkIcebergWriter(TableWriter):
         except Exception as exc:
             raise _engine_error(f"creating {table} on {branch!r} from {source.uri}", exc) from exc
 
-    def _last_append(self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...]) -> AppendResult:
+    def _iceberg_table(self, table: TableRef, ref: str) -> Any:
+        """The Iceberg table object on `ref`, loaded through the session's catalog (one catalog call, no
+        Spark job). Metadata that takes a single lookup is read from it rather than with a query."""
+        gateway = self._spark.sparkContext._gateway
+        namespace = gateway.new_array(gateway.jvm.java.lang.String, 1)
+        namespace[0] = table.namespace
+        identifier = gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, f"{table.name}@{ref}")
+        catalog = self._spark._jsparkSession.sessionState().catalogManager().catalog(CATALOG)
+        return catalog.loadTable(identifier).table()
+
+    def _last_append(
+        self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...]
+    ) -> AppendResult | None:
+        """The snapshot the write just committed on the branch (ours alone writes there), or None if the write
+        committed none (an empty file)."""
         try:
-            row = self._spark.sql(
-                f"SELECT snapshot_id, parent_id, summary['added-records'] AS added "
-                f"FROM {table_identifier(table, branch)}.snapshots ORDER BY committed_at DESC LIMIT 1"
-            ).collect()[0]
+            snapshot = self._iceberg_table(table, branch).currentSnapshot()
+            if snapshot is None:
+                return None
+            parent = snapshot.parentId()
+            added = snapshot.summary().get("added-records")
+            return AppendResult(
+                rows=int(added or 0),
+                snapshot_id=int(snapshot.snapshotId()),
+                parent_snapshot_id=None if parent is None else int(parent),
+                table_created=created,
+                columns=columns,
+            )
         except Exception as exc:
             raise _engine_error(f"reading the new snapshot of {table} on {branch!r}", exc) from exc
-        return AppendResult(
-            rows=int(row["added"] or 0),
-            snapshot_id=int(row["snapshot_id"]),
-            parent_snapshot_id=None if row["parent_id"] is None else int(row["parent_id"]),
-            table_created=created,
-            columns=columns,
-        )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -147,7 +147,10 @@ def process_alive(name: str, pid: int) -> bool:
         return False
     child = _CHILDREN.get(pid)
     if child is not None:
-        return child.poll() is None
+        if child.poll() is None:
+            return True
+        # It exited (poll reaped it), so this pid may since belong to another process: ask /proc below.
+        _CHILDREN.pop(pid, None)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
