@@ -7,6 +7,7 @@ import hashlib
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ class FakeCatalog(CatalogBranches):
         self.refs: dict[str, str] = {"main": root}
         self.bases: dict[str, str] = {}
         self.calls: list[str] = []
+        self.times: dict[str, datetime] = {}  # commit -> when (the root has none, as in Nessie); tests may set it
 
     def _hash(self) -> str:
         return hashlib.sha256(str(next(self._seq)).encode()).hexdigest()
@@ -70,6 +72,7 @@ class FakeCatalog(CatalogBranches):
         self.commits[new] = Commit(head, {**self.commits[head].contents, **changes}, frozenset(changes), message,
                                    dict(props or {}))
         self.refs[ref] = new
+        self.times[new] = datetime.now(UTC)
         return new
 
     def _changed_since(self, head: str, ancestor: str) -> set[str] | None:
@@ -125,6 +128,9 @@ class FakeCatalog(CatalogBranches):
             raise StaleHashError(f"{branch.name} moved")
         del self.refs[branch.name]
         self.bases.pop(branch.name, None)
+
+    def head_commit_time(self, name: str) -> datetime | None:
+        return self.times.get(self.reference_hash(name))
 
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
         found, cursor = [], self.refs[on]

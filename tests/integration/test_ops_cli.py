@@ -9,8 +9,9 @@ import pytest
 import requests
 
 from tests.conftest import Lake, parquet_bytes
-from wap_ingest.core.alerts import alert_for_outcome
+from wap_ingest.core.alerts import Alert, alert_for_outcome
 from wap_ingest.core.models import OutcomeStatus
+from wap_ingest.entrypoints import ops_cli
 from wap_ingest.entrypoints.cli import main
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
@@ -109,3 +110,50 @@ def test_history_lists_publications_and_reviewed_decisions(lake: Lake, table_nam
     assert oldest["properties"]["wap.rows"] == "5"
     code, text, _ = wap(capsys, "history", table_name)
     assert "reviewed publish of branch" in text and "published 5 rows from s3://inbox/" in text
+
+
+def test_branches_filter_by_table_and_age(lake: Lake, table_name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    branch = rejected_branch(lake, table_name)
+    code, out, _ = wap(capsys, "branches", "--table", table_name, "--json")
+    [listed] = json.loads(out)["branches"]
+    assert code == 0 and listed["branch"] == branch and listed["table"] == f"wap.{table_name}"
+    assert listed["head_commit_time"] and 0 <= listed["age_seconds"] < 600
+    code, out, _ = wap(capsys, "branches", "--table", table_name, "--older-than", "0m", "--json")
+    assert [b["branch"] for b in json.loads(out)["branches"]] == [branch]
+    code, out, _ = wap(capsys, "branches", "--table", table_name, "--older-than", "2w")
+    assert code == 0 and out.strip() == f"No open WAP branches for wap.{table_name} older than 2w."
+    code, out, _ = wap(capsys, "branches", "--older-than", "0m")
+    assert branch in out and f"wap.{table_name}" in out and " old" in out
+    code, _, err = wap(capsys, "branches", "--older-than", "7 days")
+    assert code == 2 and "is not a duration. Fix:" in err
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.alerts: list[Alert] = []
+
+    def notify(self, alert: Alert) -> bool:
+        self.alerts.append(alert)
+        return True
+
+
+def test_prune_discards_old_branches_with_one_alert(lake: Lake, table_name: str, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    monkeypatch.setattr(ops_cli, "notifier_for", lambda _settings: recorder)
+    branch = rejected_branch(lake, table_name)
+    main_before = lake.main_hash()
+    code, out, _ = wap(capsys, "prune", "--older-than", "2w", "--table", table_name)
+    assert code == 0 and "No open WAP branches older than 2w." in out and branch in lake.wap_branches()
+    code, out, _ = wap(capsys, "prune", "--older-than", "0m", "--table", table_name, "--dry-run")
+    assert code == 0 and f"would discard  {branch}" in out and branch in lake.wap_branches()
+    assert recorder.alerts == []
+    code, out, _ = wap(capsys, "prune", "--older-than", "0m", "--table", table_name, "--json")
+    pruned = json.loads(out)
+    assert code == 0 and [b["branch"] for b in pruned["discarded"]] == [branch]
+    assert pruned["reason"] == "pruned: older than 0m"
+    assert branch not in lake.wap_branches() and lake.main_hash() == main_before
+    [alert] = recorder.alerts
+    assert ("Reason", "pruned: older than 0m") in alert.fields and f"{branch} (wap.{table_name})" in alert.details
+    code, out, _ = wap(capsys, "prune", "--older-than", "0m", "--table", table_name)
+    assert code == 0 and "No open WAP branches" in out and len(recorder.alerts) == 1  # nothing pruned: no alert

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 import pynessie
@@ -105,6 +106,31 @@ class NessieBranches(CatalogBranches):
             (Branch(r.name, str(r.hash_)) for r in refs if type(r).__name__ == "Branch" and r.name.startswith(prefix)),
             key=lambda b: b.name,
         )
+
+    def head_commit_time(self, name: str) -> datetime | None:
+        # REST v2: the newest entry of the branch's history is its head commit.
+        doing = f"reading the head commit of {name!r}"
+        try:
+            response = self._http.get(f"{self._endpoint}/api/v2/trees/{name}/history", params={"maxRecords": "1"},
+                                      timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise self._unavailable(doing, exc) from exc
+        if response.status_code in (401, 403):
+            raise self._refused(doing, response.status_code)
+        if response.status_code == 404:
+            raise BranchNotFoundError(f"{doing}: {_json(response).get('message', 'not found')}")
+        if response.status_code >= 500:
+            raise CatalogUnavailableError(f"{doing}: Nessie failed (HTTP {response.status_code})")
+        if response.status_code >= 400:
+            raise CatalogError(f"{doing}: HTTP {response.status_code} {response.text[:200]}")
+        entries = _json(response).get("logEntries") or []
+        if not entries:
+            return None
+        committed = entries[0].get("commitMeta", {}).get("commitTime")
+        try:
+            return datetime.fromisoformat(str(committed))
+        except ValueError as exc:
+            raise CatalogError(f"{doing}: unreadable commitTime {committed!r}") from exc
 
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
         # pynessie's log cannot return commit properties in this form: REST API v2 with a CEL filter.

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import enum
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .models import IngestOutcome, OutcomeStatus, SourceObject
 
 MAX_FAILED_CHECKS = 10
+MAX_LISTED_BRANCHES = 20
 
 
 class AlertKind(enum.StrEnum):
     REJECTED = "rejected"  # the audit failed: a data problem, the branch is open
     INVALID = "invalid"  # the file cannot be ingested as it is: a data problem, nothing was written
     INFRASTRUCTURE = "infrastructure"  # a component failed: not a data problem
+    MAINTENANCE = "maintenance"  # an operator's bulk action (pruning old branches)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,12 @@ def branch_commands(branch: str, table: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-def alert_for_outcome(outcome: IngestOutcome) -> Alert | None:
+def _correlation(correlation_id: str | None) -> tuple[tuple[str, str], ...]:
+    """The field that finds the object's log lines (CloudWatch Logs Insights: filter correlation_id = ...)."""
+    return (("Correlation id", correlation_id),) if correlation_id else ()
+
+
+def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None) -> Alert | None:
     """The alert an outcome deserves, or None (a clean publish is not news)."""
     if outcome.status is OutcomeStatus.REJECTED and outcome.report is not None and outcome.branch:
         table = outcome.table or "?"
@@ -64,7 +72,7 @@ def alert_for_outcome(outcome: IngestOutcome) -> Alert | None:
             title=f":warning: WAP audit failed for {table}",
             summary=f"{outcome.rows} new rows were NOT published; main is unchanged. The rows wait on the branch.",
             fields=(("Table", table), ("Object", outcome.source.uri), ("Branch", outcome.branch),
-                    ("Rows", str(outcome.rows)), ("Failed checks", str(len(failures)))),
+                    ("Rows", str(outcome.rows)), ("Failed checks", str(len(failures))), *_correlation(correlation_id)),
             details=details,
             commands=branch_commands(outcome.branch, table),
         )
@@ -73,13 +81,16 @@ def alert_for_outcome(outcome: IngestOutcome) -> Alert | None:
             kind=AlertKind.INVALID,
             title=f":no_entry: WAP could not ingest {outcome.source.uri}",
             summary="The file cannot be ingested as it is; nothing was written to the lake.",
-            fields=(("Table", outcome.table or "(none: the key did not name one)"), ("Object", outcome.source.uri)),
+            fields=(("Table", outcome.table or "(none: the key did not name one)"), ("Object", outcome.source.uri),
+                    *_correlation(correlation_id)),
             details=(outcome.message,),
         )
     return None
 
 
-def alert_for_failure(source: SourceObject, error: str, *, attempt: int | None, final: bool) -> Alert:
+def alert_for_failure(
+    source: SourceObject, error: str, *, attempt: int | None, final: bool, correlation_id: str | None = None
+) -> Alert:
     """An infrastructure failure: say plainly that it is not a data problem."""
     if final:
         fate = "Retries are exhausted: the event is in the dead-letter queue. Redrive it once the cause is fixed."
@@ -89,7 +100,7 @@ def alert_for_failure(source: SourceObject, error: str, *, attempt: int | None, 
         kind=AlertKind.INFRASTRUCTURE,
         title=f":rotating_light: WAP infrastructure failure on {source.uri}",
         summary=f"This is not a data problem: a component of the service failed. main is untouched. {fate}",
-        fields=(("Object", source.uri), ("Attempt", str(attempt) if attempt else "-")),
+        fields=(("Object", source.uri), ("Attempt", str(attempt) if attempt else "-"), *_correlation(correlation_id)),
         details=(error,),
     )
 
@@ -102,4 +113,24 @@ def alert_for_unreadable_event(message_id: str, error: str, *, final: bool) -> A
         summary=f"Message {message_id} is not an S3 notification this service understands. {fate}",
         fields=(("Message", message_id),),
         details=(error,),
+    )
+
+
+def alert_for_prune(
+    discarded: Sequence[tuple[str, str]], *, reason: str, actor: str, skipped: int = 0
+) -> Alert:
+    """One summary of a prune: the (branch, table) pairs discarded, and why."""
+    tables = sorted({table for _, table in discarded})
+    details = tuple(f"{branch} ({table})" for branch, table in discarded[:MAX_LISTED_BRANCHES])
+    if len(discarded) > MAX_LISTED_BRANCHES:
+        details += (f"... and {len(discarded) - MAX_LISTED_BRANCHES} more",)
+    if skipped:
+        details += (f"{skipped} branch(es) changed or vanished while pruning and were left alone.",)
+    return Alert(
+        kind=AlertKind.MAINTENANCE,
+        title=f":broom: WAP pruned {len(discarded)} open branch(es)",
+        summary=f"{reason}. Their rows were never published; main is unchanged.",
+        fields=(("Branches", str(len(discarded))), ("Tables", ", ".join(tables) or "-"), ("By", actor),
+                ("Reason", reason)),
+        details=details,
     )

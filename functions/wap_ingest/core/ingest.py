@@ -22,10 +22,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Delivery:
-    """Where this attempt stands in the event source's retries (None: unknown, e.g. a direct invoke)."""
+    """Where this attempt stands in the event source's retries (None: unknown, e.g. a direct invoke), and
+    the correlation id the entry point gave the object (on its log lines and its alert)."""
 
     attempt: int | None = None
     max_attempts: int | None = None
+    correlation_id: str | None = None
 
     @property
     def final(self) -> bool:
@@ -50,15 +52,18 @@ def ingest_and_notify(
     table: TableRef | None = None,
 ) -> IngestOutcome:
     """Run WAP for one object; alert on rejection or invalid input. Infrastructure errors re-raise."""
+    context = {"object_key": source.key, "bucket": source.bucket, "correlation_id": delivery.correlation_id}
     try:
         outcome = run_wap(source, ports=ports, suites=suites, config=config, table=table)
     except WapError as exc:
         if delivery.alert_worthy:
-            notifier.notify(alert_for_failure(source, str(exc), attempt=delivery.attempt, final=delivery.final))
+            notifier.notify(alert_for_failure(source, str(exc), attempt=delivery.attempt, final=delivery.final,
+                                              correlation_id=delivery.correlation_id))
         else:
-            log.warning("attempt %s failed (no alert between first and last): %s", delivery.attempt, exc)
+            log.warning("attempt %s failed (no alert between first and last): %s", delivery.attempt, exc,
+                        extra=context)
         raise
-    alert = alert_for_outcome(outcome)
+    alert = alert_for_outcome(outcome, correlation_id=delivery.correlation_id)
     if alert is not None:
         notifier.notify(alert)
     return outcome

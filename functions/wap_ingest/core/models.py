@@ -156,6 +156,8 @@ class IngestOutcome:
     merged_hash: str | None = None
     message: str = ""
     attempts: int = 1  # 1 + the merge conflicts retried on a fresh branch
+    # seconds per pipeline stage (route, branch, append, audit, merge), summed over retries; for metrics
+    timings: Mapping[str, float] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -38,6 +38,7 @@ from .models import (
 )
 from .naming import branch_name_for, branch_prefix_for, format_for_key, table_for_key
 from .ports import CatalogBranches, ObjectStore, TableWriter
+from .stopwatch import Stopwatch
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,11 @@ class Ports:
 class PipelineConfig:
     default_namespace: str
     main_branch: str = "main"
-    merge_attempts: int = 10
+    # Enough for a writer that keeps losing races to several concurrent writers of the same table (each
+    # round one wins); when exhausted the error is raised and the event is retried by SQS, never lost.
+    merge_attempts: int = 20
     backoff_seconds: float = 0.2
-    backoff_cap_seconds: float = 5.0
+    backoff_cap_seconds: float = 8.0
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
 
 
@@ -92,12 +95,14 @@ def run_wap(
     table: TableRef | None = None,
 ) -> IngestOutcome:
     """Ingest one object version. See the module docstring for the outcomes."""
+    watch = Stopwatch()  # the outcome's `timings`: seconds per stage, summed over retries
     try:
-        target = table or table_for_key(
-            source.key, default_namespace=config.default_namespace, bucket=source.bucket
-        )
-        fmt = format_for_key(source.key, bucket=source.bucket)
-        current = ports.objects.head(source.bucket, source.key)
+        with watch.stage("route"):
+            target = table or table_for_key(
+                source.key, default_namespace=config.default_namespace, bucket=source.bucket
+            )
+            fmt = format_for_key(source.key, bucket=source.bucket)
+            current = ports.objects.head(source.bucket, source.key)
         if current.size == 0:
             raise EmptySourceError(
                 f"{source.uri}: the object is empty (0 bytes). Fix: upload the complete file again."
@@ -106,14 +111,14 @@ def run_wap(
         log.warning("invalid input: %s", exc, extra=_context(source, table))
         return IngestOutcome(
             source=source, status=OutcomeStatus.INVALID, table=table.qualified if table else None,
-            message=str(exc),
+            message=str(exc), timings=watch.laps(),
         )
     source = _with_version(source, current)
 
     for attempt in range(1, config.merge_attempts + 1):
         try:
-            outcome = _attempt(source, target, fmt, ports=ports, suites=suites, config=config)
-            return replace(outcome, attempts=attempt)
+            outcome = _attempt(source, target, fmt, ports=ports, suites=suites, config=config, watch=watch)
+            return replace(outcome, attempts=attempt, timings=watch.laps())
         except (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError) as exc:
             # Another writer changed the table on main, or is working on this same object right now
             # (a duplicate delivery): start again from main, which says whether it was published meanwhile.
@@ -155,23 +160,27 @@ def _attempt(
     ports: Ports,
     suites: AuditSuites,
     config: PipelineConfig,
+    watch: Stopwatch,
 ) -> IngestOutcome:
-    main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
-    published = ports.writer.find_append(target, config.main_branch, source.identity)
-    if published is not None:
-        return _duplicate(source, target, published, ports)
-    # Each attempt writes to a branch of its own: a concurrent duplicate delivery never shares it, and
-    # Nessie refuses the second of two merges that both changed the table, so rows land at most once.
-    branch = ports.catalog.create_branch(branch_name_for(target, source), main_hash)
+    with watch.stage("branch"):
+        main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
+        published = ports.writer.find_append(target, config.main_branch, source.identity)
+        if published is not None:
+            return _duplicate(source, target, published, ports)
+        # Each attempt writes to a branch of its own: a concurrent duplicate delivery never shares it, and
+        # Nessie refuses the second of two merges that both changed the table, so rows land at most once.
+        branch = ports.catalog.create_branch(branch_name_for(target, source), main_hash)
     suite = suites.suite_for(target)
-    written = _write_and_measure(source, target, fmt, branch, suite.plan(), ports)
+    written = _write_and_measure(source, target, fmt, branch, suite.plan(), ports, watch)
     if isinstance(written, IngestOutcome):
         return written
     appended, measured = written
-    report = audit(suite, target, measured)
+    with watch.stage("audit"):
+        report = audit(suite, target, measured)
     if not report.passed:
         return _reject(source, target, branch, appended, report, ports)
-    return _publish(source, target, branch, appended, report, main_hash, ports, config)
+    with watch.stage("merge"):
+        return _publish(source, target, branch, appended, report, main_hash, ports, config)
 
 
 def _duplicate(source: SourceObject, target: TableRef, published: AppendResult, ports: Ports) -> IngestOutcome:
@@ -187,14 +196,17 @@ def _duplicate(source: SourceObject, target: TableRef, published: AppendResult, 
 
 
 def _write_and_measure(
-    source: SourceObject, target: TableRef, fmt: FileFormat, branch: Branch, plan: MeasurementPlan, ports: Ports
+    source: SourceObject, target: TableRef, fmt: FileFormat, branch: Branch, plan: MeasurementPlan, ports: Ports,
+    watch: Stopwatch,
 ) -> tuple[AppendResult, Measurements] | IngestOutcome:
     """Append on the branch and measure the new rows; bad input is an INVALID outcome (branch deleted)."""
     ctx = _context(source, target, branch.name)
     try:
         log.info("writing %s into %s on branch %s", source.uri, target, branch.name, extra=ctx)
-        appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
-        return appended, ports.writer.measure_appended(target, branch.name, appended, plan)
+        with watch.stage("append"):
+            appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
+        with watch.stage("audit"):  # measuring the new rows is the audit's cost
+            return appended, ports.writer.measure_appended(target, branch.name, appended, plan)
     except BadInputError as exc:
         note = _discard_quietly(ports.catalog, branch.name)
         log.warning("invalid input: %s%s", exc, note, extra=ctx)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from datetime import datetime
 
 from .alerts import Alert
 from .models import AppendResult, Branch, FileFormat, MeasurementPlan, Measurements, Publication, SourceObject, TableRef
@@ -53,6 +54,11 @@ class CatalogBranches(ABC):
     @abstractmethod
     def list_branches(self, prefix: str = "") -> list[Branch]:
         """Branches whose name starts with `prefix`."""
+
+    @abstractmethod
+    def head_commit_time(self, name: str) -> datetime | None:
+        """When the head commit of branch `name` was committed (timezone-aware), None if the branch has no
+        commit. A WAP branch's age. Raises BranchNotFoundError."""
 
     @abstractmethod
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:

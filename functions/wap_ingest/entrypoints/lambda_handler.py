@@ -8,11 +8,15 @@ invocations), and return a per-object summary. Each object has its own fate:
   rejected and invalid files are outcomes (alerted), so their messages are consumed.
 - direct S3 / EventBridge: every object is processed, then the invocation raises if any failed, so
   Lambda's retry applies.
+Each object gets a correlation id (the SQS message id, or the request id, and the key) on every log line
+about it and in its alert; one EMF metrics document per invocation counts the outcomes (adapters/metrics.py).
 """
 
 from __future__ import annotations
 
 import os
+import uuid
+from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -29,6 +33,7 @@ from wap_ingest.adapters.events import (
     objects_from_sqs_body,
     unique_objects,
 )
+from wap_ingest.adapters.metrics import OutcomeMetrics
 from wap_ingest.bootstrap import Service, service
 from wap_ingest.core.alerts import alert_for_unreadable_event
 from wap_ingest.core.errors import WapError
@@ -36,6 +41,7 @@ from wap_ingest.core.ingest import Delivery
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "wap-ingest"))
+metrics = OutcomeMetrics()
 
 
 class InvocationFailedError(WapError):
@@ -46,13 +52,21 @@ class InvocationFailedError(WapError):
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # The core logs with the standard library; give its loggers the same JSON format and keys.
     copy_config_to_registered_loggers(source_logger=logger, include={"wap_ingest"})
+    try:
+        return _handle(event, context)
+    finally:
+        metrics.flush()  # once per invocation, also when it raises
+
+
+def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     svc = service()
     kind = event_kind(event)
     logger.info("invocation", extra={"event_kind": kind.value})
     if kind is EventKind.SQS:
         return _handle_sqs(event, context, svc)
     sources = objects_from_s3_event(event) if kind is EventKind.S3 else objects_from_eventbridge(event)
-    summaries, failures = _ingest_all(svc, unique_objects(sources), Delivery())
+    request_id = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
+    summaries, failures = _ingest_all(svc, unique_objects(sources), Delivery(), request_id)
     if failures:
         raise InvocationFailedError(f"{len(failures)} of {len(summaries)} objects failed: {'; '.join(failures)}")
     return {"objects": summaries}
@@ -72,7 +86,7 @@ def _handle_sqs(event: dict[str, Any], context: Any, svc: Service) -> dict[str, 
             if delivery.alert_worthy:
                 svc.notifier.notify(alert_for_unreadable_event(record.message_id, str(exc), final=delivery.final))
             raise
-        done, failures = _ingest_all(svc, sources, delivery)
+        done, failures = _ingest_all(svc, sources, delivery, record.message_id)
         summaries.extend(done)
         if failures:
             raise InvocationFailedError("; ".join(failures))
@@ -85,23 +99,30 @@ def _handle_sqs(event: dict[str, Any], context: Any, svc: Service) -> dict[str, 
     return response
 
 
+def correlation_id_for(origin: str, source: SourceObject) -> str:
+    """Stable across redeliveries of one SQS message: its retries share the id."""
+    return f"{origin}:{source.key}"
+
+
 def _ingest_all(
-    svc: Service, sources: list[SourceObject], delivery: Delivery
+    svc: Service, sources: list[SourceObject], delivery: Delivery, origin: str
 ) -> tuple[list[dict[str, Any]], list[str]]:
     summaries: list[dict[str, Any]] = []
     failures: list[str] = []
     for source in sources:
-        logger.append_keys(object_key=source.key, bucket=source.bucket)
+        correlation_id = correlation_id_for(origin, source)
+        logger.append_keys(object_key=source.key, bucket=source.bucket, correlation_id=correlation_id)
         try:
-            outcome = svc.ingest(source, delivery=delivery)
+            outcome = svc.ingest(source, delivery=replace(delivery, correlation_id=correlation_id))
         except WapError as exc:
             logger.exception("ingestion failed", extra={"error": str(exc)})
             outcome = IngestOutcome(source=source, status=OutcomeStatus.FAILED, message=str(exc))
             failures.append(f"{source.uri}: {exc}")
         logger.info("outcome", extra={"status": outcome.status.value, "table": outcome.table,
                                       "branch": outcome.branch, "rows": outcome.rows})
-        summaries.append(_summary(outcome))
-    logger.remove_keys(["object_key", "bucket"])
+        metrics.record(outcome)
+        summaries.append(_summary(outcome) | {"correlation_id": correlation_id})
+    logger.remove_keys(["object_key", "bucket", "correlation_id"])
     return summaries, failures
 
 
