@@ -33,6 +33,7 @@ from pynessie.error import (
 )
 from pynessie.model import ContentKey, Namespace, Put
 
+from wap_ingest.adapters.http import json_object
 from wap_ingest.adapters.oauth2 import BearerAuth
 from wap_ingest.core.errors import (
     BranchExistsError,
@@ -118,12 +119,12 @@ class NessieBranches(CatalogBranches):
         if response.status_code in (401, 403):
             raise self._refused(doing, response.status_code)
         if response.status_code == 404:
-            raise BranchNotFoundError(f"{doing}: {_json(response).get('message', 'not found')}")
+            raise BranchNotFoundError(f"{doing}: {json_object(response).get('message', 'not found')}")
         if response.status_code >= 500:
             raise CatalogUnavailableError(f"{doing}: Nessie failed (HTTP {response.status_code})")
         if response.status_code >= 400:
             raise CatalogError(f"{doing}: HTTP {response.status_code} {response.text[:200]}")
-        entries = _json(response).get("logEntries") or []
+        entries = json_object(response).get("logEntries") or []
         if not entries:
             return None
         committed = entries[0].get("commitMeta", {}).get("commitTime")
@@ -146,7 +147,7 @@ class NessieBranches(CatalogBranches):
         if response.status_code >= 400:
             raise CatalogError(f"reading the history of {on!r}: HTTP {response.status_code} {response.text[:200]}")
         found = []
-        for entry in _json(response).get("logEntries", [])[:limit]:
+        for entry in json_object(response).get("logEntries", [])[:limit]:
             meta = entry.get("commitMeta", {})
             props = {k: v[-1] for k, v in meta.get("allProperties", {}).items() if v}
             found.append(Publication(str(meta.get("hash")), str(meta.get("commitTime")), str(meta.get("message")),
@@ -197,7 +198,7 @@ class NessieBranches(CatalogBranches):
             raise self._unavailable(f"merging {branch.name!r} into {onto!r}", exc) from exc
         if response.status_code in (401, 403):
             raise self._refused(f"merging {branch.name!r} into {onto!r}", response.status_code)
-        payload: dict[str, Any] = _json(response)
+        payload: dict[str, Any] = json_object(response)
         if response.status_code == 409:
             raise MergeConflictError(
                 f"merging {branch.name!r} into {onto!r}: {onto!r} changed the same content since "
@@ -286,11 +287,4 @@ class NessieBranches(CatalogBranches):
 def _message(exc: NessieException) -> str:
     return str(getattr(exc, "server_message", "") or exc)
 
-
-def _json(response: requests.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 

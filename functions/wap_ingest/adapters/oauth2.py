@@ -22,6 +22,7 @@ from urllib.parse import quote
 import requests
 from requests.auth import AuthBase
 
+from wap_ingest.adapters.http import json_object
 from wap_ingest.core.errors import CatalogUnavailableError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,7 @@ class TokenProvider:
                 f"getting a token for client {creds.client_id!r}. Fix: check WAP_NESSIE_TOKEN_ENDPOINT and the "
                 f"network; the event is retried."
             ) from exc
-        payload = _json(response)
+        payload = json_object(response)
         if response.status_code != 200:
             raise self._refused(response.status_code, payload)
         token = payload.get("access_token")
@@ -192,10 +193,3 @@ def _lifetime(expires_in: object) -> float:
         return DEFAULT_LIFETIME
     return seconds if seconds > 0 else DEFAULT_LIFETIME
 
-
-def _json(response: requests.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
