@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.models import (
     AppendResult,
+    BatchAppend,
     Branch,
     FileFormat,
     MeasurementPlan,
@@ -31,7 +32,7 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.ports import CatalogBranches, ObjectStore, TableWriter
+from wap_ingest.core.ports import BatchTableWriter, CatalogBranches, ObjectStore, TableWriter
 
 Rows = list[dict[str, Any]]
 
@@ -205,7 +206,7 @@ class FakeWriter(TableWriter):
         content = self.catalog.contents(ref).get(table.qualified)
         snapshots = content["snapshots"] if content else []
         for index, (sid, rows, props) in enumerate(snapshots):
-            if props.get("wap.source.identity") == identity:
+            if identity in _identities(props):
                 parent = snapshots[index - 1][0] if index else None
                 return AppendResult(len(rows), sid, parent, index == 0, tuple(content["columns"]))
         return None
@@ -221,3 +222,73 @@ class FakeWriter(TableWriter):
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:
     content = catalog.contents(ref).get(table)
     return [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
+
+
+def _identities(props: Mapping[str, str]) -> set[str]:
+    """The source identities a snapshot carries: one alone, or numbered ones for a batch (core.batch)."""
+    return {v for k, v in props.items() if k == "wap.source.identity" or k.startswith("wap.source.identity.")}
+
+
+class FakeBatchWriter(FakeWriter, BatchTableWriter):
+    """One snapshot per batch, like SparkBatchWriter; files whose columns differ from the batch's majority, or
+    that cannot be read, are reported unreadable."""
+
+    def __init__(self, catalog: FakeCatalog, objects: FakeObjectStore) -> None:
+        super().__init__(catalog, objects)
+        self.batches: list[int] = []  # the size of each batch written
+
+    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
+        found = {}
+        for identity in identities:
+            appended = self.find_append(table, ref, identity)
+            if appended is not None:
+                content = self.catalog.contents(ref)[table.qualified]
+                props = next(p for sid, _, p in content["snapshots"] if sid == appended.snapshot_id)
+                numbered = [k for k, v in props.items() if v == identity and k.startswith("wap.source.identity.")]
+                rows = int(props[f"wap.source.rows.{numbered[0].rsplit('.', 1)[1]}"]) if numbered else appended.rows
+                found[identity] = AppendResult(rows, appended.snapshot_id, appended.parent_snapshot_id,
+                                               appended.table_created, appended.columns)
+        return found
+
+    def append_batch(
+        self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
+        accept: Callable[[SourceObject, Measurements], bool],
+        properties: Callable[[Sequence[SourceObject]], Mapping[str, str]],
+    ) -> BatchAppend:
+        if self.fail_with is not None:
+            raise self.fail_with
+        readable: dict[SourceObject, Rows] = {}
+        unreadable: dict[str, str] = {}
+        for source, _ in files:
+            content = self.objects.objects[(source.bucket, source.key)]
+            if isinstance(content, list) and content:
+                readable[source] = content
+            else:
+                unreadable[source.identity] = "unreadable"
+        shapes = [tuple(rows[0]) for rows in readable.values()]
+        common = max(set(shapes), key=shapes.count) if shapes else ()
+        measured: dict[str, Measurements] = {}
+        accepted: list[SourceObject] = []
+        for source, rows in readable.items():
+            if tuple(rows[0]) != common:
+                unreadable[source.identity] = "other columns"
+                continue
+            nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in common}
+            measured[source.identity] = Measurements(len(rows), nulls, common)
+            if accept(source, measured[source.identity]):
+                accepted.append(source)
+        if not accepted:
+            return BatchAppend(None, (), measured, unreadable)
+        existing = self.catalog.contents(branch).get(table.qualified)
+        if existing is not None and tuple(existing["columns"]) != common:
+            return BatchAppend(None, (), measured, unreadable | {s.identity: "does not fit" for s in accepted})
+        snapshots = list(existing["snapshots"]) if existing else []
+        parent = snapshots[-1][0] if snapshots else None
+        snapshot_id = next(self._ids)
+        written = [row for s in accepted for row in readable[s]]
+        props = dict(properties(accepted))
+        snapshots.append((snapshot_id, written, props))
+        self.catalog.commit(branch, {table.qualified: {"columns": common, "snapshots": snapshots}}, props=props)
+        self.batches.append(len(accepted))
+        appended = AppendResult(len(written), snapshot_id, parent, existing is None, common)
+        return BatchAppend(appended, tuple(accepted), measured, unreadable)

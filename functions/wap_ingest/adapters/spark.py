@@ -37,7 +37,6 @@ from wap_ingest.core.models import (
 from wap_ingest.core.ports import TableWriter
 
 CATALOG = "nessie"
-IDENTITY_PROPERTY = "wap.source.identity"  # stamped on each append's snapshot by the pipeline
 EXTENSIONS = (
     "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
     "org.projectnessie.spark.extensions.NessieSparkSessionExtensions"
@@ -166,35 +165,9 @@ class SparkIcebergWriter(TableWriter):
         return appended
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
-        from pyspark.errors import AnalysisException
-        from pyspark.sql import functions as F
+        from wap_ingest.adapters.spark_batch import find_appends  # also finds files published in a batch
 
-        ident = table_identifier(table, ref)
-        try:
-            snapshots = self._spark.table(f"{ident}.snapshots")
-            # The identity comes from an object key: it is compared as a literal value, never put into SQL.
-            rows = (
-                snapshots.filter(F.col("summary").getItem(IDENTITY_PROPERTY) == F.lit(identity))
-                .select("snapshot_id", "parent_id", F.col("summary").getItem("added-records").alias("added"))
-                .collect()
-            )
-            if not rows:
-                return None
-            columns = tuple(self._spark.table(ident).columns)
-        except AnalysisException as exc:
-            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "cannot be found" in str(exc):
-                return None
-            raise _engine_error(f"looking for {identity!r} in {table} on {ref!r}", exc) from exc
-        except Exception as exc:
-            raise _engine_error(f"looking for {identity!r} in {table} on {ref!r}", exc) from exc
-        row = rows[0]
-        return AppendResult(
-            rows=int(row["added"] or 0),
-            snapshot_id=int(row["snapshot_id"]),
-            parent_snapshot_id=None if row["parent_id"] is None else int(row["parent_id"]),
-            table_created=row["parent_id"] is None,
-            columns=columns,
-        )
+        return find_appends(self._spark, table, ref, [identity]).get(identity)
 
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan

@@ -84,3 +84,8 @@ class MergeConflictError(CatalogError):
 
 class StaleHashError(CatalogError):
     """The expected hash of a reference is no longer its head."""
+
+
+class OutOfTimeError(WapError):
+    """The invocation's remaining time is below the reserve a file needs: the file is handed back to the queue
+    before it starts, rather than being cut off mid-merge."""

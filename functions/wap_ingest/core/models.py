@@ -141,6 +141,7 @@ class OutcomeStatus(enum.StrEnum):
     INVALID = "invalid"  # the input is unusable: nothing was written
     DUPLICATE = "duplicate"  # this object version is already on main: nothing was done
     FAILED = "failed"  # infrastructure failure (reported by entry points; main untouched)
+    SUBMITTED = "submitted"  # a large file handed to the distributed engine (EMR Serverless), which runs WAP
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,35 @@ class IngestOutcome:
             "message": self.message,
             "report": self.report.to_dict() if self.report else None,
         }
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """A large file's run on the distributed engine (an EMR Serverless job run)."""
+
+    job_run_id: str
+    application_id: str
+    source: SourceObject
+    table: str
+    state: str  # the engine's state when last looked at (SUBMITTED, RUNNING, SUCCESS, FAILED, ...)
+    submitted_at: str
+    already_submitted: bool = False  # True: a duplicate event found the run an earlier one started
+
+    def to_dict(self) -> dict[str, object]:
+        return {"job_run_id": self.job_run_id, "application_id": self.application_id, "object": self.source.uri,
+                "identity": self.source.identity, "table": self.table, "state": self.state,
+                "submitted_at": self.submitted_at}
+
+
+@dataclass(frozen=True)
+class BatchAppend:
+    """What the engine did with a batch of small files for one table: at most one snapshot for all the files it
+    accepted, the measurements of each file it read, and why it could not read the others."""
+
+    appended: AppendResult | None  # None: no file was accepted (nothing was written)
+    accepted: tuple[SourceObject, ...]
+    measured: Mapping[str, Measurements]  # by source identity, for every file that was read
+    unreadable: Mapping[str, str]  # by source identity: the reason (the file goes the one-by-one way)
 
 
 @dataclass(frozen=True)

@@ -281,3 +281,9 @@ def _discard_quietly(catalog: CatalogBranches, name: str) -> str:
         return ""
     except WapError as exc:
         return f" (branch {name!r} could not be deleted and is left open: {exc})"
+
+
+# The steps core.batch shares with the one-file path.
+with_version = _with_version
+discard_quietly = _discard_quietly
+duplicate_outcome = _duplicate

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from .alerts import Alert
-from .models import AppendResult, Branch, FileFormat, MeasurementPlan, Measurements, Publication, SourceObject, TableRef
+from .models import (
+    AppendResult,
+    BatchAppend,
+    Branch,
+    FileFormat,
+    JobRun,
+    MeasurementPlan,
+    Measurements,
+    Publication,
+    SourceObject,
+    TableRef,
+)
 
 
 class CatalogBranches(ABC):
@@ -90,6 +101,45 @@ class TableWriter(ABC):
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
     ) -> Measurements:
         """Measure only the rows of `appended` (its snapshot), never the whole table."""
+
+
+class BatchTableWriter(ABC):
+    """An engine that can take many small files for one table in one write: one read, one measuring pass, one
+    snapshot and one catalog commit for the whole batch. Each file keeps its own identity on the snapshot
+    (`find_appends` finds it), and the core decides per file (the `accept` callback: its audit) what is written."""
+
+    @abstractmethod
+    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
+        """The appends on `ref` that carry any of these source identities (one metadata read for all), by
+        identity; identities not found are absent."""
+
+    @abstractmethod
+    def append_batch(
+        self,
+        files: Sequence[tuple[SourceObject, FileFormat]],
+        table: TableRef,
+        branch: str,
+        plan: MeasurementPlan,
+        accept: Callable[[SourceObject, Measurements], bool],
+        properties: Callable[[Sequence[SourceObject]], Mapping[str, str]],
+    ) -> BatchAppend:
+        """Read and measure every file, ask `accept` for each, append the accepted ones to `table` on `branch`
+        in one snapshot stamped with `properties(accepted)`. A file that cannot be read together with the others
+        (unreadable, other columns or types) is reported in `unreadable`, never raised: the caller runs it
+        alone. Raises a WapError for infrastructure failures."""
+
+
+class LargeFileJobs(ABC):
+    """The distributed engine that runs the whole pipeline for files too large for a function (EMR Serverless)."""
+
+    @abstractmethod
+    def submit(self, source: SourceObject, table: TableRef) -> JobRun:
+        """Start one job run for this object version, at most once: a second call for the same version returns
+        the first run with `already_submitted=True`. Raises a WapError if the engine refuses."""
+
+    @abstractmethod
+    def runs(self, table: TableRef | None = None) -> list[JobRun]:
+        """The recorded job runs (newest first), with their current state."""
 
 
 class ObjectStore(ABC):
