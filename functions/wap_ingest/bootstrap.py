@@ -12,12 +12,14 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from wap_ingest.adapters.emr import EmrServerlessJobs
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
@@ -25,12 +27,21 @@ from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
+from wap_ingest.adapters.spark_batch import SparkBatchWriter
 from wap_ingest.config import NessieAuthSettings, Settings
 from wap_ingest.core.audits import AuditSuites, suites_from
+from wap_ingest.core.batch import Result
 from wap_ingest.core.errors import AuditSuiteError, ConfigError
-from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, ingest_and_notify
+from wap_ingest.core.ingest import (
+    UNKNOWN_DELIVERY,
+    Delivery,
+    ingest_and_notify,
+    ingest_batch_and_notify,
+    submit_large_file,
+)
 from wap_ingest.core.models import (
     AppendResult,
+    BatchAppend,
     FileFormat,
     IngestOutcome,
     MeasurementPlan,
@@ -39,7 +50,7 @@ from wap_ingest.core.models import (
     TableRef,
 )
 from wap_ingest.core.pipeline import PipelineConfig, Ports
-from wap_ingest.core.ports import Notifier, TableWriter
+from wap_ingest.core.ports import BatchTableWriter, LargeFileJobs, Notifier, TableWriter
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +101,27 @@ class LazyWriter(TableWriter):
         return self.writer.measure_appended(table, branch, appended, plan)
 
 
+class LazyBatchWriter(BatchTableWriter):
+    """The batch path on the same lazily started engine."""
+
+    def __init__(self, writer: LazyWriter) -> None:
+        self._lazy = writer
+
+    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
+        return SparkBatchWriter(self._lazy.writer).find_appends(table, ref, identities)
+
+    def append_batch(
+        self,
+        files: Sequence[tuple[SourceObject, FileFormat]],
+        table: TableRef,
+        branch: str,
+        plan: MeasurementPlan,
+        accept: Callable[[SourceObject, Measurements], bool],
+        properties: Callable[[Sequence[SourceObject]], Mapping[str, str]],
+    ) -> BatchAppend:
+        return SparkBatchWriter(self._lazy.writer).append_batch(files, table, branch, plan, accept, properties)
+
+
 @dataclass(frozen=True)
 class Service:
     """Everything one process needs to run the pipeline."""
@@ -100,6 +132,27 @@ class Service:
     config: PipelineConfig
     objects: S3ObjectStore
     notifier: Notifier
+    batch_writer: BatchTableWriter | None = None
+    jobs: LargeFileJobs | None = None  # None: EMR is not configured, large files run here too
+
+    def routes_to_emr(self, source: SourceObject) -> bool:
+        return self.jobs is not None and source.size is not None and source.size > self.settings.large_file_bytes
+
+    def submit_large(self, source: SourceObject, delivery: Delivery = UNKNOWN_DELIVERY) -> IngestOutcome:
+        if self.jobs is None:
+            raise ConfigError("EMR Serverless is not configured (WAP_EMR_APPLICATION_ID).")
+        return submit_large_file(source, jobs=self.jobs, config=self.config, notifier=self.notifier,
+                                 delivery=delivery)
+
+    def ingest_batch(
+        self, items: Sequence[tuple[SourceObject, Delivery]], out_of_time: Callable[[], bool] = lambda: False
+    ) -> list[Result]:
+        if self.batch_writer is None:
+            raise ConfigError("this service has no batch writer")
+        return ingest_batch_and_notify(
+            items, ports=self.ports, batch_writer=self.batch_writer, suites=self.suites, config=self.config,
+            notifier=self.notifier, out_of_time=out_of_time,
+        )
 
     def ingest(
         self, source: SourceObject, table: TableRef | None = None, delivery: Delivery = UNKNOWN_DELIVERY
@@ -160,18 +213,32 @@ def reader_for(settings: Settings) -> IcebergRestReader:
     return IcebergRestReader(settings.nessie_endpoint, nessie_tokens_for(settings))
 
 
-def build_service(settings: Settings) -> Service:
-    """Validate the audits first (cheap, and a bad suite must fail before anything starts)."""
+def build_service(settings: Settings, *, submitted: bool = False) -> Service:
+    """Validate the audits first (cheap, and a bad suite must fail before anything starts).
+
+    `submitted`: the process was started by spark-submit (the EMR job): its session comes from the submission
+    (master, jars), and large files are not routed again."""
     suites = load_suites(settings.audits_file, settings.namespace)
-    settings.spark_jars()  # fail early, with the fix, if the jars are missing
+    if not submitted:
+        settings.spark_jars()  # fail early, with the fix, if the jars are missing
     credentials = nessie_credentials_for(settings)  # reads the client secret now: a missing one fails start-up
-    objects = S3ObjectStore(s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout))
+    s3 = s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    objects = S3ObjectStore(s3)
     downloads = settings.work_dir / "downloads"
+    stage: Callable[[SourceObject], Path | str]
+    cleanup: Callable[[Path | str], None] | None = None
+    if settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake bucket
+        stage, cleanup = (lambda src: objects.copy_to(src, settings.lake_bucket)), objects.remove
+    else:
+        stage = lambda src: objects.download(src, downloads)  # noqa: E731
     writer = LazyWriter(
-        lambda: SparkIcebergWriter(
-            spark_session_for(settings, credentials), lambda src: objects.download(src, downloads)
-        )
+        lambda: SparkIcebergWriter(spark_session_for(settings, credentials, submitted=submitted), stage,
+                                   cleanup=cleanup)
     )
+    jobs = None
+    if settings.emr is not None and not submitted:
+        emr = boto3_client("emr-serverless", settings)
+        jobs = EmrServerlessJobs(emr, s3, settings)
     catalog = catalog_for(settings)
     return Service(
         settings=settings,
@@ -180,7 +247,19 @@ def build_service(settings: Settings) -> Service:
         config=PipelineConfig(default_namespace=settings.namespace, main_branch=settings.main_branch),
         objects=objects,
         notifier=notifier_for(settings),
+        batch_writer=LazyBatchWriter(writer),
+        jobs=jobs,
     )
+
+
+def boto3_client(service_name: str, settings: Settings) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    timeout = Config(connect_timeout=min(settings.http_timeout, 10), read_timeout=settings.http_timeout,
+                     retries={"max_attempts": 3, "mode": "standard"})
+    return boto3.client(service_name, region_name=settings.aws_region, endpoint_url=settings.aws_endpoint_url,
+                        config=timeout)
 
 
 _lock = threading.Lock()

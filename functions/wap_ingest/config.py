@@ -44,6 +44,16 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_SLACK_TOKEN_PARAMETER": "SSM SecureString name or Secrets Manager ARN holding the Slack token",
     "WAP_SLACK_BASE_URL": "Slack API base URL (the local stack's sink); default: Slack",
     "WAP_MAX_RECEIVES": "the queue's maxReceiveCount: the last attempt alerts that the event goes to the DLQ",
+    "WAP_LARGE_FILE_BYTES": "objects larger than this run on EMR Serverless, not in the function (default: 1 GiB)",
+    "WAP_EMR_APPLICATION_ID": "EMR Serverless application for large files; unset: every file runs in the function",
+    "WAP_EMR_EXECUTION_ROLE_ARN": "the role EMR Serverless job runs assume (setup_aws.py creates it)",
+    "WAP_EMR_ARTIFACTS": "s3:// prefix of the job's entry point, package, Python archive and jars "
+    "(default: s3://$LAKE_BUCKET/emr/artifacts; `make emr-artifacts`)",
+    "WAP_EMR_LOGS": "s3:// prefix for the job runs' logs (default: s3://$LAKE_BUCKET/emr/logs)",
+    "WAP_STAGE": "how Spark reads a source: `download` (a local copy; the function) or `s3` (a server-side copy "
+    "of the exact version in the lake bucket, read by the cluster; EMR jobs)",
+    "WAP_TIME_RESERVE_SECONDS": "the function hands a message back to the queue instead of starting a file with "
+    "less time left than this (default: 90)",
     "AWS_ENDPOINT_URL": "S3-compatible endpoint (local stack); unset on AWS",
     "AWS_REGION": "AWS region (default: us-east-1)",
     "POWERTOOLS_SERVICE_NAME": "service name in structured logs and metrics (Powertools)",
@@ -141,6 +151,54 @@ def nessie_base_from(endpoint: str) -> str:
     return re.sub(r"/api(/v[12])?/?$", "", endpoint.rstrip("/"))
 
 
+DEFAULT_LARGE_FILE_BYTES = 1024**3  # see docs/scale-out.md for the measurements behind it
+STAGES = ("download", "s3")
+
+
+@dataclass(frozen=True)
+class EmrSettings:
+    """Where large files go: the EMR Serverless application, its job role, artefacts and logs."""
+
+    application_id: str
+    execution_role_arn: str
+    artifacts: str  # s3://bucket/prefix (no trailing slash)
+    logs: str
+
+
+def emr_from(env: Mapping[str, str], lake: str) -> EmrSettings | None:
+    application = env.get("WAP_EMR_APPLICATION_ID", "").strip()
+    role = env.get("WAP_EMR_EXECUTION_ROLE_ARN", "").strip()
+    if not application and not role:
+        return None
+    if not application or not role:
+        missing = "WAP_EMR_EXECUTION_ROLE_ARN" if application else "WAP_EMR_APPLICATION_ID"
+        raise ConfigError(f"{missing} is not set but the other EMR setting is. Fix: set both (setup_aws.py prints "
+                          "them), or neither to run every file in the function.")
+    if not re.fullmatch(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+", role):
+        raise ConfigError(f"WAP_EMR_EXECUTION_ROLE_ARN={role!r} is not an IAM role ARN "
+                          "(arn:aws:iam::<account>:role/<name>).")
+    locations = {}
+    for name, default in (("WAP_EMR_ARTIFACTS", f"s3://{lake}/emr/artifacts"), ("WAP_EMR_LOGS", f"s3://{lake}/emr/logs")):
+        value = env.get(name, "").strip().rstrip("/") or default
+        if not value.startswith("s3://"):
+            raise ConfigError(f"{name}={value!r} must be an s3:// location.")
+        locations[name] = value
+    return EmrSettings(application, role, locations["WAP_EMR_ARTIFACTS"], locations["WAP_EMR_LOGS"])
+
+
+def _positive(env: Mapping[str, str], name: str, default: float, example: str) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise ConfigError(f"{name}={raw!r} must be a positive number. Fix: export {name}={example}.")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     lake_bucket: str
@@ -162,6 +220,10 @@ class Settings:
     max_receives: int = 5
     slack_token: str | None = field(default=None, repr=False)  # a secret: never printed
     nessie_auth: NessieAuthSettings | None = None  # None: Nessie without authentication
+    large_file_bytes: int = DEFAULT_LARGE_FILE_BYTES
+    emr: EmrSettings | None = None  # None: large files run in the function too
+    stage: str = "download"
+    time_reserve_seconds: float = 90.0
 
     @property
     def nessie_api_v1(self) -> str:
@@ -239,6 +301,10 @@ class Settings:
             max_receives=max_receives,
             slack_token=token,
             nessie_auth=nessie_auth_from(env),
+            large_file_bytes=int(_positive(env, "WAP_LARGE_FILE_BYTES", DEFAULT_LARGE_FILE_BYTES, "1073741824")),
+            emr=emr_from(env, lake),
+            stage=_stage(env),
+            time_reserve_seconds=_positive(env, "WAP_TIME_RESERVE_SECONDS", 90.0, "90"),
         )
 
     def spark_jars(self) -> list[Path]:
@@ -249,6 +315,13 @@ class Settings:
                 f"from docker/pom.xml with mvn) or point WAP_JARS_DIR at them."
             )
         return jars
+
+
+def _stage(env: Mapping[str, str]) -> str:
+    value = env.get("WAP_STAGE", "").strip() or "download"
+    if value not in STAGES:
+        raise ConfigError(f"WAP_STAGE={value!r}: use one of {', '.join(STAGES)}.")
+    return value
 
 
 def driver_memory_for(function_memory_mb: str) -> str:

@@ -6,6 +6,7 @@ files from /tmp, which avoids the Hadoop S3A jars in the image (EMR reads s3:// 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import uuid
@@ -37,6 +38,10 @@ def s3_client_for(region: str, endpoint_url: str | None, timeout: float) -> Any:
 class S3ObjectStore(ObjectStore):
     def __init__(self, client: Any) -> None:
         self._s3 = client
+
+    @property
+    def client(self) -> Any:
+        return self._s3
 
     def head(self, bucket: str, key: str) -> SourceObject:
         uri = f"s3://{bucket}/{key}"
@@ -96,6 +101,34 @@ class S3ObjectStore(ObjectStore):
             target.unlink(missing_ok=True)
             raise _unavailable(source.uri, exc) from exc
         return target
+
+    def copy_to(self, source: SourceObject, bucket: str, prefix: str = "wap-staging") -> str:
+        """A server-side copy of exactly the headed version under `bucket/prefix`, for an engine that reads S3
+        itself (the EMR job's executors): returns its s3:// URI. Removed with `remove` after the append."""
+        suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
+        digest = hashlib.sha256(source.identity.encode()).hexdigest()[:16]
+        key = f"{prefix}/{digest}-{uuid.uuid4().hex[:8]}{suffix}"
+        copy: dict[str, str] = {"Bucket": source.bucket, "Key": source.key}
+        extra: dict[str, str] = {}
+        if source.version_id:
+            copy["VersionId"] = source.version_id
+        elif source.etag:
+            extra["CopySourceIfMatch"] = source.etag
+        try:
+            self._s3.copy_object(Bucket=bucket, Key=key, CopySource=copy, **extra)
+        except ClientError as exc:
+            raise self._translate(exc, source.uri) from exc
+        except (BotoCoreError, EndpointConnectionError) as exc:
+            raise _unavailable(source.uri, exc) from exc
+        return f"s3://{bucket}/{key}"
+
+    def remove(self, uri: Path | str) -> None:
+        """Delete a staged copy (an s3:// URI from `copy_to`); quietly, the lake's lifecycle rule is the backstop."""
+        text = str(uri)
+        if text.startswith("s3://"):
+            bucket, _, key = text.removeprefix("s3://").partition("/")
+            with contextlib.suppress(ClientError, BotoCoreError):
+                self._s3.delete_object(Bucket=bucket, Key=key)
 
     @staticmethod
     def _translate(exc: ClientError, uri: str) -> Exception:

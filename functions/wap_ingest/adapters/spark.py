@@ -43,7 +43,9 @@ EXTENSIONS = (
 )
 
 
-def spark_conf_for(settings: Settings, credentials: ClientCredentials | None = None) -> dict[str, str]:
+def spark_conf_for(
+    settings: Settings, credentials: ClientCredentials | None = None, *, local_jars: bool = True
+) -> dict[str, str]:
     """Everything the session needs; a pure function so tests and the EMR submission reuse it.
 
     With Nessie client authentication configured, `credentials` (the secret read at start-up by bootstrap)
@@ -57,7 +59,7 @@ def spark_conf_for(settings: Settings, credentials: ClientCredentials | None = N
     cat = f"spark.sql.catalog.{CATALOG}"
     timeout_ms = int(settings.http_timeout * 1000)
     conf = {
-        "spark.jars": ",".join(str(p) for p in settings.spark_jars()),
+        "spark.jars": ",".join(str(p) for p in settings.spark_jars()) if local_jars else "",
         "spark.sql.extensions": EXTENSIONS,
         cat: "org.apache.iceberg.spark.SparkCatalog",
         f"{cat}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
@@ -111,12 +113,24 @@ def nessie_oauth2_conf(credentials: ClientCredentials) -> dict[str, str]:
     return conf
 
 
-def spark_session_for(settings: Settings, credentials: ClientCredentials | None = None) -> Any:
+SUBMITTED_BY_CLUSTER = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions")
+
+
+def spark_session_for(
+    settings: Settings, credentials: ClientCredentials | None = None, *, submitted: bool = False
+) -> Any:
+    """The process's session. `submitted`: started by spark-submit (an EMR job, or its local run), whose
+    master, jars and driver sizing come from the submission; only the catalog settings are added here."""
     from pyspark.sql import SparkSession
 
-    (settings.work_dir / "spark").mkdir(parents=True, exist_ok=True)
-    builder = SparkSession.builder.master("local[*]").appName("wap-ingest")
-    for key, value in spark_conf_for(settings, credentials).items():
+    builder = SparkSession.builder.appName("wap-ingest")
+    conf = spark_conf_for(settings, credentials, local_jars=not submitted)
+    if submitted:
+        conf = {k: v for k, v in conf.items() if k not in SUBMITTED_BY_CLUSTER}
+    else:
+        (settings.work_dir / "spark").mkdir(parents=True, exist_ok=True)
+        builder = builder.master("local[*]")
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

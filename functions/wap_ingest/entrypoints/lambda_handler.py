@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from wap_ingest.adapters.events import (
@@ -36,7 +36,8 @@ from wap_ingest.adapters.events import (
 from wap_ingest.adapters.metrics import OutcomeMetrics
 from wap_ingest.bootstrap import Service, service
 from wap_ingest.core.alerts import alert_for_unreadable_event
-from wap_ingest.core.errors import WapError
+from wap_ingest.core.batch import Result
+from wap_ingest.core.errors import OutOfTimeError, WapError
 from wap_ingest.core.ingest import Delivery
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
 
@@ -73,30 +74,92 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 
 def _handle_sqs(event: dict[str, Any], context: Any, svc: Service) -> dict[str, Any]:
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    """Read every message first, then run its objects: large ones go to EMR, the small ones of one table run as
+    one batch (core.batch). A message fails (and is redelivered) if any of its objects failed or was not started
+    for lack of time; its other objects are done and are found as duplicates on the retry."""
+    failed: dict[str, str] = {}  # message id -> why
+    items: list[tuple[SourceObject, Delivery, str]] = []
     summaries: list[dict[str, Any]] = []
-
-    def record_handler(record: SQSRecord) -> None:
+    out_of_time = _deadline(context, svc.settings.time_reserve_seconds)
+    for record in (SQSRecord(r) for r in event["Records"]):
         delivery = Delivery(int(record.attributes.approximate_receive_count or 1), svc.settings.max_receives)
-        logger.append_keys(message_id=record.message_id, attempt=delivery.attempt)
         try:
             sources = unique_objects(objects_from_sqs_body(record.body))
         except UnreadableEventError as exc:
-            logger.error("unreadable message", extra={"error": str(exc)})
+            logger.error("unreadable message", extra={"error": str(exc), "message_id": record.message_id})
             if delivery.alert_worthy:
                 svc.notifier.notify(alert_for_unreadable_event(record.message_id, str(exc), final=delivery.final))
-            raise
-        done, failures = _ingest_all(svc, sources, delivery, record.message_id)
-        summaries.extend(done)
-        if failures:
-            raise InvocationFailedError("; ".join(failures))
+            failed[record.message_id] = str(exc)
+            continue
+        for source in sources:
+            routed = replace(delivery, correlation_id=correlation_id_for(record.message_id, source))
+            if svc.routes_to_emr(source):
+                summary, error = _submit(svc, source, routed)
+                summaries.append(summary)
+                if error:
+                    failed[record.message_id] = error
+            else:
+                items.append((source, routed, record.message_id))
+    if svc.batch_writer is not None and items:
+        logger.info("batch", extra={"objects": len(items), "correlation_ids": [d.correlation_id for _, d, _ in items]})
+        results: list[Result] = list(svc.ingest_batch([(s, d) for s, d, _ in items], out_of_time=out_of_time))
+    else:
+        results = [_ingest_one(svc, source, delivery, out_of_time) for source, delivery, _ in items]
+    for (source, delivery, message_id), result in zip(items, results, strict=True):
+        summary, error = _settle(source, delivery, result)
+        summaries.append(summary)
+        if error:
+            failed.setdefault(message_id, error)
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in failed], "objects": summaries}
 
-    with processor(records=event["Records"], handler=record_handler, lambda_context=context):
-        processor.process()
-    response: dict[str, Any] = dict(processor.response())
-    response["objects"] = summaries
-    logger.remove_keys(["message_id", "attempt"])
-    return response
+
+def _deadline(context: Any, reserve_seconds: float) -> Callable[[], bool]:
+    """True once the invocation has less time left than a file needs (never without a Lambda context)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if remaining is None:
+        return lambda: False
+    return lambda: bool(remaining() < reserve_seconds * 1000)
+
+
+def _ingest_one(svc: Service, source: SourceObject, delivery: Delivery, out_of_time: Callable[[], bool]) -> Result:
+    if out_of_time():
+        return OutOfTimeError(f"{source.uri}: not started, the invocation is nearly out of time; back to the queue.")
+    logger.append_keys(object_key=source.key, bucket=source.bucket, correlation_id=delivery.correlation_id)
+    try:
+        return svc.ingest(source, delivery=delivery)
+    except WapError as exc:
+        return exc
+    finally:
+        logger.remove_keys(["object_key", "bucket", "correlation_id"])
+
+
+def _submit(svc: Service, source: SourceObject, delivery: Delivery) -> tuple[dict[str, Any], str | None]:
+    try:
+        result: Result = svc.submit_large(source, delivery=delivery)
+    except WapError as exc:
+        result = exc
+    return _settle(source, delivery, result)
+
+
+def _settle(source: SourceObject, delivery: Delivery, result: Result) -> tuple[dict[str, Any], str | None]:
+    """Log and count one object's result; the error that fails its message, if any."""
+    logger.append_keys(object_key=source.key, bucket=source.bucket, correlation_id=delivery.correlation_id)
+    try:
+        if isinstance(result, OutOfTimeError):
+            logger.warning("deferred: not started for lack of time", extra={"error": str(result)})
+            return {"object": source.uri, "status": "deferred", "message": str(result),
+                    "correlation_id": delivery.correlation_id}, str(result)
+        error = None
+        if isinstance(result, WapError):
+            logger.error("ingestion failed", extra={"error": str(result)})
+            error = f"{source.uri}: {result}"
+            result = IngestOutcome(source=source, status=OutcomeStatus.FAILED, message=str(result))
+        logger.info("outcome", extra={"status": result.status.value, "table": result.table,
+                                      "branch": result.branch, "rows": result.rows})
+        metrics.record(result)
+        return _summary(result) | {"correlation_id": delivery.correlation_id}, error
+    finally:
+        logger.remove_keys(["object_key", "bucket", "correlation_id"])
 
 
 def correlation_id_for(origin: str, source: SourceObject) -> str:
