@@ -18,6 +18,7 @@ import pytest
 from wap_ingest.local.stack import StackConfig, StackState, free_ports, stack_environment, start_stack, stop_stack
 
 AUDITS = Path(__file__).parent / "data" / "audits.yml"
+LARGE_FILE_BYTES = 2 * 1024 * 1024  # the test stack's threshold: files above it go to (local) EMR
 
 
 @pytest.fixture(scope="session")
@@ -26,6 +27,7 @@ def stack_config(tmp_path_factory: pytest.TempPathFactory) -> StackConfig:
     return StackConfig(
         state_dir=tmp_path_factory.mktemp("stack"), moto_port=moto, nessie_port=nessie, nessie_management_port=mgmt,
         slack_port=slack, lambda_port=function, runtime_port=runtime,
+        emr_mode="local",  # large files run as EMR jobs with spark-submit against the stack
     )
 
 
@@ -34,6 +36,7 @@ def local_stack(stack_config: StackConfig) -> Iterator[StackState]:
     config = stack_config
     patch = pytest.MonkeyPatch()
     patch.setenv("WAP_AUDITS_FILE", str(AUDITS))  # the function under the emulator inherits it
+    patch.setenv("WAP_LARGE_FILE_BYTES", str(LARGE_FILE_BYTES))  # so does the routing threshold
     try:
         state = start_stack(config)
         try:

@@ -26,6 +26,7 @@ OUTCOME_METRICS = {
     OutcomeStatus.INVALID: "FilesInvalid",
     OutcomeStatus.FAILED: "FilesFailed",
     OutcomeStatus.DUPLICATE: "DuplicatesSkipped",
+    OutcomeStatus.SUBMITTED: "FilesSubmittedToEmr",
 }
 
 

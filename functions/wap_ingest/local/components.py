@@ -26,8 +26,9 @@ NESSIE = "nessie"
 SLACK = "slack"
 LAMBDA = "lambda"
 WORKER = "worker"
+EMR = "emr"  # the local EMR Serverless runner (WAP_EMR_MODE=local)
 LAKE_COMPONENTS = (MOTO, NESSIE)
-TRIGGER_COMPONENTS = (SLACK, LAMBDA, WORKER)
+TRIGGER_COMPONENTS = (SLACK, LAMBDA, WORKER, EMR)
 COMPONENTS = LAKE_COMPONENTS + TRIGGER_COMPONENTS
 LABELS = {
     MOTO: "moto (S3, SQS)",
@@ -35,6 +36,7 @@ LABELS = {
     SLACK: "Slack sink",
     LAMBDA: "Lambda runtime (emulator + awslambdaric)",
     WORKER: "SQS worker",
+    EMR: "EMR Serverless runner (spark-submit)",
 }
 
 EVENTS_QUEUE = "wap-events"

@@ -53,6 +53,9 @@ class StackConfig:
     max_receives: int = 3  # the events queue's maxReceiveCount before the dead-letter queue
     rie: Path = field(default_factory=default_rie)
     workers: int = 1  # Lambda execution environments: pairs of (runtime under the emulator, SQS worker)
+    # The EMR Serverless application is always registered on moto (submissions are recorded); "local" also runs
+    # each submitted job with spark-submit against the stack (WAP_EMR_MODE=local).
+    emr_mode: str = "record"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
@@ -72,6 +75,7 @@ class StackConfig:
             runtime_port=_port(env, "WAP_STACK_RUNTIME_PORT", defaults.runtime_port),
             rie=_path(env, "WAP_RIE") or defaults.rie,
             workers=_count(env, "WAP_STACK_WORKERS", defaults.workers),
+            emr_mode=_emr_mode(env),
         )
 
     def environment_ports(self) -> list[tuple[int, int]]:
@@ -105,6 +109,16 @@ class StackConfig:
     @property
     def nessie_log(self) -> Path:
         return self.logs_dir / "nessie.log"
+
+
+EMR_MODES = ("record", "local")
+
+
+def _emr_mode(env: Mapping[str, str]) -> str:
+    value = env.get("WAP_EMR_MODE", "").strip() or "record"
+    if value not in EMR_MODES:
+        raise ConfigError(f"WAP_EMR_MODE={value!r}: use `local` (run submitted jobs with spark-submit) or `record`.")
+    return value
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:

@@ -22,6 +22,7 @@ from wap_ingest.local.components import (
     ACCESS_KEY,
     ALERT_CHANNEL,
     COMPONENTS,
+    EMR,
     HOST,
     LAMBDA,
     MOTO,
@@ -97,6 +98,9 @@ class StackState:
     trigger_seconds: float | None = None
     environments: tuple[LambdaEnvironment, ...] = ()
     nessie_command: tuple[str, ...] = ()  # how Nessie was started (`start_nessie` starts it again the same way)
+    emr_application_id: str | None = None  # registered on moto
+    emr_role_arn: str | None = None
+    emr_pid: int | None = None  # the local runner, with WAP_EMR_MODE=local
 
     @property
     def moto_url(self) -> str:
@@ -142,7 +146,7 @@ class StackState:
         pids = {MOTO: self.moto_pid, NESSIE: self.nessie_pid} | ({SLACK: self.slack_pid} if self.slack_pid else {})
         for env in self.environments:
             pids |= {env.lambda_name: env.lambda_pid, env.worker_name: env.worker_pid}
-        return pids
+        return pids | ({EMR: self.emr_pid} if self.emr_pid else {})
 
     def to_json(self) -> dict[str, Any]:
         """The record: scalar settings, `<name>_pid` for every process, the environments' layout."""
@@ -169,6 +173,8 @@ class StackState:
             "workers": self.workers,
             "environments": [env.layout() for env in self.environments],
             "nessie_command": list(self.nessie_command),
+            "emr_application_id": self.emr_application_id,
+            "emr_role_arn": self.emr_role_arn,
         }
         return {**data, "moto_url": self.moto_url, "nessie_url": self.nessie_url}
 
@@ -207,6 +213,9 @@ class StackState:
             trigger_seconds=None if data.get("trigger_seconds") is None else float(data["trigger_seconds"]),
             environments=environments,
             nessie_command=tuple(str(arg) for arg in data.get("nessie_command") or ()),
+            emr_application_id=data.get("emr_application_id"),
+            emr_role_arn=data.get("emr_role_arn"),
+            emr_pid=_optional_int(data.get("emr_pid")),
         )
 
 
@@ -233,6 +242,8 @@ def stack_environment(state: StackState) -> dict[str, str]:
         env["WAP_MAX_RECEIVES"] = str(state.max_receives)
     if state.queue_url and state.dead_letter_url:
         env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url}
+    if state.emr_application_id and state.emr_role_arn:
+        env |= {"WAP_EMR_APPLICATION_ID": state.emr_application_id, "WAP_EMR_EXECUTION_ROLE_ARN": state.emr_role_arn}
     return env
 
 

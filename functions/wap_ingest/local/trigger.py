@@ -20,9 +20,11 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from wap_ingest.local import emr
 from wap_ingest.local.components import (
     ACCESS_KEY,
     DEAD_LETTER_QUEUE,
+    EMR,
     EVENTS_QUEUE,
     FUNCTION_NAME,
     HOST,
@@ -34,7 +36,7 @@ from wap_ingest.local.components import (
     StackError,
     process_name,
 )
-from wap_ingest.local.config import StackConfig
+from wap_ingest.local.config import StackConfig, repo_root
 from wap_ingest.local.processes import port_open, spawn, wait_ready
 from wap_ingest.local.state import StackState, environment_layout, invoke_url, stack_environment, write_record
 from wap_ingest.local.status import sink_health
@@ -124,8 +126,10 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
     """Queues and notification, then the Slack sink, and for each execution environment the function under
     the emulator and the worker that feeds it (all emulators first: the workers start once all listen)."""
     queue_url, dead_letter_url = setup_notifications(config)
+    application_id, role_arn = emr.register(partial(_client, config), config.lake_bucket)
     record |= {"queue_url": queue_url, "dead_letter_url": dead_letter_url, "max_receives": config.max_receives,
-               "slack_port": config.slack_port, "lambda_port": config.lambda_port}
+               "slack_port": config.slack_port, "lambda_port": config.lambda_port,
+               "emr_application_id": application_id, "emr_role_arn": role_arn}
     record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK), os.environ)
     write_record(config, record)
     wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
@@ -148,6 +152,12 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
         name = process_name(WORKER, n)
         command = worker_command(config, queue_url, invoke_url(invoke))
         record[f"{name}_pid"] = spawn(name, command, config.log_for(name), envs[n])
+        write_record(config, record)
+    if config.emr_mode == "local":
+        jars = repo_root() / ".cache" / "jars" / "spark"
+        command = [sys.executable, "-m", "wap_ingest.local.emr", "--application-id", application_id,
+                   "--work-dir", str(config.state_dir / "emr"), "--jars", str(jars)]
+        record[f"{EMR}_pid"] = spawn(EMR, command, config.log_for(EMR), envs[1])
         write_record(config, record)
 
 

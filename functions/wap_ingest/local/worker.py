@@ -8,7 +8,7 @@ redelivery. After the queue's maxReceiveCount, SQS moves a message to the dead-l
 One difference from AWS, for fast local feedback: a failed message becomes visible again after
 `--retry-seconds` instead of the whole visibility timeout.
 
-    python -m wap_ingest.local.worker --queue-url URL --invoke-url URL [--batch-size 10]
+    python -m wap_ingest.local.worker --queue-url URL --invoke-url URL [--batch-size 100] [--batching-window 1]
 """
 
 from __future__ import annotations
@@ -104,17 +104,14 @@ def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[st
 
 
 def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility: int, retry_seconds: int,
-        invoke_timeout: float) -> None:
+        invoke_timeout: float, window: float = 1.0) -> None:
     sqs = boto3.client("sqs")
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     region = sqs.meta.region_name
     log("started", queue_url=queue_url, invoke_url=invoke_url)
     while _Control.running:
         try:
-            received = sqs.receive_message(
-                QueueUrl=queue_url, MaxNumberOfMessages=batch_size, WaitTimeSeconds=wait,
-                VisibilityTimeout=visibility, AttributeNames=["All"], MessageAttributeNames=["All"],
-            ).get("Messages", [])
+            received = _gather(sqs, queue_url, batch_size, wait, visibility, window)
         except Exception as exc:  # the queue is gone or moto is down: say so and keep trying
             log("receive_failed", error=str(exc))
             time.sleep(1)
@@ -127,11 +124,37 @@ def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility:
                 _Control.busy = False
 
 
+def _gather(sqs: Any, queue_url: str, batch_size: int, wait: int, visibility: int,
+            window: float) -> list[Mapping[str, Any]]:
+    """Like the event source mapping with a batching window: receive (10 at most per call) until the batch is
+    full or the window since the first message has passed."""
+    received: list[Mapping[str, Any]] = []
+    first: float | None = None
+    while len(received) < batch_size:
+        got = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=min(10, batch_size - len(received)),
+            WaitTimeSeconds=wait if not received else 0, VisibilityTimeout=visibility, AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        received.extend(got)
+        if received and first is None:
+            first = time.monotonic()
+        if not got and (first is None or time.monotonic() - first >= window):
+            break
+        if first is not None and time.monotonic() - first >= window:
+            break
+        if not got:
+            time.sleep(0.05)
+    return received
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Poll SQS and invoke the function like Lambda's event source mapping")
     parser.add_argument("--queue-url", required=True)
     parser.add_argument("--invoke-url", required=True)
-    parser.add_argument("--batch-size", type=int, default=10)
+    parser.add_argument("--batch-size", type=int, default=100, help="as serverless.yml's batchSize")
+    parser.add_argument("--batching-window", type=float, default=1.0,
+                        help="seconds to fill a batch after its first message (serverless.yml: maximumBatchingWindow)")
     parser.add_argument("--wait", type=int, default=1, help="long-poll seconds")
     parser.add_argument("--visibility", type=int, default=900, help="visibility timeout while a batch runs")
     parser.add_argument("--retry-seconds", type=int, default=2, help="delay before a failed message is retried")
@@ -141,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _stop)
     with contextlib.suppress(_Stopped):  # stopped while waiting on SQS
         run(args.queue_url, args.invoke_url, args.batch_size, args.wait, args.visibility, args.retry_seconds,
-            args.invoke_timeout)
+            args.invoke_timeout, args.batching_window)
     log("stopped")
     return 0
 

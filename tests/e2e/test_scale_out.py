@@ -1,0 +1,114 @@
+"""Scale-out through the real event path: large files to EMR Serverless (moto records the job run; the stack's
+runner runs it with spark-submit), and a burst of small files in batches."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from typing import Any
+
+import boto3
+import pytest
+
+from tests.conftest import LARGE_FILE_BYTES, Lake
+from tests.e2e.test_event_path import alerts_about, table_rows, wait_for
+from wap_ingest.adapters.emr import ENTRY_POINT, parse_submit_parameters
+from wap_ingest.local.state import StackState
+
+pytestmark = [pytest.mark.stack, pytest.mark.spark]
+
+
+def csv_bytes(rows: int, nulls: int = 0, start: int = 0) -> bytes:
+    out = io.StringIO()
+    out.write("my_col_0,my_col_1,my_col_2\n")
+    for i in range(start, start + rows):
+        out.write(f"{i},{'' if i - start < nulls else f'value-{i:012d}-' + 'x' * 20},{i / 2}\n")
+    return out.getvalue().encode()
+
+
+def emr_client(env: dict[str, str]) -> Any:
+    return boto3.client("emr-serverless", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"])
+
+
+def job_runs(env: dict[str, str], name_part: str) -> list[dict[str, Any]]:
+    emr = emr_client(env)
+    try:
+        runs = emr.list_job_runs(applicationId=env["WAP_EMR_APPLICATION_ID"]).get("jobRuns", [])
+    except emr.exceptions.ResourceNotFoundException:  # moto: no job run yet
+        return []
+    return [emr.get_job_run(applicationId=env["WAP_EMR_APPLICATION_ID"], jobRunId=r["id"])["jobRun"]
+            for r in runs if name_part in r["name"]]
+
+
+def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
+    lake: Lake, local_stack: StackState, stack_env: dict[str, str], table_name: str
+) -> None:
+    good, bad = csv_bytes(60_000), csv_bytes(60_000, nulls=7, start=10**6)
+    assert len(good) > LARGE_FILE_BYTES and len(bad) > LARGE_FILE_BYTES
+    lake.drop(f"{table_name}/big.csv", good)
+    lake.drop(f"{table_name}/big_nulls.csv", bad)
+
+    [good_run] = wait_for(lambda: [r for r in job_runs(stack_env, table_name)
+                                   if f"{table_name}/big.csv" in r["jobDriver"]["sparkSubmit"]["entryPointArguments"]],
+                          "job run")
+    # The request carries everything the job needs.
+    driver = good_run["jobDriver"]["sparkSubmit"]
+    assert driver["entryPoint"] == f"s3://{stack_env['LAKE_BUCKET']}/emr/artifacts/{ENTRY_POINT}"
+    args = driver["entryPointArguments"]
+    assert args[:6] == ["--bucket", stack_env["SOURCE_BUCKET"], "--key", f"{table_name}/big.csv", "--table",
+                        f"wap.{table_name}"]
+    assert "--size" in args and args[args.index("--size") + 1] == str(len(good))
+    conf = parse_submit_parameters(driver["sparkSubmitParameters"])
+    jars = {uri.rsplit("/", 1)[1] for uri in conf["spark.jars"].split(",")}
+    assert {j for j in jars if j.startswith(("iceberg-spark-runtime", "iceberg-aws-bundle", "nessie-spark"))} == jars
+    assert len(jars) == 3
+    assert conf["spark.archives"].endswith("/wap-pyenv.tar.gz#environment")
+    assert conf["spark.sql.catalog.nessie.uri"] == f"{stack_env['NESSIE_ENDPOINT']}/api/v2"
+    assert conf["spark.emr-serverless.driverEnv.LAKE_BUCKET"] == stack_env["LAKE_BUCKET"]
+    assert not [k for k in conf if k.rsplit(".", 1)[-1] == "SLACK_TOKEN" or "secret" in k.lower()]
+    assert good_run["executionRole"] == stack_env["WAP_EMR_EXECUTION_ROLE_ARN"]
+    log_uri = good_run["configurationOverrides"]["monitoringConfiguration"]["s3MonitoringConfiguration"]["logUri"]
+    assert log_uri == f"s3://{stack_env['LAKE_BUCKET']}/emr/logs"
+
+    # The job (spark-submit on the stack) publishes the clean file and rejects the other, alerting.
+    assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "the large file on main", timeout=400) == 60_000
+    [alert] = wait_for(lambda: alerts_about(local_stack, "big_nulls.csv"), "the rejection alert", timeout=400)
+    assert "not_null(my_col_1): measured 7 nulls" in alert["text"]
+    [branch] = [b for b in lake.wap_branches() if table_name in b]
+    assert lake.count(f"wap.{table_name}", ref=branch) == 120_000  # main's rows + the rejected file's
+
+    # A duplicate event for the same version does not start a second job run.
+    sqs = boto3.client("sqs", endpoint_url=stack_env["AWS_ENDPOINT_URL"], region_name=stack_env["AWS_REGION"])
+    head = lake.s3.head_object(Bucket=stack_env["SOURCE_BUCKET"], Key=f"{table_name}/big.csv")
+    event = {"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put", "s3": {
+        "bucket": {"name": stack_env["SOURCE_BUCKET"]},
+        "object": {"key": f"{table_name}/big.csv", "size": head["ContentLength"], "eTag": head["ETag"].strip('"')}}}]}
+    sqs.send_message(QueueUrl=stack_env["WAP_STACK_QUEUE_URL"], MessageBody=json.dumps(event))
+    wait_for(lambda: _queue_empty(sqs, stack_env["WAP_STACK_QUEUE_URL"]), "the duplicate event to be consumed")
+    assert len(job_runs(stack_env, table_name)) == 2  # one per file, none for the duplicate
+    assert table_rows(lake, f"wap.{table_name}") == 60_000
+
+
+def _queue_empty(sqs: Any, url: str) -> bool:
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    return attrs["ApproximateNumberOfMessages"] == "0" and attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+def test_a_burst_of_200_small_files_publishes_every_good_file_exactly_once(
+    lake: Lake, local_stack: StackState, table_name: str
+) -> None:
+    bad = set(random.Random(7).sample(range(200), 3))
+    for i in range(200):
+        lake.drop(f"{table_name}/part-{i:03d}.csv", csv_bytes(10, nulls=2 if i in bad else 0, start=i * 10))
+    good_rows = 10 * (200 - len(bad))
+    assert wait_for(lambda: table_rows(lake, f"wap.{table_name}") == good_rows or None,
+                    f"{good_rows} rows on main", timeout=600)
+    spark = lake.service.ports.writer.writer._spark
+    ids = spark.sql(f"SELECT my_col_0 FROM nessie.wap.{table_name}").collect()
+    expected = {i * 10 + k for i in range(200) if i not in bad for k in range(10)}
+    assert sorted(r["my_col_0"] for r in ids) == sorted(expected)  # every good file once, no bad row
+    rejected = wait_for(lambda: [b for b in lake.wap_branches() if table_name in b] if len(
+        [b for b in lake.wap_branches() if table_name in b]) == len(bad) else None, "one branch per bad file")
+    assert len(rejected) == len(bad)
