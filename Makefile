@@ -10,7 +10,7 @@ MVN := mvn -q -B -f docker/pom.xml
 SAM_CLI_VERSION := 1.150.0
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars rie lint test test-unit demo bench stack-up stack-down clean
+.PHONY: setup jars rie lint test test-unit demo bench stack-up stack-down clean emr-artifacts
 
 setup: $(VENV)/.installed jars rie
 
@@ -56,6 +56,14 @@ demo: setup
 bench: setup
 	$(PY) -m benchmarks.run
 
+# The EMR Serverless job's artefacts (entry point, package, Python archive, audits, pinned jars) into dist/emr,
+# uploaded to WAP_EMR_ARTIFACTS (default s3://$LAKE_BUCKET/emr/artifacts; AWS, or the local stack after
+# `eval "$$(wap stack env)"`). setup_aws.py runs the same upload after provisioning.
+emr-artifacts: setup
+	rm -rf dist/emr
+	$(PY) -m wap_ingest.artifacts build --dest dist/emr
+	$(PY) -m wap_ingest.artifacts upload --dest dist/emr
+
 stack-up: setup
 	$(VENV)/bin/wap stack up
 
@@ -64,7 +72,7 @@ stack-down:
 
 clean:
 	-$(VENV)/bin/wap stack down
-	rm -rf $(VENV) $(JARS) .wap .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(JARS) .wap .pytest_cache .mypy_cache .ruff_cache dist
 
 # The Serverless Framework v3 CLI pinned in package.json/package-lock.json, into ./node_modules
 # (`npx serverless deploy`, see docs/deploy.md). The serverless.yml tests install it themselves if missing.

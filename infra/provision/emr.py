@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from infra.provision import documents
@@ -85,3 +86,58 @@ def remove_application(ctx: Context) -> Outcome:
     name = ctx.names.emr_application
     app = find_application(ctx.clients("emr-serverless"), name)
     return ctx.removal(app is not None, lambda: _stop_then_delete(ctx, app or {}), _KIND, name)
+
+
+# --- the job's artefacts (`make emr-artifacts` builds them into dist/emr) ------------------------------
+
+ARTIFACTS_DIR = Path(__file__).resolve().parents[2] / "dist" / "emr"
+_ARTIFACTS_KIND = "emr job artefacts"
+
+
+def artifacts_prefix(_ctx: Context) -> str:
+    return "emr/artifacts"
+
+
+def _remote_sizes(ctx: Context) -> dict[str, int]:
+    s3, sizes = ctx.clients("s3"), dict[str, int]()
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=ctx.names.lake_bucket,
+                                                             Prefix=f"{artifacts_prefix(ctx)}/"):
+        sizes |= {item["Key"]: int(item["Size"]) for item in page.get("Contents", [])}
+    return sizes
+
+
+def ensure_artifacts(ctx: Context, source: Path = ARTIFACTS_DIR) -> Outcome:
+    """Upload what `make emr-artifacts` built (the entry point, package, Python archive, audits, jars) to
+    s3://<lake>/emr/artifacts, where the function's job requests point (WAP_EMR_ARTIFACTS)."""
+    where = f"s3://{ctx.names.lake_bucket}/{artifacts_prefix(ctx)}"
+    files = sorted(p for p in source.rglob("*") if p.is_file()) if source.is_dir() else []
+    if not files:
+        ctx.note(f"{'':<13} - {_ARTIFACTS_KIND}: {source} is empty; run `make emr-artifacts` (it builds and uploads "
+                 f"them to {where}), or build them and run this again.")
+        return ctx.report(Outcome.UNCHANGED, _ARTIFACTS_KIND, where, "nothing built")
+    try:
+        remote = _remote_sizes(ctx)
+    except Exception:  # a dry run before the lake bucket exists
+        remote = {}
+    keys = {f"{artifacts_prefix(ctx)}/{p.relative_to(source).as_posix()}": p for p in files}
+    changed = [key for key, path in keys.items() if remote.get(key) != path.stat().st_size]
+
+    def upload() -> None:
+        for key in changed:
+            ctx.clients("s3").upload_file(str(keys[key]), ctx.names.lake_bucket, key)
+
+    return ctx.converge([k.rsplit("/", 1)[-1] for k in changed], upload, _ARTIFACTS_KIND, where)
+
+
+def remove_artifacts(ctx: Context) -> Outcome:
+    where = f"s3://{ctx.names.lake_bucket}/{artifacts_prefix(ctx)}"
+    try:
+        remote = _remote_sizes(ctx)
+    except Exception:  # the lake bucket is already gone
+        remote = {}
+
+    def delete() -> None:
+        for key in remote:
+            ctx.clients("s3").delete_object(Bucket=ctx.names.lake_bucket, Key=key)
+
+    return ctx.removal(bool(remote), delete, _ARTIFACTS_KIND, where, f"{len(remote)} objects")

@@ -24,6 +24,7 @@ STEPS: tuple[Step, ...] = (
     Step("events", storage.ensure_notification, storage.remove_notification),
     Step("image", registry.ensure_repository, registry.remove_repository),
     Step("emr", emr.ensure_application, emr.remove_application),
+    Step("emr", emr.ensure_artifacts, emr.remove_artifacts),
     Step("iam", roles.ensure_emr_job_role, roles.remove_emr_job_role),
     Step("iam", roles.ensure_lambda_role, roles.remove_lambda_role),
     Step("secrets", secrets.ensure_slack_token, secrets.remove_slack_token),
