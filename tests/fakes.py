@@ -181,7 +181,7 @@ class FakeWriter(TableWriter):
         self._ids = itertools.count(1000)
 
     def append(self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
-               properties: Mapping[str, str]) -> AppendResult:
+               properties: Mapping[str, str], *, allow_new_columns: bool = False) -> AppendResult:
         if self.fail_with is not None:
             raise self.fail_with
         content = self.objects.objects[(source.bucket, source.key)]

@@ -22,6 +22,7 @@ from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
+from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
@@ -77,9 +78,10 @@ class LazyWriter(TableWriter):
         return self._writer is not None
 
     def append(
-        self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str, properties: Mapping[str, str]
+        self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str, properties: Mapping[str, str],
+        *, allow_new_columns: bool = False,
     ) -> AppendResult:
-        return self.writer.append(source, fmt, table, branch, properties)
+        return self.writer.append(source, fmt, table, branch, properties, allow_new_columns=allow_new_columns)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         return self.writer.find_append(table, ref, identity)
@@ -156,6 +158,12 @@ def catalog_for(settings: Settings) -> NessieBranches:
     return NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout, auth=auth)
 
 
+def reports_for(settings: Settings, client: object | None = None) -> S3ReportStore:
+    """Where rejected runs' audit reports are kept: s3://$LAKE_BUCKET/wap-reports/<branch>.json."""
+    s3 = client or s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    return S3ReportStore(s3, settings.lake_bucket)
+
+
 def reader_for(settings: Settings) -> IcebergRestReader:
     return IcebergRestReader(settings.nessie_endpoint, nessie_tokens_for(settings))
 
@@ -165,7 +173,8 @@ def build_service(settings: Settings) -> Service:
     suites = load_suites(settings.audits_file, settings.namespace)
     settings.spark_jars()  # fail early, with the fix, if the jars are missing
     credentials = nessie_credentials_for(settings)  # reads the client secret now: a missing one fails start-up
-    objects = S3ObjectStore(s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout))
+    s3 = s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    objects = S3ObjectStore(s3)
     downloads = settings.work_dir / "downloads"
     writer = LazyWriter(
         lambda: SparkIcebergWriter(
@@ -175,7 +184,7 @@ def build_service(settings: Settings) -> Service:
     catalog = catalog_for(settings)
     return Service(
         settings=settings,
-        ports=Ports(catalog=catalog, writer=writer, objects=objects),
+        ports=Ports(catalog=catalog, writer=writer, objects=objects, reports=reports_for(settings, s3)),
         suites=suites,
         config=PipelineConfig(default_namespace=settings.namespace, main_branch=settings.main_branch),
         objects=objects,
