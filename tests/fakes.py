@@ -31,7 +31,7 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.ports import CatalogBranches, ObjectStore, TableWriter
+from wap_ingest.core.ports import CatalogBranches, ObjectStore, ReportStore, TableWriter
 
 Rows = list[dict[str, Any]]
 
@@ -221,3 +221,16 @@ class FakeWriter(TableWriter):
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:
     content = catalog.contents(ref).get(table)
     return [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
+
+
+class FakeReportStore(ReportStore):
+    def __init__(self) -> None:
+        self.saved: dict[str, Mapping[str, object]] = {}
+
+    def save(self, branch: str, document: Mapping[str, object]) -> str:
+        self.saved[branch] = document
+        return f"memory://{branch}.json"
+
+    def load(self, branch: str) -> dict[str, object] | None:
+        found = self.saved.get(branch)
+        return dict(found) if found is not None else None
