@@ -32,7 +32,7 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.ports import BatchTableWriter, CatalogBranches, ObjectStore, TableWriter
+from wap_ingest.core.ports import BatchTableWriter, CatalogBranches, ObjectStore, ReportStore, TableWriter
 
 Rows = list[dict[str, Any]]
 
@@ -182,7 +182,7 @@ class FakeWriter(TableWriter):
         self._ids = itertools.count(1000)
 
     def append(self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
-               properties: Mapping[str, str]) -> AppendResult:
+               properties: Mapping[str, str], *, allow_new_columns: bool = False) -> AppendResult:
         if self.fail_with is not None:
             raise self.fail_with
         content = self.objects.objects[(source.bucket, source.key)]
@@ -292,3 +292,16 @@ class FakeBatchWriter(FakeWriter, BatchTableWriter):
         self.batches.append(len(accepted))
         appended = AppendResult(len(written), snapshot_id, parent, existing is None, common)
         return BatchAppend(appended, tuple(accepted), measured, unreadable)
+
+
+class FakeReportStore(ReportStore):
+    def __init__(self) -> None:
+        self.saved: dict[str, Mapping[str, object]] = {}
+
+    def save(self, branch: str, document: Mapping[str, object]) -> str:
+        self.saved[branch] = document
+        return f"memory://{branch}.json"
+
+    def load(self, branch: str) -> dict[str, object] | None:
+        found = self.saved.get(branch)
+        return dict(found) if found is not None else None

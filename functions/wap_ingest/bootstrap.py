@@ -24,6 +24,7 @@ from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
+from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
@@ -88,9 +89,10 @@ class LazyWriter(TableWriter):
         return self._writer is not None
 
     def append(
-        self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str, properties: Mapping[str, str]
+        self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str, properties: Mapping[str, str],
+        *, allow_new_columns: bool = False,
     ) -> AppendResult:
-        return self.writer.append(source, fmt, table, branch, properties)
+        return self.writer.append(source, fmt, table, branch, properties, allow_new_columns=allow_new_columns)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         return self.writer.find_append(table, ref, identity)
@@ -209,6 +211,12 @@ def catalog_for(settings: Settings) -> NessieBranches:
     return NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout, auth=auth)
 
 
+def reports_for(settings: Settings, client: object | None = None) -> S3ReportStore:
+    """Where rejected runs' audit reports are kept: s3://$LAKE_BUCKET/wap-reports/<branch>.json."""
+    s3 = client or s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    return S3ReportStore(s3, settings.lake_bucket)
+
+
 def reader_for(settings: Settings) -> IcebergRestReader:
     return IcebergRestReader(settings.nessie_endpoint, nessie_tokens_for(settings))
 
@@ -242,7 +250,7 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
     catalog = catalog_for(settings)
     return Service(
         settings=settings,
-        ports=Ports(catalog=catalog, writer=writer, objects=objects),
+        ports=Ports(catalog=catalog, writer=writer, objects=objects, reports=reports_for(settings, s3)),
         suites=suites,
         config=PipelineConfig(default_namespace=settings.namespace, main_branch=settings.main_branch),
         objects=objects,

@@ -22,7 +22,7 @@ from wap_ingest.core.errors import (
     EmptySourceError,
     EngineError,
     ObjectStoreUnavailableError,
-    SchemaMismatchError,
+    SchemaDriftError,
     UnreadableSourceError,
     WapError,
 )
@@ -35,6 +35,8 @@ from wap_ingest.core.models import (
     TableRef,
 )
 from wap_ingest.core.ports import TableWriter
+
+from .spark_audit import added_file_metrics, measure_frame
 
 CATALOG = "nessie"
 EXTENSIONS = (
@@ -162,12 +164,14 @@ class SparkIcebergWriter(TableWriter):
         table: TableRef,
         branch: str,
         properties: Mapping[str, str],
+        *,
+        allow_new_columns: bool = False,
     ) -> AppendResult:
         staged = self._stage(source)
         try:
             frame = self._read(staged, fmt, source)
-            created = self._write(frame, source, table, branch, properties)
-            appended = self._last_append(table, branch, created, tuple(frame.columns))
+            created, added = self._write(frame, source, table, branch, properties, allow_new_columns)
+            appended = self._last_append(table, branch, created, tuple(frame.columns), added)
         finally:
             self._cleanup(staged)
         if appended is None or appended.rows == 0:
@@ -186,13 +190,9 @@ class SparkIcebergWriter(TableWriter):
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
     ) -> Measurements:
-        columns = appended.columns
-        wanted = [c for c in plan.null_count_columns if c.lower() in {x.lower() for x in columns}]
-        if not wanted:
-            # The snapshot summary already counted the rows: no data is read.
-            return Measurements(row_count=appended.rows, columns=columns)
-        from pyspark.sql import functions as F
-
+        """The new rows are the incremental scan of the append's snapshot (only the data files it added);
+        the files' metrics from its manifests answer what they can before any row is read."""
+        ident = table_identifier(table, branch)
         reader = self._spark.read.format("iceberg")
         if appended.parent_snapshot_id is None:
             reader = reader.option("snapshot-id", str(appended.snapshot_id))
@@ -201,17 +201,17 @@ class SparkIcebergWriter(TableWriter):
                 "end-snapshot-id", str(appended.snapshot_id)
             )
         try:
-            frame = reader.load(table_identifier(table, branch))
-            exprs = [F.count(F.lit(1)).alias("__rows")] + [
-                F.sum(F.when(frame[c].isNull(), 1).otherwise(0)).alias(f"__nulls_{i}") for i, c in enumerate(wanted)
-            ]
-            row = frame.agg(*exprs).collect()[0]
+            metrics = added_file_metrics(self._spark, self._iceberg_table(table, branch), appended.snapshot_id)
+            base = None
+            if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
+                base = self._spark.read.format("iceberg").option(
+                    "snapshot-id", str(appended.parent_snapshot_id)).load(ident)
+            return measure_frame(self._spark, reader.load(ident), plan, row_count=appended.rows, metrics=metrics,
+                                 base=base)
         except WapError:
             raise
         except Exception as exc:
             raise _engine_error(f"auditing the new rows of {table} on {branch!r}", exc) from exc
-        nulls = {c: int(row[f"__nulls_{i}"] or 0) for i, c in enumerate(wanted)}
-        return Measurements(row_count=int(row["__rows"]), null_counts=nulls, columns=columns)
 
     # --- internals ---------------------------------------------------------------------------------
 
@@ -233,31 +233,71 @@ class SparkIcebergWriter(TableWriter):
             ) from exc
 
     def _write(
-        self, frame: Any, source: SourceObject, table: TableRef, branch: str, properties: Mapping[str, str]
-    ) -> bool:
+        self, frame: Any, source: SourceObject, table: TableRef, branch: str, properties: Mapping[str, str],
+        allow_new_columns: bool = False,
+    ) -> tuple[bool, tuple[str, ...]]:
+        """Append (or create the table); returns (created, the columns added to the table on the branch)."""
         from pyspark.errors import AnalysisException
 
         ident = table_identifier(table, branch)
         writer = frame.writeTo(ident)
         for key, value in properties.items():
             writer = writer.option(f"snapshot-property.{key}", value)
+        current = self._schema(ident, table, branch)
+        if current is None:
+            try:
+                writer.tableProperty("format-version", "2").create()
+                return True, ()
+            except Exception as exc:
+                raise _engine_error(f"creating {table} on {branch!r} from {source.uri}", exc) from exc
+        difference, new = schema_difference(current, frame.schema)
+        if new and not allow_new_columns:
+            raise self._drift(source, table, frame, difference, "the suite's schema policy rejects new columns",
+                              "add `new_columns: allow` to the table's schema check in the audits file to add "
+                              "them (on the branch; main gets them when the file is published), or drop them "
+                              "from the file")
+        if new:
+            self._add_columns(table, branch, frame, new)
         try:
             writer.append()
-            return False
+            return False, new
         except AnalysisException as exc:
-            if "TABLE_OR_VIEW_NOT_FOUND" not in str(exc) and "cannot be found" not in str(exc):
-                raise SchemaMismatchError(
-                    f"{source.uri}: its columns do not fit table {table} ({_first_line(exc)}). File schema: "
-                    f"{frame.schema.simpleString()}. Fix: align the file's column names and types with the "
-                    f"table, or ingest it into a new table with --table."
-                ) from exc
+            raise self._drift(source, table, frame, difference, _first_line(exc),
+                              "align the file's column names and types with the table, or ingest it into a new "
+                              "table with --table") from exc
         except Exception as exc:
             raise _engine_error(f"appending {source.uri} to {table} on {branch!r}", exc) from exc
+
+    def _schema(self, ident: str, table: TableRef, branch: str) -> Any:
+        """The table's Spark schema on the branch, or None if there is no such table (metadata only)."""
+        from pyspark.errors import AnalysisException
+
         try:
-            writer.tableProperty("format-version", "2").create()
-            return True
+            return self._spark.table(ident).schema
+        except AnalysisException as exc:
+            if "TABLE_OR_VIEW_NOT_FOUND" in str(exc) or "cannot be found" in str(exc):
+                return None
+            raise _engine_error(f"reading the schema of {table} on {branch!r}", exc) from exc
         except Exception as exc:
-            raise _engine_error(f"creating {table} on {branch!r} from {source.uri}", exc) from exc
+            raise _engine_error(f"reading the schema of {table} on {branch!r}", exc) from exc
+
+    @staticmethod
+    def _drift(source: SourceObject, table: TableRef, frame: Any, difference: tuple[str, ...], why: str,
+               fix: str) -> SchemaDriftError:
+        shown = "; ".join(difference) or "no column differs by name; a type or nullability does not fit"
+        return SchemaDriftError(
+            f"{source.uri}: its columns do not fit table {table} ({why}). Difference (file vs table): {shown}. "
+            f"File schema: {frame.schema.simpleString()}. Fix: {fix}.", difference,
+        )
+
+    def _add_columns(self, table: TableRef, branch: str, frame: Any, new: tuple[str, ...]) -> None:
+        """Add the file's new columns to the table on the branch (a schema commit there, not on main)."""
+        try:
+            jvm = self._spark.sparkContext._jvm
+            added = jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(frame.select(*new)._jdf.schema())
+            self._iceberg_table(table, branch).updateSchema().unionByNameWith(added).commit()
+        except Exception as exc:
+            raise _engine_error(f"adding columns {', '.join(new)} to {table} on {branch!r}", exc) from exc
 
     def _iceberg_table(self, table: TableRef, ref: str) -> Any:
         """The Iceberg table object on `ref`, loaded through the session's catalog (one catalog call, no
@@ -270,7 +310,7 @@ class SparkIcebergWriter(TableWriter):
         return catalog.loadTable(identifier).table()
 
     def _last_append(
-        self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...]
+        self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...], added: tuple[str, ...] = ()
     ) -> AppendResult | None:
         """The snapshot the write just committed on the branch (ours alone writes there), or None if the write
         committed none (an empty file)."""
@@ -279,16 +319,30 @@ class SparkIcebergWriter(TableWriter):
             if snapshot is None:
                 return None
             parent = snapshot.parentId()
-            added = snapshot.summary().get("added-records")
+            records = snapshot.summary().get("added-records")
             return AppendResult(
-                rows=int(added or 0),
+                rows=int(records or 0),
                 snapshot_id=int(snapshot.snapshotId()),
                 parent_snapshot_id=None if parent is None else int(parent),
                 table_created=created,
                 columns=columns,
+                added_columns=added,
             )
         except Exception as exc:
             raise _engine_error(f"reading the new snapshot of {table} on {branch!r}", exc) from exc
+
+
+def schema_difference(table: Any, file: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Column by column, the file's Spark schema against the table's (names compared case-insensitively):
+    the lines of the difference, and the names of the file's new columns."""
+    mine = {f.name.lower(): f for f in file.fields}
+    theirs = {f.name.lower(): f for f in table.fields}
+    lines = [f"missing {f.name} ({f.dataType.simpleString()})" for k, f in theirs.items() if k not in mine]
+    lines += [f"{f.name}: {theirs[k].dataType.simpleString()} in the table, {f.dataType.simpleString()} in the file"
+              for k, f in mine.items() if k in theirs and theirs[k].dataType != f.dataType]
+    new = tuple(f.name for k, f in mine.items() if k not in theirs)
+    lines += [f"new {f.name} ({f.dataType.simpleString()})" for k, f in mine.items() if k not in theirs]
+    return tuple(lines), new
 
 
 def _first_line(exc: BaseException) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from wap_ingest.adapters.spark import SparkIcebergWriter, table_identifier
 from wap_ingest.adapters.spark import _engine_error as engine_error
+from wap_ingest.adapters.spark_audit import measure_frame
 from wap_ingest.core.batch import IDENTITY_KEY, ROWS_KEY
 from wap_ingest.core.errors import BadInputError, WapError
 from wap_ingest.core.models import (
@@ -141,7 +142,7 @@ class SparkBatchWriter(BatchTableWriter):
             rows = frame.filter(_path_of(F.col(FILE_COLUMN)).isin(keep)).drop(FILE_COLUMN)
             first = accepted[0]
             try:
-                created = self._writer._write(rows, first, table, branch, properties(accepted))
+                created, _ = self._writer._write(rows, first, table, branch, properties(accepted))
             except BadInputError as exc:  # the batch's columns do not fit the table: each file alone says why
                 return BatchAppend(None, (), measured, unreadable | {s.identity: str(exc) for s in accepted})
             appended = self._writer._last_append(table, branch, created, columns)
@@ -163,7 +164,8 @@ class SparkBatchWriter(BatchTableWriter):
     def _measure(
         self, frame: Any, columns: tuple[str, ...], plan: MeasurementPlan, by_path: Mapping[str, SourceObject]
     ) -> dict[str, Measurements]:
-        """Every file's row count and null counts in one grouped pass over the batch."""
+        """Every file's row count and null counts in one grouped pass over the batch; a plan that needs more (row
+        rules, keys, freshness, queries) is measured per file with the one-file path's `measure_frame`."""
         from pyspark.sql import functions as F
 
         wanted = [c for c in plan.null_count_columns if c.lower() in {x.lower() for x in columns}]
@@ -173,13 +175,19 @@ class SparkBatchWriter(BatchTableWriter):
             for i, c in enumerate(wanted)
         ]
         grouped = frame.groupBy(_path_of(F.col(FILE_COLUMN)).alias("__path")).agg(*exprs).collect()
-        measured = {s.identity: Measurements(row_count=0, null_counts={}, columns=columns) for s in by_path.values()}
-        for row in grouped:
-            source = by_path.get(row["__path"])
-            if source is not None:
-                nulls = {actual[c.lower()]: int(row[f"__nulls_{i}"] or 0) for i, c in enumerate(wanted)}
-                measured[source.identity] = Measurements(row_count=int(row["__rows"]), null_counts=nulls,
-                                                         columns=columns)
+        types = {f.name: f.dataType.simpleString() for f in frame.schema.fields if f.name != FILE_COLUMN}
+        counted = {row["__path"]: row for row in grouped}
+        measured: dict[str, Measurements] = {}
+        richer = bool(plan.rules or plan.unique_keys or plan.existing_keys or plan.max_columns or plan.queries)
+        for tag, source in by_path.items():
+            row = counted.get(tag)
+            rows = int(row["__rows"]) if row is not None else 0
+            if richer and rows:
+                own = frame.filter(_path_of(F.col(FILE_COLUMN)) == F.lit(tag)).drop(FILE_COLUMN)
+                measured[source.identity] = measure_frame(self._spark, own, plan, row_count=rows)
+                continue
+            nulls = {actual[c.lower()]: int(row[f"__nulls_{i}"] or 0) for i, c in enumerate(wanted)} if row else {}
+            measured[source.identity] = Measurements(row_count=rows, null_counts=nulls, columns=columns, types=types)
         return measured
 
 

@@ -9,14 +9,17 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .models import IngestOutcome, OutcomeStatus, SourceObject
+from .models import AuditReport, CheckResult, IngestOutcome, OutcomeStatus, SourceObject
 
 MAX_FAILED_CHECKS = 10
 MAX_LISTED_BRANCHES = 20
+MAX_SAMPLES_SHOWN = 2  # sample rows per check in the alert (the stored report keeps up to 5)
+MAX_SAMPLE_CHARS = 160
 
 
 class AlertKind(enum.StrEnum):
     REJECTED = "rejected"  # the audit failed: a data problem, the branch is open
+    WARNED = "warned"  # published, but checks of severity `warn` failed: worth a look
     INVALID = "invalid"  # the file cannot be ingested as it is: a data problem, nothing was written
     INFRASTRUCTURE = "infrastructure"  # a component failed: not a data problem
     MAINTENANCE = "maintenance"  # an operator's bulk action (pruning old branches)
@@ -56,34 +59,68 @@ def _correlation(correlation_id: str | None) -> tuple[tuple[str, str], ...]:
     return (("Correlation id", correlation_id),) if correlation_id else ()
 
 
+def _compact(check: CheckResult) -> str:
+    """One line per check: status, check(target), measured vs expected, and a sample or two."""
+    line = (f"{check.status.value.upper()} {check.check}({check.target}): measured {check.measured}, "
+            f"expected {check.expected}")
+    if check.samples:
+        shown = "; ".join(
+            ", ".join(f"{k}={v}" for k, v in sample.items())[:MAX_SAMPLE_CHARS]
+            for sample in check.samples[:MAX_SAMPLES_SHOWN]
+        )
+        more = len(check.samples) - MAX_SAMPLES_SHOWN
+        line += f"\n    e.g. {shown}" + (f" (+{more} more in the report)" if more > 0 else "")
+    return line
+
+
+def report_lines(report: AuditReport) -> tuple[str, ...]:
+    """The compact form of a report: failed checks first, then warnings, at most MAX_FAILED_CHECKS lines."""
+    flagged = report.failures + report.warnings
+    lines = tuple(_compact(c) for c in flagged[:MAX_FAILED_CHECKS])
+    if len(flagged) > MAX_FAILED_CHECKS:
+        lines += (f"... and {len(flagged) - MAX_FAILED_CHECKS} more failed or warned checks (wap show has all)",)
+    passed = len(report.checks) - len(flagged)
+    if passed:
+        lines += (f"{passed} other check(s) passed",)
+    return lines
+
+
 def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None) -> Alert | None:
     """The alert an outcome deserves, or None (a clean publish is not news)."""
     if outcome.status is OutcomeStatus.REJECTED and outcome.report is not None and outcome.branch:
         table = outcome.table or "?"
         failures = outcome.report.failures
-        details = tuple(
-            f"FAILED {c.check}({c.target}): measured {c.measured}, expected {c.expected}"
-            for c in failures[:MAX_FAILED_CHECKS]
-        )
-        if len(failures) > MAX_FAILED_CHECKS:
-            details += (f"... and {len(failures) - MAX_FAILED_CHECKS} more failed checks",)
         return Alert(
             kind=AlertKind.REJECTED,
             title=f":warning: WAP audit failed for {table}",
             summary=f"{outcome.rows} new rows were NOT published; main is unchanged. The rows wait on the branch.",
             fields=(("Table", table), ("Object", outcome.source.uri), ("Branch", outcome.branch),
                     ("Rows", str(outcome.rows)), ("Failed checks", str(len(failures))), *_correlation(correlation_id)),
-            details=details,
+            details=report_lines(outcome.report),
             commands=branch_commands(outcome.branch, table),
         )
+    if outcome.status is OutcomeStatus.PUBLISHED and outcome.report is not None and outcome.report.warnings:
+        table = outcome.table or "?"
+        return Alert(
+            kind=AlertKind.WARNED,
+            title=f":large_yellow_circle: WAP published {table} with warnings",
+            summary=f"{outcome.rows} new rows were published to main; checks of severity `warn` failed. "
+            "Look at the source if this is not expected.",
+            fields=(("Table", table), ("Object", outcome.source.uri), ("Rows", str(outcome.rows)),
+                    ("Warnings", str(len(outcome.report.warnings))), *_correlation(correlation_id)),
+            details=report_lines(outcome.report),
+        )
     if outcome.status is OutcomeStatus.INVALID:
+        details: tuple[str, ...] = (outcome.message,)
+        if outcome.report is not None:
+            details += report_lines(outcome.report)
         return Alert(
             kind=AlertKind.INVALID,
             title=f":no_entry: WAP could not ingest {outcome.source.uri}",
             summary="The file cannot be ingested as it is; nothing was written to the lake.",
             fields=(("Table", outcome.table or "(none: the key did not name one)"), ("Object", outcome.source.uri),
                     *_correlation(correlation_id)),
-            details=(outcome.message,),
+            details=details,
         )
     return None
 

@@ -119,7 +119,10 @@ def run_batch(
             continue
         groups.setdefault(target, []).append(_Item(index, source, fmt))
     for target, items in groups.items():
-        if len(items) == 1:
+        if suites.suite_for(target).plan().existing_keys:
+            # "unique against main": each file must see the files published before it, so they go one by one
+            results.update({i.index: _alone(i.source, ports, suites, config, stop) for i in items})
+        elif len(items) == 1:
             results[items[0].index] = _alone(items[0].source, ports, suites, config, stop)
         elif stop():
             results.update({i.index: stop.error(i.source) for i in items})

@@ -50,6 +50,14 @@ class SchemaMismatchError(BadInputError):
     """The file's schema cannot be appended to the existing table."""
 
 
+class SchemaDriftError(SchemaMismatchError):
+    """The file's columns differ from the table's in a way the suite's schema policy does not allow."""
+
+    def __init__(self, message: str, difference: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.difference = difference  # one line per column: "missing a (bigint)", "b: int -> string", "new c (string)"
+
+
 class InfrastructureError(WapError):
     """A component failed; the event should be retried. `main` is untouched."""
 

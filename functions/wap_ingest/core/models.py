@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 
 class FileFormat(enum.StrEnum):
@@ -63,6 +64,32 @@ class AppendResult:
     parent_snapshot_id: int | None
     table_created: bool
     columns: tuple[str, ...] = ()
+    # the file's columns the table did not have, added on the branch (schema policy `new_columns: allow`)
+    added_columns: tuple[str, ...] = ()
+
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class RowRule:
+    """A condition every new row must meet (null values are left to `not_null`). The engine counts the
+    rows that break it and keeps a few of them as samples. `key` names it in the Measurements."""
+
+    key: str
+    kind: str  # accepted_values | range | regex
+    column: str
+    values: tuple[Scalar, ...] = ()
+    low: int | float | None = None
+    high: int | float | None = None
+    pattern: str | None = None
+
+
+T = TypeVar("T")
+
+
+def _union(first: tuple[T, ...], second: tuple[T, ...]) -> tuple[T, ...]:
+    return tuple(dict.fromkeys(first + second))
 
 
 @dataclass(frozen=True)
@@ -70,24 +97,63 @@ class MeasurementPlan:
     """What the audit needs measured on the new rows. Built by the core, answered by the engine."""
 
     null_count_columns: tuple[str, ...] = ()
+    rules: tuple[RowRule, ...] = ()
+    unique_keys: tuple[tuple[str, ...], ...] = ()  # duplicated keys within the new rows
+    existing_keys: tuple[tuple[str, ...], ...] = ()  # new keys already in the table before this append
+    max_columns: tuple[str, ...] = ()  # the newest value of these columns (freshness)
+    queries: tuple[str, ...] = ()  # custom SQL over the view `new_rows`: the rows it returns
+    samples: int = 5
 
     def merged(self, other: MeasurementPlan) -> MeasurementPlan:
-        cols = tuple(dict.fromkeys(self.null_count_columns + other.null_count_columns))
-        return MeasurementPlan(null_count_columns=cols)
+        return MeasurementPlan(
+            null_count_columns=_union(self.null_count_columns, other.null_count_columns),
+            rules=_union(self.rules, other.rules),
+            unique_keys=_union(self.unique_keys, other.unique_keys),
+            existing_keys=_union(self.existing_keys, other.existing_keys),
+            max_columns=_union(self.max_columns, other.max_columns),
+            queries=_union(self.queries, other.queries),
+            samples=max(self.samples, other.samples),
+        )
+
+    @property
+    def reads_rows(self) -> bool:
+        """False when the snapshot summary and the files' metrics can answer everything."""
+        return bool(self.rules or self.unique_keys or self.existing_keys or self.queries)
+
+
+Sample = Mapping[str, str]  # one row, values as text
 
 
 @dataclass(frozen=True)
 class Measurements:
-    """The engine's answers for the rows one run appended."""
+    """The engine's answers for the rows one run appended. Keys of the mappings: column names, the
+    RowRule keys, the key column tuples and the queries of the plan. Samples are keyed by `sample_key`."""
 
     row_count: int
     null_counts: Mapping[str, int] = field(default_factory=dict)
     columns: tuple[str, ...] = ()
+    types: Mapping[str, str] = field(default_factory=dict)  # column -> engine type name (bigint, string...)
+    violations: Mapping[str, int] = field(default_factory=dict)  # RowRule.key -> rows breaking it
+    duplicates: Mapping[tuple[str, ...], int] = field(default_factory=dict)  # key -> rows beyond the first
+    existing: Mapping[tuple[str, ...], int] = field(default_factory=dict)  # key -> new rows whose key exists
+    newest: Mapping[str, int | None] = field(default_factory=dict)  # column -> max, microseconds since epoch
+    query_rows: Mapping[str, int] = field(default_factory=dict)  # query -> rows returned
+    samples: Mapping[str, tuple[Sample, ...]] = field(default_factory=dict)
+    added_columns: tuple[str, ...] = ()
+    from_metadata: tuple[str, ...] = ()  # what the files' metrics answered without reading rows
+
+
+def sample_key(kind: str, target: object) -> str:
+    """The key of a check's samples in Measurements.samples: `not_null:col`, `unique:a,b`, a RowRule key..."""
+    if isinstance(target, tuple):
+        target = ",".join(str(t) for t in target)
+    return f"{kind}:{target}"
 
 
 class CheckStatus(enum.StrEnum):
     PASSED = "passed"
-    FAILED = "failed"
+    FAILED = "failed"  # a check of severity `error` failed: the run is rejected
+    WARNED = "warned"  # a check of severity `warn` failed: published, and the alert says so
 
 
 @dataclass(frozen=True)
@@ -97,10 +163,17 @@ class CheckResult:
     status: CheckStatus
     measured: str
     expected: str
+    severity: str = "error"
+    samples: tuple[Sample, ...] = ()
 
     @property
     def passed(self) -> bool:
         return self.status is CheckStatus.PASSED
+
+    def to_dict(self) -> dict[str, object]:
+        return {"check": self.check, "target": self.target, "status": self.status.value,
+                "measured": self.measured, "expected": self.expected, "severity": self.severity,
+                "samples": [dict(s) for s in self.samples]}
 
 
 @dataclass(frozen=True)
@@ -111,28 +184,40 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
+        """No check of severity `error` failed (warnings do not block the publish)."""
+        return not self.failures
 
     @property
     def failures(self) -> tuple[CheckResult, ...]:
-        return tuple(c for c in self.checks if not c.passed)
+        return tuple(c for c in self.checks if c.status is CheckStatus.FAILED)
+
+    @property
+    def warnings(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if c.status is CheckStatus.WARNED)
 
     def to_dict(self) -> dict[str, object]:
         return {
             "table": self.table,
             "rows": self.rows,
             "passed": self.passed,
-            "checks": [
-                {
-                    "check": c.check,
-                    "target": c.target,
-                    "status": c.status.value,
-                    "measured": c.measured,
-                    "expected": c.expected,
-                }
-                for c in self.checks
-            ],
+            "checks": [c.to_dict() for c in self.checks],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> AuditReport:
+        """The inverse of to_dict (a report persisted for a rejected run)."""
+        checks = data.get("checks")
+        results = []
+        for item in checks if isinstance(checks, list) else []:
+            samples = item.get("samples") or []
+            results.append(CheckResult(
+                check=str(item["check"]), target=str(item["target"]), status=CheckStatus(item["status"]),
+                measured=str(item["measured"]), expected=str(item["expected"]),
+                severity=str(item.get("severity", "error")),
+                samples=tuple({str(k): str(v) for k, v in s.items()} for s in samples),
+            ))
+        rows = data.get("rows")
+        return cls(table=str(data.get("table")), rows=rows if isinstance(rows, int) else 0, checks=tuple(results))
 
 
 class OutcomeStatus(enum.StrEnum):

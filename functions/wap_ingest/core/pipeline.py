@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from .audits import AuditSuites, audit
+from .audits import AuditContext, AuditSuite, AuditSuites, audit
 from .errors import (
     BadInputError,
     BranchExistsError,
     BranchNotFoundError,
     EmptySourceError,
     MergeConflictError,
+    SchemaDriftError,
     StaleHashError,
     WapError,
 )
@@ -28,6 +29,8 @@ from .models import (
     AppendResult,
     AuditReport,
     Branch,
+    CheckResult,
+    CheckStatus,
     FileFormat,
     IngestOutcome,
     MeasurementPlan,
@@ -37,7 +40,7 @@ from .models import (
     TableRef,
 )
 from .naming import branch_name_for, branch_prefix_for, format_for_key, table_for_key
-from .ports import CatalogBranches, ObjectStore, TableWriter
+from .ports import CatalogBranches, ObjectStore, ReportStore, TableWriter
 from .stopwatch import Stopwatch
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,7 @@ class Ports:
     catalog: CatalogBranches
     writer: TableWriter
     objects: ObjectStore
+    reports: ReportStore | None = None  # where rejected runs' reports go (for `wap show`); None: not kept
 
 
 @dataclass(frozen=True)
@@ -171,12 +175,13 @@ def _attempt(
         # Nessie refuses the second of two merges that both changed the table, so rows land at most once.
         branch = ports.catalog.create_branch(branch_name_for(target, source), main_hash)
     suite = suites.suite_for(target)
-    written = _write_and_measure(source, target, fmt, branch, suite.plan(), ports, watch)
+    written = _write_and_measure(source, target, fmt, branch, suite.plan(), ports, watch,
+                                 allow_new_columns=suite.allow_new_columns)
     if isinstance(written, IngestOutcome):
         return written
     appended, measured = written
     with watch.stage("audit"):
-        report = audit(suite, target, measured)
+        report = audit_measured(suite, target, measured, ports.catalog, config.main_branch)
     if not report.passed:
         return _reject(source, target, branch, appended, report, ports)
     with watch.stage("merge"):
@@ -195,23 +200,48 @@ def _duplicate(source: SourceObject, target: TableRef, published: AppendResult, 
     )
 
 
+def audit_measured(
+    suite: AuditSuite, target: TableRef, measured: Measurements, catalog: CatalogBranches, main: str
+) -> AuditReport:
+    """Evaluate the suite; the row counts of earlier published loads are read only if a check needs them."""
+    history: tuple[int, ...] = ()
+    if suite.history_loads:
+        loads = catalog.publications(target, on=main, limit=suite.history_loads)
+        history = tuple(int(p.properties["wap.rows"]) for p in loads if p.properties.get("wap.rows", "").isdigit())
+    return audit(suite, target, measured, AuditContext(history=history))
+
+
 def _write_and_measure(
     source: SourceObject, target: TableRef, fmt: FileFormat, branch: Branch, plan: MeasurementPlan, ports: Ports,
-    watch: Stopwatch,
+    watch: Stopwatch, *, allow_new_columns: bool = False,
 ) -> tuple[AppendResult, Measurements] | IngestOutcome:
-    """Append on the branch and measure the new rows; bad input is an INVALID outcome (branch deleted)."""
+    """Append on the branch and measure the new rows; bad input is an INVALID outcome (branch deleted).
+
+    A schema that does not fit the table is INVALID too, not REJECTED: such rows cannot be put on a branch
+    without changing the table in a way the suite forbids, so there is nothing to review or publish; the
+    outcome's report shows the difference, column by column."""
     ctx = _context(source, target, branch.name)
     try:
         log.info("writing %s into %s on branch %s", source.uri, target, branch.name, extra=ctx)
         with watch.stage("append"):
-            appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
+            if allow_new_columns:
+                appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source),
+                                               allow_new_columns=True)
+            else:
+                appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
         with watch.stage("audit"):  # measuring the new rows is the audit's cost
-            return appended, ports.writer.measure_appended(target, branch.name, appended, plan)
+            measured = ports.writer.measure_appended(target, branch.name, appended, plan)
+            return appended, replace(measured, added_columns=appended.added_columns)
     except BadInputError as exc:
         note = _discard_quietly(ports.catalog, branch.name)
         log.warning("invalid input: %s%s", exc, note, extra=ctx)
+        report = None
+        if isinstance(exc, SchemaDriftError):
+            report = AuditReport(target.qualified, 0, (CheckResult(
+                "schema", "columns", CheckStatus.FAILED, "; ".join(exc.difference) or str(exc),
+                "the table's columns and types" + ("" if allow_new_columns else "; new columns: reject")),))
         return IngestOutcome(source=source, status=OutcomeStatus.INVALID, table=target.qualified,
-                             message=f"{exc}{note}")
+                             message=f"{exc}{note}", report=report)
     except WapError as exc:
         if _vanished(ports.catalog, branch.name):  # a concurrent duplicate published and cleaned up
             raise BranchNotFoundError(f"branch {branch.name!r} was deleted during the run: {exc}") from exc
@@ -226,11 +256,24 @@ def _reject(
     failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
     log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed,
                 extra=_context(source, target, branch.name))
-    return IngestOutcome(
+    outcome = IngestOutcome(
         source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch.name,
         rows=appended.rows, report=report,
         message=f"audit failed: {failed}. The rows stay on branch {branch.name!r}; main is unchanged.",
     )
+    return replace(outcome, message=outcome.message + _keep_report(ports.reports, outcome))
+
+
+def _keep_report(reports: ReportStore | None, outcome: IngestOutcome) -> str:
+    """Persist a rejected run's report for `wap show`; a storage failure is noted, not raised (the branch
+    and the alert still carry the facts)."""
+    if reports is None or outcome.branch is None:
+        return ""
+    try:
+        return f" Report: {reports.save(outcome.branch, outcome.to_dict())}."
+    except WapError as exc:
+        log.warning("could not keep the audit report of %s: %s", outcome.branch, exc)
+        return f" (the audit report could not be stored: {exc})"
 
 
 def _publish(

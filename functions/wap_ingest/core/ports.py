@@ -87,9 +87,13 @@ class TableWriter(ABC):
         table: TableRef,
         branch: str,
         properties: Mapping[str, str],
+        *,
+        allow_new_columns: bool = False,
     ) -> AppendResult:
         """Append the file's rows to `table` on `branch`, creating the table from the file's schema if
-        missing. Raises a BadInputError subclass when the file is the problem."""
+        missing. Raises a BadInputError subclass when the file is the problem: SchemaDriftError (with the
+        difference) when its schema does not fit the table's. With `allow_new_columns`, the file's extra
+        columns are added to the table on `branch` only (main gets them when the branch is merged)."""
 
     @abstractmethod
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
@@ -161,3 +165,15 @@ class Notifier(ABC):
     @abstractmethod
     def notify(self, alert: Alert) -> bool:
         """Deliver the alert; True if it was delivered."""
+
+
+class ReportStore(ABC):
+    """Where the audit reports of rejected runs are kept, by branch, so `wap show BRANCH` prints them later."""
+
+    @abstractmethod
+    def save(self, branch: str, document: Mapping[str, object]) -> str:
+        """Store the document (an outcome's `to_dict()`) for `branch`; returns where it is (a URI)."""
+
+    @abstractmethod
+    def load(self, branch: str) -> dict[str, object] | None:
+        """The document saved for `branch`, or None if there is none."""

@@ -1,6 +1,7 @@
 """`wap`: the command line. Thin: parse arguments, call bootstrap/pipeline, print, exit.
 
   wap ingest s3://bucket/key-or-prefix [--table NAME] [--json]   one-off / backfill ingestion
+  wap audit s3://bucket/key [--table NAME] [--json]              a file's audit suite, not published
   wap branches | show | publish | discard                         the branches rejected files leave open
   wap stack up|down|status|env|alerts                            the local stack
 """
@@ -18,7 +19,7 @@ from wap_ingest.core.errors import ConfigError, SourceNotFoundError, WapError
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from wap_ingest.core.naming import table_ref_from
 
-from . import ops_cli, stack_cli
+from . import audit_cli, ops_cli, stack_cli
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--table", help="target table (<table> or <namespace>.<table>) instead of the key's prefix")
     ingest.add_argument("--json", action="store_true", help="print the outcomes as JSON")
     ingest.set_defaults(func=cmd_ingest)
+    audit_cli.register(sub)
     ops_cli.register(sub)
     stack_cli.register(sub)
     return parser

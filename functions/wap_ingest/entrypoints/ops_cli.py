@@ -18,7 +18,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from wap_ingest.bootstrap import catalog_for, notifier_for, reader_for
+from wap_ingest.bootstrap import catalog_for, notifier_for, reader_for, reports_for
 from wap_ingest.config import Settings
 from wap_ingest.core.alerts import alert_for_prune
 from wap_ingest.core.durations import format_age, parse_duration
@@ -33,6 +33,7 @@ from wap_ingest.core.review import (
     publish_branch,
     wap_branch,
 )
+from wap_ingest.entrypoints.audit_cli import audit_report_lines
 
 
 def _actor() -> str:
@@ -107,6 +108,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     payload = {"branch": branch.name, "hash": branch.hash, "table": table.qualified, "source": f"s3://{source}",
                "rows_added": changes.rows_added, "rows_on_main": on_main, "null_counts": changes.null_counts,
                "snapshot_id": changes.snapshot_id}
+    stored = reports_for(settings).load(branch.name)  # the audit report of the run that left the branch open
+    payload["audit"] = stored
     nulls = ", ".join(f"{c}={n}" for c, n in changes.null_counts.items()) or "-"
     text = "\n".join([
         f"Branch     {branch.name}",
@@ -114,6 +117,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"Source     s3://{source}",
         f"New rows   {changes.rows_added} on the branch (main has {'no such table' if on_main is None else on_main})",
         f"Nulls      in the new rows: {nulls}",
+        *audit_report_lines(stored),
         f"Next       wap publish {branch.name} --reason '...'   |   wap discard {branch.name} --reason '...'",
     ])
     _print(payload, args.json, text)

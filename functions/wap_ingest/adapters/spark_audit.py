@@ -1,0 +1,280 @@
+"""Measuring new rows for an audit with Spark: `measure_frame(spark, frame, plan, ...) -> Measurements`.
+
+`frame` is a DataFrame of the rows to audit (the incremental scan of one append, or a batch's rows); the
+plan says what to measure. The cost, in order:
+1. Iceberg metadata (`added_file_metrics`, no data read): the new data files' row, null and NaN counts and
+   lower/upper bounds answer row_count, not_null, range and freshness when they settle the question.
+2. One aggregation pass over `frame` for everything else that counts rows: nulls, the rows breaking each
+   rule, distinct keys, newest values, and the min/max of single-column keys (to prune the next step).
+3. Only if the plan asks for it: the new keys already in the table before the append (a semi-join with the
+   base snapshot, filtered on the new keys' range so Iceberg skips the data files that cannot match), and
+   the custom SQL queries over the view `new_rows`.
+4. Only if something failed: one limited pass collecting up to `plan.samples` failing rows per check.
+Column names come from the audits file: they are resolved against the frame's columns (never put into SQL
+text) and values are passed as literals (`F.lit`, `isin`), never formatted into SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+from wap_ingest.core.audits import NEW_ROWS_VIEW
+from wap_ingest.core.models import MeasurementPlan, Measurements, RowRule, Sample, sample_key
+
+MAX_VALUE_CHARS = 80
+_NUMERIC = {"INTEGER", "LONG", "FLOAT", "DOUBLE", "DECIMAL"}
+_TEMPORAL = {"DATE", "TIMESTAMP", "TIMESTAMP_NANO"}
+MICROS_PER_DAY = 86_400_000_000
+
+
+@dataclass(frozen=True)
+class FileMetrics:
+    """Column metrics of the data files one snapshot added, from its manifests (no data file is read).
+    A column is listed only if every new file reported the metric for it."""
+
+    files: int = 0
+    bytes: int = 0
+    rows: int = 0
+    null_counts: dict[str, int] = field(default_factory=dict)
+    lower: dict[str, float | int] = field(default_factory=dict)  # numbers; dates and timestamps in micros
+    upper: dict[str, float | int] = field(default_factory=dict)
+
+
+def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int) -> FileMetrics:
+    """The metrics of the data files snapshot `snapshot_id` of the Iceberg (Java) table added: one read of
+    the manifests that snapshot wrote, through the table's FileIO; no data file is opened."""
+    conversions = spark.sparkContext._jvm.org.apache.iceberg.types.Conversions
+    snapshot = iceberg_table.snapshot(snapshot_id)
+    if snapshot is None:
+        return FileMetrics()
+    schema = iceberg_table.schema()
+    fields = {int(f.fieldId()): f for f in schema.columns()}
+    nulls: dict[str, int] = {}
+    lower: dict[str, float | int] = {}
+    upper: dict[str, float | int] = {}
+    seen: dict[str, int] = {}
+    bounded: dict[str, int] = {}
+    files = size = rows = 0
+    iterator = snapshot.addedDataFiles(iceberg_table.io()).iterator()
+    while iterator.hasNext():
+        data_file = iterator.next()
+        files += 1
+        size += int(data_file.fileSizeInBytes())
+        rows += int(data_file.recordCount())
+        counts = data_file.nullValueCounts() or {}
+        nans = data_file.nanValueCounts() or {}
+        lows, highs = data_file.lowerBounds() or {}, data_file.upperBounds() or {}
+        for field_id, column in fields.items():
+            name = str(column.name())
+            if field_id in counts:
+                nulls[name] = nulls.get(name, 0) + int(counts[field_id])
+                seen[name] = seen.get(name, 0) + 1
+            type_id = str(column.type().typeId().name())
+            if type_id not in _NUMERIC | _TEMPORAL or int(nans.get(field_id, 0) or 0) > 0:
+                continue
+            if field_id in lows and field_id in highs:
+                low = _number(conversions.fromByteBuffer(column.type(), lows[field_id]), type_id)
+                high = _number(conversions.fromByteBuffer(column.type(), highs[field_id]), type_id)
+                lower[name] = low if name not in lower else min(lower[name], low)
+                upper[name] = high if name not in upper else max(upper[name], high)
+                bounded[name] = bounded.get(name, 0) + 1
+    return FileMetrics(
+        files=files, bytes=size, rows=rows,
+        null_counts={n: c for n, c in nulls.items() if seen.get(n) == files},
+        lower={n: v for n, v in lower.items() if bounded.get(n) == files},
+        upper={n: v for n, v in upper.items() if bounded.get(n) == files},
+    )
+
+
+def _number(value: Any, type_id: str) -> float | int:
+    if type_id == "DATE":
+        return int(value) * MICROS_PER_DAY
+    if type_id in ("TIMESTAMP", "TIMESTAMP_NANO"):
+        return int(value) if type_id == "TIMESTAMP" else int(value) // 1000
+    if type_id == "DECIMAL":
+        return float(str(value.toString()))
+    return int(value) if type_id in ("INTEGER", "LONG") else float(value)
+
+
+def _violation(frame: Any, rule: RowRule, column: str) -> Any:
+    """The rows breaking the rule (nulls are not_null's business). Values are literals, never SQL text."""
+    from pyspark.sql import functions as F
+
+    value = frame[column]
+    if rule.kind == "accepted_values":
+        return value.isNotNull() & ~value.isin(*[F.lit(v) for v in rule.values])
+    if rule.kind == "range":
+        outside = F.lit(False)
+        if rule.low is not None:
+            outside = outside | (value < F.lit(rule.low))
+        if rule.high is not None:
+            outside = outside | (value > F.lit(rule.high))
+        return value.isNotNull() & outside
+    if rule.kind == "regex":
+        return value.isNotNull() & ~value.cast("string").rlike(f"^(?:{rule.pattern})$")
+    raise ValueError(f"unknown row rule {rule.kind!r}")
+
+
+def _text(value: Any) -> str:
+    text = "null" if value is None else str(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
+
+
+def _samples(rows: list[Any]) -> tuple[Sample, ...]:
+    return tuple({k: _text(v) for k, v in row.asDict().items()} for row in rows)
+
+
+def measure_frame(
+    spark: Any,
+    frame: Any,
+    plan: MeasurementPlan,
+    *,
+    row_count: int | None = None,
+    metrics: FileMetrics | None = None,
+    base: Any | None = None,
+) -> Measurements:
+    """Measure `frame` (the new rows) for `plan`. `row_count`: the rows already known (a snapshot summary);
+    `metrics`: the new files' metrics (answers what it can without reading); `base`: the table before these
+    rows, for keys that must not exist there yet (None: nothing existed)."""
+    from pyspark.sql import functions as F
+
+    columns = tuple(frame.columns)
+    types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    names = {c.lower(): c for c in columns}
+    metrics = metrics or FileMetrics()
+    from_metadata: list[str] = []
+    if row_count is not None:
+        from_metadata.append("row_count")
+
+    nulls: dict[str, int] = {}
+    null_columns = []
+    for wanted in plan.null_count_columns:
+        name = names.get(wanted.lower())
+        if name is None:
+            continue
+        if name in metrics.null_counts:
+            nulls[name] = metrics.null_counts[name]
+            from_metadata.append(f"not_null:{name}")
+        else:
+            null_columns.append(name)
+
+    violations: dict[str, int] = {}
+    rules: list[tuple[RowRule, str]] = []
+    for rule in plan.rules:
+        name = names.get(rule.column.lower())
+        if name is None:
+            continue
+        if rule.kind == "range" and name in metrics.lower and name in metrics.upper and \
+                (rule.low is None or metrics.lower[name] >= rule.low) and \
+                (rule.high is None or metrics.upper[name] <= rule.high):
+            violations[rule.key] = 0  # every new file's bounds lie inside the range
+            from_metadata.append(rule.key)
+        else:
+            rules.append((rule, name))
+
+    newest: dict[str, int | None] = {}
+    max_columns = []
+    for wanted in plan.max_columns:
+        name = names.get(wanted.lower())
+        if name is None:
+            continue
+        if name in metrics.upper and types.get(name, "").startswith(("timestamp", "date")):
+            newest[name] = int(metrics.upper[name])
+            from_metadata.append(f"freshness:{name}")
+        else:
+            max_columns.append(name)
+
+    key_sets = [k for k in dict.fromkeys(plan.unique_keys + plan.existing_keys)
+                if all(c.lower() in names for c in k)]
+    resolved = {k: tuple(names[c.lower()] for c in k) for k in key_sets}
+
+    aggregates = []
+    if row_count is None:
+        aggregates.append(F.count(F.lit(1)).alias("rows"))
+    aggregates += [F.sum(F.when(frame[c].isNull(), 1).otherwise(0)).alias(f"nulls_{i}")
+                   for i, c in enumerate(null_columns)]
+    aggregates += [F.sum(F.when(_violation(frame, r, c), 1).otherwise(0)).alias(f"rule_{i}")
+                   for i, (r, c) in enumerate(rules)]
+    aggregates += [F.unix_micros(F.max(frame[c]).cast("timestamp")).alias(f"max_{i}")
+                   for i, c in enumerate(max_columns)]
+    unique_sets = [k for k in plan.unique_keys if k in resolved]
+    if unique_sets and row_count is not None:  # else already aggregated
+        aggregates.append(F.count(F.lit(1)).alias("rows"))
+    aggregates += [F.countDistinct(F.struct(*[frame[c] for c in resolved[k]])).alias(f"distinct_{i}")
+                   for i, k in enumerate(unique_sets)]
+    existing_sets = [k for k in plan.existing_keys if k in resolved] if base is not None else []
+    for i, k in enumerate(existing_sets):  # the new keys' range, to prune the base scan
+        if len(k) == 1:
+            key = frame[resolved[k][0]]
+            aggregates += [F.min(key).alias(f"kmin_{i}"), F.max(key).alias(f"kmax_{i}")]
+
+    row: Any = None
+    if aggregates:  # the one pass over the new rows
+        row = frame.agg(*aggregates).collect()[0]
+    rows = row_count if row_count is not None else int(row["rows"])
+    nulls |= {c: int(row[f"nulls_{i}"] or 0) for i, c in enumerate(null_columns)}
+    violations |= {r.key: int(row[f"rule_{i}"] or 0) for i, (r, _) in enumerate(rules)}
+    newest |= {c: (None if row[f"max_{i}"] is None else int(row[f"max_{i}"])) for i, c in enumerate(max_columns)}
+    duplicates = {k: int(row["rows"]) - int(row[f"distinct_{i}"]) for i, k in enumerate(unique_sets)}
+
+    existing: dict[tuple[str, ...], int] = {k: 0 for k in plan.existing_keys if k in resolved}
+    matches: dict[tuple[str, ...], Any] = {}
+    base_names = {c.lower(): c for c in base.columns} if base is not None else {}
+    for i, k in enumerate(existing_sets):
+        if base is None:  # pragma: no cover - existing_sets is empty then
+            break
+        if not all(c in base_names for c in (x.lower() for x in k)):
+            continue  # a key column the base did not have: no old row can share the key
+        keys = resolved[k]
+        old = base.select(*[base[base_names[c.lower()]].alias(c) for c in keys])
+        if len(k) == 1:
+            low, high = row[f"kmin_{i}"], row[f"kmax_{i}"]
+            if low is None:
+                continue
+            # Iceberg skips the data files whose bounds do not overlap the new keys' range
+            old = old.filter(old[keys[0]].between(F.lit(low), F.lit(high)))
+        matches[k] = frame.join(old.distinct(), on=list(keys), how="left_semi")
+        existing[k] = int(matches[k].count())
+
+    query_rows: dict[str, int] = {}
+    query_frames: dict[str, Any] = {}
+    if plan.queries:
+        frame.createOrReplaceTempView(NEW_ROWS_VIEW)
+        try:
+            for query in plan.queries:
+                result = spark.sql(query)
+                query_rows[query] = int(result.count())
+                if query_rows[query]:
+                    query_frames[query] = _samples(result.limit(plan.samples).collect())
+        finally:
+            spark.catalog.dropTempView(NEW_ROWS_VIEW)
+
+    samples: dict[str, tuple[Sample, ...]] = {sample_key("custom_sql", q): s for q, s in query_frames.items()}
+    failing: list[tuple[str, Any]] = [(sample_key("not_null", c), frame[c].isNull())
+                                      for c in plan.null_count_columns
+                                      if nulls.get(names.get(c.lower(), ""), 0) > 0]
+    failing += [(r.key, _violation(frame, r, c)) for r, c in rules if violations.get(r.key)]
+    if failing:  # one limited pass for the samples of every failed row rule
+        text = [frame[c].cast("string").alias(c) for c in columns]
+        parts = [frame.filter(condition).select(F.lit(key).alias("__check"), *text).limit(plan.samples)
+                 for key, condition in failing]
+        collected = reduce(lambda a, b: a.unionByName(b), parts).collect()
+        for key, _ in failing:
+            mine = [r for r in collected if r["__check"] == key]
+            samples[key] = tuple({c: _text(r[c]) for c in columns} for r in mine)
+    for k in unique_sets:
+        if duplicates.get(k):
+            groups = frame.groupBy(*[frame[c] for c in resolved[k]]).count()
+            repeated = groups.filter(F.col("count") > 1).limit(plan.samples).collect()
+            samples[sample_key("unique", ",".join(k))] = _samples(repeated)
+    for k, matched in matches.items():
+        if existing.get(k):
+            samples[sample_key("unique_vs_main", ",".join(k))] = _samples(matched.limit(plan.samples).collect())
+
+    return Measurements(
+        row_count=rows, null_counts=nulls, columns=columns, types=types, violations=violations,
+        duplicates=duplicates, existing=existing, newest=newest, query_rows=query_rows, samples=samples,
+        from_metadata=tuple(from_metadata),
+    )
