@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from .alerts import Alert
-from .models import AppendResult, Branch, FileFormat, MeasurementPlan, Measurements, Publication, SourceObject, TableRef
+from .models import (
+    AppendResult,
+    Branch,
+    DecisionRecord,
+    FileFormat,
+    MeasurementPlan,
+    Measurements,
+    Publication,
+    SourceObject,
+    TableRef,
+)
 
 
 class CatalogBranches(ABC):
@@ -111,3 +121,18 @@ class Notifier(ABC):
     @abstractmethod
     def notify(self, alert: Alert) -> bool:
         """Deliver the alert; True if it was delivered."""
+
+
+class DecisionLog(ABC):
+    """A durable, append-only record of operator decisions on WAP branches.
+
+    Publishing is recorded on its merge commit (atomically with the rows); a discard changes nothing on
+    `main` and Nessie refuses a commit without operations, so discards are recorded here."""
+
+    @abstractmethod
+    def record(self, decision: DecisionRecord) -> str:
+        """Store the decision; returns where it was stored (a URI). Never overwrites an earlier one."""
+
+    @abstractmethod
+    def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
+        """The decisions recorded for `table`, newest first."""
