@@ -16,6 +16,7 @@ import pytest
 import requests
 from streamlit.testing.v1 import AppTest
 
+from tests.browser import ChromiumMissingError, render
 from tests.conftest import Lake, parquet_bytes
 from wap_ingest.config import Settings
 from wap_ingest.core.models import OutcomeStatus, TableRef
@@ -78,7 +79,7 @@ def test_page_renders_the_table_with_apptest(lake: Lake, scene: Scene) -> None:
     page.query_params["table"] = scene.table
     page.run()
     assert not page.exception, [e.value for e in page.exception]
-    assert [h.value for h in page.header] == [scene.table]
+    assert [h.value for h in page.main.header] == [scene.table]
     assert page.sidebar.radio[0].value == scene.table
     assert {m.label: m.value for m in page.metric} == {
         "Rows on main": "5", "Open branches": "1", "Open branches failing their audit": "1"}
@@ -89,7 +90,7 @@ def test_page_renders_the_table_with_apptest(lake: Lake, scene: Scene) -> None:
     loads, checks, nulls = (t.value for t in page.table)
     assert scene.discarded_branch in set(loads["branch"]) and "discarded" in set(loads["outcome"])
     assert list(checks["status"]) == ["failed", "passed"]
-    assert nulls.set_index("column").loc["my_col_1"].tolist() == [3, 0]
+    assert nulls.set_index("column").loc["my_col_1"].tolist() == ["3", "0"]
 
 
 def free_port() -> int:
@@ -98,23 +99,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def chromium(*args: str) -> str:
-    binary = shutil.which("chromium") or shutil.which("chromium-browser")
-    if binary is None:
-        pytest.fail("chromium is not installed. Fix: make chromium (apt-get install -y chromium)")
-    result = subprocess.run(
-        [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-         "--virtual-time-budget=30000", "--window-size=1400,2200", *args],
-        capture_output=True, text=True, timeout=180, check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout
-
 
 def test_wap_dashboard_in_headless_chromium(lake: Lake, scene: Scene, tmp_path: Path) -> None:
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "wap_ingest.entrypoints.cli", "dashboard", "--port", str(port)],
-                              env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shot = tmp_path / "dashboard.png"
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -125,18 +115,20 @@ def test_wap_dashboard_in_headless_chromium(lake: Lake, scene: Scene, tmp_path: 
                 pass
             assert server.poll() is None and time.monotonic() < deadline, "wap dashboard did not start"
             time.sleep(0.5)
-        url = f"http://127.0.0.1:{port}/?table={scene.table}"
-        dom = chromium("--dump-dom", url)
-        shot = tmp_path / "dashboard.png"
-        chromium(f"--screenshot={shot}", url)
+        try:
+            page = render(f"http://127.0.0.1:{port}/?table={scene.table}", screenshot=shot, markers=(
+                "Open branches (1)", scene.discarded_branch, f"wap discard {scene.open_branch}"))
+        except ChromiumMissingError as exc:
+            pytest.fail(str(exc))
+        print(f"rendered in {page.seconds:.1f}s")
     finally:
         server.terminate()
         server.wait(timeout=30)
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(shot, ARTIFACTS / "dashboard.png")
-    (ARTIFACTS / "dashboard.html").write_text(dom)
+    (ARTIFACTS / "dashboard.html").write_text(page.html)
     assert shot.stat().st_size > 20_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # The rendered page (after the app's scripts ran), not the static shell Streamlit serves first.
-    assert "wap-lake data quality" in dom and scene.table in dom
-    assert scene.open_branch in dom and scene.discarded_branch in dom
-    assert f"wap publish {scene.open_branch}" in dom
+    # The text of the page Chromium rendered (after the app's script ran on the server and the browser drew it).
+    assert "wap-lake data quality" in page.text and scene.table in page.text and "Open branches (1)" in page.text
+    assert scene.open_branch in page.text and scene.discarded_branch in page.text
+    assert f"wap publish {scene.open_branch} --no-reaudit" in page.text

@@ -7,8 +7,10 @@ each open branch shows the `wap` commands to paste, so every decision is made an
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -17,6 +19,13 @@ from wap_ingest.core.errors import WapError
 from wap_ingest.dashboard.data import BranchView, Sources, TableView, sources_for, table_list, table_view
 
 CACHE_SECONDS = 30
+_MARKDOWN_STARTS = (">", "-", "+", "*", "#", "|")
+
+
+def _cell(value: object) -> str:
+    """A table cell as text: st.table renders cells as Markdown, so `>= 1` would become a quote, `-` a list."""
+    text = "" if value is None else str(value)
+    return "\\" + text if text.startswith(_MARKDOWN_STARTS) else text
 
 
 @st.cache_resource
@@ -45,12 +54,13 @@ def _branch(branch: BranchView) -> None:
     left, right = st.columns(2)
     with left:
         st.markdown("**Audit (on the branch's new rows)**")
-        st.table(pd.DataFrame([{"check": f"{c.check}({c.target})", "status": c.status.value, "measured": c.measured,
-                                "expected": c.expected} for c in branch.report.checks]))
+        st.table(pd.DataFrame([{"check": f"{c.check}({c.target})", "status": c.status.value,
+                                "measured": _cell(c.measured), "expected": _cell(c.expected)}
+                               for c in branch.report.checks]))
     with right:
         st.markdown("**Nulls per column: the branch's new rows vs main**")
-        st.table(pd.DataFrame([{"column": n.column, "nulls in new rows": n.branch_nulls,
-                                "nulls on main": "-" if n.main_nulls is None else n.main_nulls}
+        st.table(pd.DataFrame([{"column": n.column, "nulls in new rows": str(n.branch_nulls),
+                                "nulls on main": _cell(n.main_nulls)}
                                for n in branch.nulls]))
     st.markdown("**Commands** (paste into a shell with the service's environment)")
     st.code("\n".join(f"# {label}\n{command}" for label, command in branch.commands), language="bash")
@@ -58,9 +68,19 @@ def _branch(branch: BranchView) -> None:
 
 def _loads(view: TableView) -> Any:
     return pd.DataFrame([{"time (UTC)": load.at.strftime("%Y-%m-%d %H:%M:%S"), "outcome": load.outcome,
-                          "source": load.source or "-", "rows": "-" if load.rows is None else load.rows,
-                          "audit": load.audit, "branch": load.branch or "-", "by": load.by or "-",
-                          "reason": load.reason or "-"} for load in view.loads])
+                          "source": _cell(load.source), "rows": _cell(load.rows), "audit": _cell(load.audit),
+                          "branch": _cell(load.branch), "by": _cell(load.by), "reason": _cell(load.reason)}
+                         for load in view.loads])
+
+
+def _rows_chart(view: TableView) -> alt.Chart:
+    """A step line with a point per snapshot: the rows only change when a load is published."""
+    points = [*view.rows_over_time, (datetime.now(UTC), view.rows_over_time[-1][1])]  # the line runs up to now
+    frame = pd.DataFrame({"time": [t for t, _ in points], "rows": [n for _, n in points]})
+    chart: alt.Chart = (alt.Chart(frame).mark_line(point=True, interpolate="step-after")
+                        .encode(x=alt.X("time:T", title="committed (UTC)"), y=alt.Y("rows:Q", title="rows on main"),
+                                tooltip=["time:T", "rows:Q"]).properties(height=260))
+    return chart
 
 
 def main() -> None:
@@ -96,8 +116,7 @@ def main() -> None:
     failing.metric("Open branches failing their audit", sum(1 for b in view.branches if b.failed))
     st.subheader("Rows on main over time")
     if view.rows_over_time:
-        st.line_chart(pd.DataFrame({"rows": [n for _, n in view.rows_over_time]},
-                                   index=pd.DatetimeIndex([t for t, _ in view.rows_over_time], name="time")))
+        st.altair_chart(_rows_chart(view), width="stretch")
     else:
         st.caption("The table is not on main yet.")
     st.subheader("Latest loads")

@@ -233,7 +233,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
                "--server.port", str(args.port), "--server.headless", "true",
-               "--browser.gatherUsageStats", "false"]
+               "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer"]
     print(f"wap dashboard: http://127.0.0.1:{args.port}/  (Ctrl-C stops it)", flush=True)
     try:
         return subprocess.run(command, check=False).returncode
