@@ -24,6 +24,7 @@ from wap_ingest.core.errors import (
 from wap_ingest.core.models import (
     AppendResult,
     Branch,
+    DecisionRecord,
     FileFormat,
     MeasurementPlan,
     Measurements,
@@ -31,7 +32,7 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.ports import CatalogBranches, ObjectStore, TableWriter
+from wap_ingest.core.ports import CatalogBranches, DecisionLog, ObjectStore, TableWriter
 
 Rows = list[dict[str, Any]]
 
@@ -137,7 +138,9 @@ class FakeCatalog(CatalogBranches):
         while cursor is not None and len(found) < limit:
             commit = self.commits[cursor]
             if commit.properties.get("wap.table") == table.qualified:
-                found.append(Publication(cursor, "", commit.message, dict(commit.properties)))
+                when = self.times.get(cursor)
+                found.append(Publication(cursor, when.isoformat() if when else "", commit.message,
+                                         dict(commit.properties)))
             cursor = commit.parent
         return found
 
@@ -221,3 +224,16 @@ class FakeWriter(TableWriter):
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:
     content = catalog.contents(ref).get(table)
     return [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
+
+
+class FakeDecisionLog(DecisionLog):
+    def __init__(self) -> None:
+        self.records: list[DecisionRecord] = []
+
+    def record(self, decision: DecisionRecord) -> str:
+        self.records.append(decision)
+        return f"memory://{len(self.records)}"
+
+    def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
+        mine = [r for r in self.records if r.table == table.qualified]
+        return sorted(mine, key=lambda r: r.decided_at, reverse=True)[:limit]
