@@ -10,7 +10,7 @@ MVN := mvn -q -B -f docker/pom.xml
 SAM_CLI_VERSION := 1.150.0
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars rie lint test test-unit demo bench stack-up stack-down clean emr-artifacts
+.PHONY: setup jars rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts
 
 setup: $(VENV)/.installed jars rie
 
@@ -42,8 +42,12 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check functions infra tests scripts benchmarks data_loader.py setup_aws.py
 	$(VENV)/bin/mypy
 
+# Headless Chromium from Debian's packages, for the dashboard's browser test (needs root; nothing when installed).
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
 # The test command (README, .ci/run): lint, types, then every tier against the real components.
-test: setup lint
+test: setup lint chromium
 	$(PY) -m pytest -q -p no:cacheprovider
 
 test-unit: $(VENV)/.installed

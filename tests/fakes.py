@@ -25,6 +25,7 @@ from wap_ingest.core.models import (
     AppendResult,
     BatchAppend,
     Branch,
+    DecisionRecord,
     FileFormat,
     MeasurementPlan,
     Measurements,
@@ -32,7 +33,14 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.ports import BatchTableWriter, CatalogBranches, ObjectStore, ReportStore, TableWriter
+from wap_ingest.core.ports import (
+    BatchTableWriter,
+    CatalogBranches,
+    DecisionLog,
+    ObjectStore,
+    ReportStore,
+    TableWriter,
+)
 
 Rows = list[dict[str, Any]]
 
@@ -138,7 +146,9 @@ class FakeCatalog(CatalogBranches):
         while cursor is not None and len(found) < limit:
             commit = self.commits[cursor]
             if commit.properties.get("wap.table") == table.qualified:
-                found.append(Publication(cursor, "", commit.message, dict(commit.properties)))
+                when = self.times.get(cursor)
+                found.append(Publication(cursor, when.isoformat() if when else "", commit.message,
+                                         dict(commit.properties)))
             cursor = commit.parent
         return found
 
@@ -305,3 +315,16 @@ class FakeReportStore(ReportStore):
     def load(self, branch: str) -> dict[str, object] | None:
         found = self.saved.get(branch)
         return dict(found) if found is not None else None
+
+
+class FakeDecisionLog(DecisionLog):
+    def __init__(self) -> None:
+        self.records: list[DecisionRecord] = []
+
+    def record(self, decision: DecisionRecord) -> str:
+        self.records.append(decision)
+        return f"memory://{len(self.records)}"
+
+    def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
+        mine = [r for r in self.records if r.table == table.qualified]
+        return sorted(mine, key=lambda r: r.decided_at, reverse=True)[:limit]

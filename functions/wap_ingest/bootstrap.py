@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from wap_ingest.adapters.decision_log import S3DecisionLog
 from wap_ingest.adapters.emr import EmrServerlessJobs
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
@@ -30,9 +31,9 @@ from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_f
 from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
 from wap_ingest.adapters.spark_batch import SparkBatchWriter
 from wap_ingest.config import NessieAuthSettings, Settings
-from wap_ingest.core.audits import AuditSuites, suites_from
+from wap_ingest.core.audits import AuditSuites, audit, suites_from
 from wap_ingest.core.batch import Result
-from wap_ingest.core.errors import AuditSuiteError, ConfigError
+from wap_ingest.core.errors import AuditSuiteError, CatalogError, ConfigError
 from wap_ingest.core.ingest import (
     UNKNOWN_DELIVERY,
     Delivery,
@@ -42,6 +43,7 @@ from wap_ingest.core.ingest import (
 )
 from wap_ingest.core.models import (
     AppendResult,
+    AuditReport,
     BatchAppend,
     FileFormat,
     IngestOutcome,
@@ -50,6 +52,7 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
+from wap_ingest.core.naming import digest_from_branch
 from wap_ingest.core.pipeline import PipelineConfig, Ports
 from wap_ingest.core.ports import BatchTableWriter, LargeFileJobs, Notifier, TableWriter
 
@@ -282,3 +285,39 @@ def service() -> Service:
             _cache["service"] = build_service(Settings.from_env())
             log.info("service built (once per process; warm invocations reuse it) in %.2fs", time.monotonic() - started)
         return _cache["service"]
+
+
+def decisions_for(settings: Settings) -> S3DecisionLog:
+    """The decision log (discards) in the lake bucket."""
+    client = s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    return S3DecisionLog(client, settings.lake_bucket)
+
+
+def source_reader_for(settings: Settings) -> Callable[[TableRef, str], Mapping[str, str]]:
+    """(table, WAP branch) -> the source properties of the branch's WAP append, read with PyIceberg (no JVM)."""
+    reader = reader_for(settings)
+
+    def source_of(table: TableRef, branch: str) -> Mapping[str, str]:
+        digest = digest_from_branch(branch)
+        return {} if digest is None else reader.wap_source(table, branch, digest)
+
+    return source_of
+
+
+def reauditor_for(settings: Settings) -> Callable[[TableRef, str, str], AuditReport]:
+    """(table, branch, source identity) -> the table's audit suite, read from the audits file now, run on the
+    rows of the branch's WAP append: found by its identity and measured by the engine (this starts Spark)."""
+
+    def reaudit(table: TableRef, branch: str, identity: str) -> AuditReport:
+        suite = load_suites(settings.audits_file, settings.namespace).suite_for(table)
+        writer = service().ports.writer
+        appended = writer.find_append(table, branch, identity)
+        if appended is None:
+            raise CatalogError(
+                f"no snapshot of {table} on {branch!r} carries the source identity {identity!r}, so its new rows "
+                f"cannot be re-audited. Fix: inspect it (wap show {branch}); publish with --no-reaudit --reason "
+                f"'...' or discard it."
+            )
+        return audit(suite, table, writer.measure_appended(table, branch, appended, suite.plan()))
+
+    return reaudit

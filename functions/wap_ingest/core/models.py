@@ -300,3 +300,32 @@ class Publication:
     def to_dict(self) -> dict[str, object]:
         return {"hash": self.hash, "committed_at": self.committed_at, "message": self.message,
                 "properties": dict(self.properties)}
+
+
+@dataclass(frozen=True)
+class DecisionRecord:
+    """An operator's decision on a WAP branch, as kept in the decision log (discards leave no commit on main)."""
+
+    table: str
+    branch: str
+    action: str  # "published" or "discarded"
+    reason: str
+    actor: str
+    decided_at: str  # ISO 8601, UTC
+    source: str | None = None  # s3://bucket/key of the branch's file, when it could be read
+
+    def to_dict(self) -> dict[str, object]:
+        return {"table": self.table, "branch": self.branch, "action": self.action, "reason": self.reason,
+                "actor": self.actor, "decided_at": self.decided_at, "source": self.source}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> DecisionRecord:
+        """Raises ValueError naming the missing or mistyped key."""
+        values: dict[str, str] = {}
+        for key in ("table", "branch", "action", "reason", "actor", "decided_at"):
+            value = data.get(key)
+            if not isinstance(value, str):
+                raise ValueError(f"decision record: key {key!r} must be a string, got {value!r}")
+            values[key] = value
+        source = data.get("source")
+        return cls(**values, source=source if isinstance(source, str) else None)

@@ -77,8 +77,18 @@ def format_for_key(key: str, *, bucket: str = "") -> FileFormat:
     )
 
 
+def identity_digest(identity: str) -> str:
+    """The part of a WAP branch name that stands for its source identity."""
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+
+
 def source_digest(source: SourceObject) -> str:
-    return hashlib.sha256(source.identity.encode("utf-8")).hexdigest()[:16]
+    return identity_digest(source.identity)
+
+
+def digest_from_branch(name: str) -> str | None:
+    """The source digest in a WAP branch name (`wap-<namespace>-<table>-<digest>-<attempt>`), or None."""
+    return name.split("-")[3] if table_from_branch(name) is not None else None
 
 
 def branch_prefix_for(table: TableRef, source: SourceObject) -> str:

@@ -11,6 +11,7 @@ from .models import (
     AppendResult,
     BatchAppend,
     Branch,
+    DecisionRecord,
     FileFormat,
     JobRun,
     MeasurementPlan,
@@ -177,3 +178,16 @@ class ReportStore(ABC):
     @abstractmethod
     def load(self, branch: str) -> dict[str, object] | None:
         """The document saved for `branch`, or None if there is none."""
+class DecisionLog(ABC):
+    """A durable, append-only record of operator decisions on WAP branches.
+
+    Publishing is recorded on its merge commit (atomically with the rows); a discard changes nothing on
+    `main` and Nessie refuses a commit without operations, so discards are recorded here."""
+
+    @abstractmethod
+    def record(self, decision: DecisionRecord) -> str:
+        """Store the decision; returns where it was stored (a URI). Never overwrites an earlier one."""
+
+    @abstractmethod
+    def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
+        """The decisions recorded for `table`, newest first."""

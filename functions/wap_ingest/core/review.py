@@ -1,21 +1,41 @@
 """What an operator does with a branch a rejected file left open: publish it after review, or discard it.
 
-Publishing never forces: if `main` changed the same table since the branch was made, the merge is refused
-and the operator is told to re-ingest the file (its rows would otherwise be merged over other writers').
+Publishing re-runs the table's audit suite on the branch's new rows first (unless the operator overrides it
+with a reason), and never forces: if `main` changed the same table since the branch was made, the merge is
+refused and the operator is told to re-ingest the file (its rows would otherwise be merged over other
+writers'). It is idempotent: a branch whose rows are already on `main` is reported as published.
+Who decided and why is recorded: a publish on its merge commit, a discard in the decision log.
 Pruning discards the branches older than a threshold (age: the time of the branch's head commit).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
-from .errors import BranchNotFoundError, CatalogError, MergeConflictError, StaleHashError
-from .models import Branch, TableRef
-from .naming import BRANCH_PREFIX, table_from_branch
-from .ports import CatalogBranches
+from .errors import BranchNotFoundError, CatalogError, MergeConflictError, StaleHashError, WapError
+from .models import AuditReport, Branch, DecisionRecord, Publication, TableRef
+from .naming import BRANCH_PREFIX, digest_from_branch, identity_digest, table_from_branch
+from .ports import CatalogBranches, DecisionLog
 
 DECISION_PREFIX = "wap.decision."
+SOURCE_PREFIX = "wap.source."
+IDENTITY = "wap.source.identity"
+PASSED_REAUDIT = "re-audit passed"
+
+# (table, branch) -> the wap.source.* properties of the branch's WAP append (empty when it has none)
+SourceOf = Callable[[TableRef, str], Mapping[str, str]]
+# (table, branch, source identity) -> the table's audit suite run on the rows that append added
+Reaudit = Callable[[TableRef, str, str], AuditReport]
+
+
+class ReauditFailedError(CatalogError):
+    """The branch's new rows still fail the table's audit suite; publishing them needs an override."""
+
+    def __init__(self, message: str, report: AuditReport) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass(frozen=True)
@@ -26,12 +46,25 @@ class Decision:
     reason: str
     actor: str
     merged_hash: str | None = None
+    already: bool = False  # nothing was done: it had been published before (idempotent repeat)
+    reaudit: AuditReport | None = None  # None: not re-audited (--no-reaudit, a discard, or already published)
+    source: str | None = None  # s3://bucket/key of the branch's file, when known
+    recorded_at: str | None = None  # where the decision is recorded (a commit hash or a URI)
 
 
-def wap_branch(catalog: CatalogBranches, name: str) -> tuple[Branch, TableRef]:
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def wap_table(name: str) -> TableRef:
     table = table_from_branch(name)
     if table is None:
         raise CatalogError(f"{name!r} is not a WAP branch (wap-<namespace>-<table>-<digest>); refusing to touch it.")
+    return table
+
+
+def wap_branch(catalog: CatalogBranches, name: str) -> tuple[Branch, TableRef]:
+    table = wap_table(name)
     branch = catalog.find_branch(name)
     if branch is None:
         raise BranchNotFoundError(
@@ -40,30 +73,203 @@ def wap_branch(catalog: CatalogBranches, name: str) -> tuple[Branch, TableRef]:
     return branch, table
 
 
-def publish_branch(catalog: CatalogBranches, name: str, *, reason: str, actor: str, main: str = "main") -> Decision:
-    branch, table = wap_branch(catalog, name)
-    if not reason.strip():
-        raise CatalogError("a reason is required to publish a branch whose audit failed: --reason '...'")
+def source_uri(properties: Mapping[str, str]) -> str | None:
+    bucket, key = properties.get(f"{SOURCE_PREFIX}bucket"), properties.get(f"{SOURCE_PREFIX}key")
+    return f"s3://{bucket}/{key}" if bucket and key else None
+
+
+def published_on_main(catalog: CatalogBranches, table: TableRef, name: str, main: str = "main") -> Publication | None:
+    """The merge into `main` that published this branch's rows: a reviewed publish of the branch itself, or
+    any publish of the same source object version (its identity's digest is part of the branch name)."""
+    digest = digest_from_branch(name)
+    for publication in catalog.publications(table, on=main, limit=1000):
+        props = publication.properties
+        if props.get(f"{DECISION_PREFIX}branch") == name:
+            return publication
+        identity = props.get(IDENTITY)
+        if identity is not None and digest is not None and identity_digest(identity) == digest:
+            return publication
+    return None
+
+
+def _already(name: str, table: TableRef, publication: Publication) -> Decision:
+    props = publication.properties
+    return Decision(name, table, "published", props.get(f"{DECISION_PREFIX}reason", "audit passed"),
+                    props.get(f"{DECISION_PREFIX}actor", "wap (automatic publish)"), publication.hash,
+                    already=True, source=source_uri(props), recorded_at=publication.hash)
+
+
+def _refuse_missing(name: str, table: TableRef, decisions: DecisionLog | None) -> BranchNotFoundError:
+    for record in decisions.decisions(table, limit=1000) if decisions is not None else []:
+        if record.branch == name and record.action == "discarded":
+            again = f" To load the file again: wap ingest {record.source}" if record.source else ""
+            return BranchNotFoundError(
+                f"branch {name!r} was discarded by {record.actor} at {record.decided_at} ({record.reason}); its rows "
+                f"are not on main and there is nothing to publish.{again}"
+            )
+    return BranchNotFoundError(
+        f"branch {name!r} does not exist and its rows are not on main (never created, or discarded without a "
+        f"record). List open ones: wap branches"
+    )
+
+
+def publish_branch(
+    catalog: CatalogBranches,
+    name: str,
+    *,
+    reason: str | None,
+    actor: str,
+    source_of: SourceOf,
+    reaudit: Reaudit | None,
+    decisions: DecisionLog | None = None,
+    main: str = "main",
+) -> Decision:
+    """Merge a reviewed branch into `main`. `reaudit=None` skips the re-audit and then needs a reason."""
+    table = wap_table(name)
+    if reaudit is None and not (reason or "").strip():
+        raise CatalogError(
+            f"publishing {name!r} without re-auditing it (--no-reaudit) publishes rows whose audit failed: say why "
+            f"with --reason '...' (it is recorded on the merge commit)."
+        )
+    branch = catalog.find_branch(name)
+    earlier = published_on_main(catalog, table, name, main)
+    if earlier is not None:
+        if branch is not None:  # merged, then interrupted before the branch was deleted
+            catalog.delete_branch(branch)
+        return _already(name, table, earlier)
+    if branch is None:
+        raise _refuse_missing(name, table, decisions)
+    source = dict(source_of(table, name))
+    report = None
+    if reaudit is not None:
+        identity = source.get(IDENTITY)
+        if identity is None:
+            raise CatalogError(
+                f"branch {name!r} has no WAP append of {table} (no snapshot carries {IDENTITY}), so its new rows "
+                f"cannot be re-audited. Fix: inspect it (wap show {name}), then publish it with --no-reaudit "
+                f"--reason '...' or discard it."
+            )
+        report = reaudit(table, name, identity)
+        if not report.passed:
+            failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
+            raise ReauditFailedError(
+                f"branch {name!r} still fails the audit of {table}: {failed}. Nothing was published. Fix: correct "
+                f"the file and upload it again, or correct the audit suite (WAP_AUDITS_FILE) and publish again; to "
+                f"publish these rows as they are: wap publish {name} --no-reaudit --reason '<why they are fine>'",
+                report,
+            )
+    why = (reason or "").strip() or PASSED_REAUDIT
+    properties = {k: v for k, v in source.items() if k.startswith(SOURCE_PREFIX)} | {
+        f"{DECISION_PREFIX}action": "published", f"{DECISION_PREFIX}reason": why,
+        f"{DECISION_PREFIX}actor": actor, f"{DECISION_PREFIX}branch": name,
+        f"{DECISION_PREFIX}reaudit": "skipped" if report is None else "passed", "wap.table": table.qualified,
+    }
+    if report is not None:
+        properties["wap.rows"] = str(report.rows)
     main_hash = catalog.reference_hash(main)
-    properties = {f"{DECISION_PREFIX}action": "published", f"{DECISION_PREFIX}reason": reason,
-                  f"{DECISION_PREFIX}actor": actor, f"{DECISION_PREFIX}branch": name, "wap.table": table.qualified}
     try:
-        merged = catalog.merge(branch, main, main_hash, f"wap: publish reviewed branch {name} ({reason})", properties)
+        merged = catalog.merge(branch, main, main_hash, f"wap: publish reviewed branch {name} ({why})", properties)
     except MergeConflictError as exc:
         raise MergeConflictError(
             f"{exc} The branch's rows cannot be published without overwriting rows published since. Fix: "
             f"discard the branch and ingest the file again (it will be audited against the current main)."
         ) from exc
     catalog.delete_branch(Branch(name, catalog.reference_hash(name)))
-    return Decision(name, table, "published", reason, actor, merged)
+    return Decision(name, table, "published", why, actor, merged, reaudit=report, source=source_uri(source),
+                    recorded_at=merged)
 
 
-def discard_branch(catalog: CatalogBranches, name: str, *, reason: str, actor: str) -> Decision:
-    branch, table = wap_branch(catalog, name)
+def discard_branch(
+    catalog: CatalogBranches,
+    name: str,
+    *,
+    reason: str,
+    actor: str,
+    decisions: DecisionLog,
+    source_of: SourceOf | None = None,
+) -> Decision:
+    """Delete the branch, then record the decision (a record is only written for a branch really deleted)."""
+    table = wap_table(name)
     if not reason.strip():
-        raise CatalogError("say why the branch is discarded: --reason '...'")
+        raise CatalogError(f"say why {name!r} is discarded: --reason '...' (it is recorded)")
+    branch = catalog.find_branch(name)
+    if branch is None:
+        for record in decisions.decisions(table, limit=1000):
+            if record.branch == name and record.action == "discarded":
+                return Decision(name, table, "discarded", record.reason, record.actor, already=True,
+                                source=record.source)
+        raise BranchNotFoundError(f"branch {name!r} does not exist (already published?). See: wap history {table}")
+    source = None
+    if source_of is not None:
+        try:
+            source = source_uri(source_of(table, name))
+        except WapError:
+            source = None  # the record still says who discarded which branch and why
     catalog.delete_branch(branch)
-    return Decision(name, table, "discarded", reason, actor)
+    record = DecisionRecord(table.qualified, name, "discarded", reason, actor, now_iso(), source)
+    try:
+        where = decisions.record(record)
+    except WapError as exc:
+        raise type(exc)(f"branch {name!r} was discarded but the decision could not be recorded: {exc}") from exc
+    return Decision(name, table, "discarded", reason, actor, source=source, recorded_at=where)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One line of a table's history: a publication on main or a recorded discard."""
+
+    at: datetime
+    action: str  # "published" or "discarded"
+    how: str  # "audit passed", "reviewed" or "pruned"/"by hand" for discards
+    branch: str | None
+    actor: str | None
+    reason: str | None
+    source: str | None
+    rows: int | None
+    hash: str | None
+    reaudit: str | None = None  # for reviewed publishes: "passed" or "skipped"
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"at": self.at.isoformat(), "action": self.action, "how": self.how, "branch": self.branch,
+                "actor": self.actor, "reason": self.reason, "source": self.source, "rows": self.rows,
+                "hash": self.hash, "reaudit": self.reaudit, "properties": dict(self.properties)}
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time (Nessie's `...Z` too) as an aware datetime; unreadable times sort first (epoch)."""
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(0, UTC)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _rows(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def history_for(
+    catalog: CatalogBranches, decisions: DecisionLog | None, table: TableRef, *, main: str = "main", limit: int = 100
+) -> list[HistoryEntry]:
+    """Publications on `main` and recorded discards, merged newest first."""
+    entries = []
+    for pub in catalog.publications(table, on=main, limit=limit):
+        props = pub.properties
+        reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
+        entries.append(HistoryEntry(
+            at=parse_time(pub.committed_at), action="published", how="reviewed" if reviewed else "audit passed",
+            branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
+            reason=props.get(f"{DECISION_PREFIX}reason"), source=source_uri(props), rows=_rows(props.get("wap.rows")),
+            hash=pub.hash, reaudit=props.get(f"{DECISION_PREFIX}reaudit"), properties=props,
+        ))
+    for record in decisions.decisions(table, limit=limit) if decisions is not None else []:
+        entries.append(HistoryEntry(
+            at=parse_time(record.decided_at), action=record.action,
+            how="pruned" if record.reason.startswith("pruned:") else "by hand", branch=record.branch,
+            actor=record.actor, reason=record.reason, source=record.source, rows=None, hash=None,
+        ))
+    return sorted(entries, key=lambda e: e.at, reverse=True)[:limit]
 
 
 @dataclass(frozen=True)
@@ -103,17 +309,34 @@ def open_branches(
 class Pruned:
     discarded: tuple[OpenBranch, ...]
     skipped: tuple[tuple[OpenBranch, str], ...]  # (branch, why): it moved or vanished since it was listed
+    unrecorded: tuple[tuple[OpenBranch, str], ...] = ()  # discarded, but the decision could not be recorded
 
 
-def prune_branches(catalog: CatalogBranches, stale: list[OpenBranch], *, dry_run: bool) -> Pruned:
-    """Discard each branch at the hash its age was read at: a branch that moved since is left alone."""
+def prune_branches(
+    catalog: CatalogBranches,
+    stale: list[OpenBranch],
+    *,
+    dry_run: bool,
+    decisions: DecisionLog | None = None,
+    reason: str = "pruned",
+    actor: str = "wap prune",
+) -> Pruned:
+    """Discard each branch at the hash its age was read at: a branch that moved since is left alone.
+    Each discard is recorded in the decision log when one is given."""
     if dry_run:
         return Pruned(tuple(stale), ())
-    discarded, skipped = [], []
+    discarded, skipped, unrecorded = [], [], []
     for branch in stale:
         try:
             catalog.delete_branch(Branch(branch.name, branch.hash))
             discarded.append(branch)
         except (BranchNotFoundError, StaleHashError) as exc:
             skipped.append((branch, str(exc)))
-    return Pruned(tuple(discarded), tuple(skipped))
+            continue
+        if decisions is not None:
+            try:
+                decisions.record(DecisionRecord(branch.table.qualified, branch.name, "discarded", reason, actor,
+                                                now_iso()))
+            except WapError as exc:
+                unrecorded.append((branch, str(exc)))
+    return Pruned(tuple(discarded), tuple(skipped), tuple(unrecorded))

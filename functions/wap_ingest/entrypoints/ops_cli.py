@@ -3,9 +3,14 @@
   wap branches [--table T] [--older-than 7d] [--json]   open WAP branches, their tables and ages
   wap prune --older-than 14d [--table T] [--dry-run] [--json]   discard the old ones (one summary alert)
   wap show BRANCH [--json]                     what the branch holds (from Iceberg metadata, no JVM)
-  wap publish BRANCH --reason '...' [--json]   merge it into main after review (never forced)
-  wap discard BRANCH --reason '...' [--json]   delete it
-  wap history TABLE [--json]                   what was published to a table, newest first
+  wap publish BRANCH [--reason '...'] [--json] re-audit its new rows, then merge it into main (never forced)
+  wap publish BRANCH --no-reaudit --reason '...'   merge it as it is (the audit override is recorded)
+  wap discard BRANCH --reason '...' [--json]   delete it; the decision is recorded in the lake bucket
+  wap history TABLE [--json]                   publications and discard decisions, newest first
+  wap schema COMMAND                           the JSON Schema of a command's --json output
+  wap dashboard [--port 8501]                  the quality dashboard (Streamlit) on 127.0.0.1
+
+Every --json document follows the schema in entrypoints/ops_schema.py (`schema_version` inside).
 """
 
 from __future__ import annotations
@@ -14,20 +19,33 @@ import argparse
 import getpass
 import json
 import os
-from dataclasses import asdict
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from wap_ingest.bootstrap import catalog_for, notifier_for, reader_for, reports_for
+from wap_ingest.bootstrap import (
+    catalog_for,
+    decisions_for,
+    notifier_for,
+    reader_for,
+    reauditor_for,
+    reports_for,
+    source_reader_for,
+)
 from wap_ingest.config import Settings
-from wap_ingest.core.alerts import alert_for_prune
+from wap_ingest.core.alerts import alert_for_prune, branch_commands
 from wap_ingest.core.durations import format_age, parse_duration
 from wap_ingest.core.models import TableRef
 from wap_ingest.core.naming import table_ref_from
 from wap_ingest.core.review import (
     Decision,
+    HistoryEntry,
     OpenBranch,
+    ReauditFailedError,
     discard_branch,
+    history_for,
     open_branches,
     prune_branches,
     publish_branch,
@@ -35,13 +53,16 @@ from wap_ingest.core.review import (
 )
 from wap_ingest.entrypoints.audit_cli import audit_report_lines
 
+from .ops_schema import SCHEMA_VERSION, SCHEMAS
+
 
 def _actor() -> str:
     return os.environ.get("WAP_ACTOR") or getpass.getuser()
 
 
-def _print(payload: Any, as_json: bool, text: str) -> None:
-    print(json.dumps(payload, indent=2, default=str) if as_json else text)
+def _print(payload: dict[str, Any], as_json: bool, text: str) -> None:
+    document = {"schema_version": SCHEMA_VERSION} | payload
+    print(json.dumps(document, indent=2, default=str) if as_json else text)
 
 
 def _row(branch: OpenBranch, now: datetime) -> dict[str, Any]:
@@ -79,9 +100,11 @@ def cmd_prune(args: argparse.Namespace) -> int:
     catalog = catalog_for(settings)
     now = datetime.now(UTC)
     stale = open_branches(catalog, now=now, table=table, older_than=older_than)
-    result = prune_branches(catalog, stale, dry_run=args.dry_run)
+    result = prune_branches(catalog, stale, dry_run=args.dry_run, decisions=decisions_for(settings), reason=reason,
+                            actor=_actor())
     rows = [_row(b, now) for b in result.discarded]
     skipped = [_row(b, now) | {"error": why} for b, why in result.skipped]
+    unrecorded = [_row(b, now) | {"error": why} for b, why in result.unrecorded]
     if result.discarded and not args.dry_run:
         notifier_for(settings).notify(alert_for_prune(
             [(b.name, b.table.qualified) for b in result.discarded], reason=reason, actor=_actor(),
@@ -89,13 +112,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
     verb = "would discard  " if args.dry_run else "discarded  "
     lines = [_listing(rows, verb)] if rows else [f"No open WAP branches older than {args.older_than}."]
     lines += [f"left alone  {s['branch']}: {s['error']}" for s in skipped]
+    lines += [f"NOT RECORDED  {u['branch']} was discarded but not recorded: {u['error']}" for u in unrecorded]
     if args.dry_run and rows:
         lines.append(f"Dry run: nothing was deleted. Run without --dry-run to discard ({reason}).")
     payload = {"dry_run": args.dry_run, "older_than": args.older_than, "reason": reason, "actor": _actor(),
                "discarded": [] if args.dry_run else rows, "would_discard": rows if args.dry_run else [],
-               "skipped": skipped}
+               "skipped": skipped, "unrecorded": unrecorded}
     _print(payload, args.json, "\n".join(lines))
-    return 0
+    return 1 if unrecorded else 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -105,9 +129,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     changes = reader.branch_changes(table, branch.name)
     on_main = reader.row_count(table, settings.main_branch)
     source = changes.summary.get("wap.source.bucket", "?") + "/" + changes.summary.get("wap.source.key", "?")
+    commands = dict(branch_commands(branch.name, table.qualified))
     payload = {"branch": branch.name, "hash": branch.hash, "table": table.qualified, "source": f"s3://{source}",
                "rows_added": changes.rows_added, "rows_on_main": on_main, "null_counts": changes.null_counts,
-               "snapshot_id": changes.snapshot_id}
+               "snapshot_id": changes.snapshot_id, "commands": commands}
     stored = reports_for(settings).load(branch.name)  # the audit report of the run that left the branch open
     payload["audit"] = stored
     nulls = ", ".join(f"{c}={n}" for c, n in changes.null_counts.items()) or "-"
@@ -118,49 +143,107 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"New rows   {changes.rows_added} on the branch (main has {'no such table' if on_main is None else on_main})",
         f"Nulls      in the new rows: {nulls}",
         *audit_report_lines(stored),
-        f"Next       wap publish {branch.name} --reason '...'   |   wap discard {branch.name} --reason '...'",
+        *[f"{label:<22} {command}" for label, command in commands.items() if label != "Inspect"],
     ])
     _print(payload, args.json, text)
     return 0
 
 
+def _decision_payload(decision: Decision) -> dict[str, Any]:
+    return {"branch": decision.branch, "table": decision.table.qualified, "action": decision.action,
+            "reason": decision.reason, "actor": decision.actor, "merged_hash": decision.merged_hash,
+            "already": decision.already, "reaudit": decision.reaudit.to_dict() if decision.reaudit else None,
+            "source": decision.source, "recorded_at": decision.recorded_at}
+
+
 def _decided(decision: Decision, as_json: bool) -> int:
-    payload = asdict(decision) | {"table": decision.table.qualified}
-    merged = f" (main is now at {decision.merged_hash[:12]})" if decision.merged_hash else ""
-    _print(payload, as_json, f"{decision.action} {decision.branch} for {decision.table} by {decision.actor}: "
-                             f"{decision.reason}{merged}")
+    if decision.already:
+        where = f" (commit {decision.merged_hash[:12]})" if decision.merged_hash else ""
+        text = (f"{decision.branch} was already {decision.action}{where} by {decision.actor}: {decision.reason}. "
+                f"Nothing to do.")
+    else:
+        merged = f" (main is now at {decision.merged_hash[:12]})" if decision.merged_hash else ""
+        audited = ""
+        if decision.reaudit is not None:
+            audited = f"\nre-audit passed: {decision.reaudit.rows} rows, {len(decision.reaudit.checks)} checks"
+        elif decision.action == "published":
+            audited = "\nnot re-audited (--no-reaudit): the override is recorded on the merge commit"
+        recorded = f"\nrecorded at {decision.recorded_at}" if decision.recorded_at else ""
+        text = (f"{decision.action} {decision.branch} for {decision.table} by {decision.actor}: {decision.reason}"
+                f"{merged}{audited}{recorded}")
+    _print(_decision_payload(decision), as_json, text)
     return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    decision = publish_branch(catalog_for(settings), args.branch, reason=args.reason, actor=_actor(),
-                              main=settings.main_branch)
+    try:
+        decision = publish_branch(
+            catalog_for(settings), args.branch, reason=args.reason, actor=_actor(),
+            source_of=source_reader_for(settings), reaudit=reauditor_for(settings) if args.reaudit else None,
+            decisions=decisions_for(settings), main=settings.main_branch,
+        )
+    except ReauditFailedError as exc:
+        if not args.json:
+            raise
+        print(f"wap: {exc}", file=sys.stderr)
+        _print({"branch": args.branch, "table": exc.report.table, "action": "refused", "reason": args.reason,
+                "actor": _actor(), "merged_hash": None, "already": False, "reaudit": exc.report.to_dict(),
+                "source": None, "recorded_at": None, "error": str(exc)}, True, "")
+        return 1
     return _decided(decision, args.json)
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
-    decision = discard_branch(catalog_for(Settings.from_env()), args.branch, reason=args.reason, actor=_actor())
+    settings = Settings.from_env()
+    decision = discard_branch(catalog_for(settings), args.branch, reason=args.reason, actor=_actor(),
+                              decisions=decisions_for(settings), source_of=source_reader_for(settings))
     return _decided(decision, args.json)
+
+
+def _history_line(entry: HistoryEntry) -> str:
+    when = entry.at.strftime("%Y-%m-%d %H:%M:%S")
+    if entry.action == "discarded":
+        what = f"discarded branch {entry.branch} ({entry.how}) by {entry.actor}: {entry.reason}"
+        if entry.source:
+            what += f" [{entry.source}]"
+        return f"{when}  {'-':12}  {what}"
+    if entry.how == "reviewed":
+        audit = "re-audit passed" if entry.reaudit == "passed" else "published without re-audit"
+        what = f"reviewed publish of branch {entry.branch} by {entry.actor} ({audit}): {entry.reason}"
+    else:
+        what = f"published {entry.rows if entry.rows is not None else '?'} rows from {entry.source} (audit passed)"
+    return f"{when}  {(entry.hash or '?')[:12]:12}  {what}"
 
 
 def cmd_history(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     table = table_ref_from(args.table, default_namespace=settings.namespace, source="wap history")
-    entries = catalog_for(settings).publications(table, on=settings.main_branch, limit=args.limit)
-    lines = []
-    for entry in entries:
-        props = entry.properties
-        if props.get("wap.decision.action") == "published":
-            who, why = props.get("wap.decision.actor"), props.get("wap.decision.reason")
-            what = f"reviewed publish of branch {props.get('wap.decision.branch')} by {who}: {why}"
-        else:
-            source = f"s3://{props.get('wap.source.bucket')}/{props.get('wap.source.key')}"
-            what = f"published {props.get('wap.rows', '?')} rows from {source} (audit passed)"
-        lines.append(f"{entry.committed_at}  {entry.hash[:12]}  {what}")
-    text = "\n".join(lines) or f"Nothing has been published to {table} on {settings.main_branch}."
+    entries = history_for(catalog_for(settings), decisions_for(settings), table, main=settings.main_branch,
+                          limit=args.limit)
+    text = "\n".join(_history_line(e) for e in entries) or (
+        f"Nothing has been published to or discarded from {table} on {settings.main_branch}.")
     _print({"table": table.qualified, "entries": [e.to_dict() for e in entries]}, args.json, text)
     return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(SCHEMAS[args.name], indent=2))
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Runs until interrupted. Settings are checked first so that a missing variable fails here, clearly."""
+    Settings.from_env()
+    app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
+    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
+               "--server.port", str(args.port), "--server.headless", "true",
+               "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer"]
+    print(f"wap dashboard: http://127.0.0.1:{args.port}/  (Ctrl-C stops it)", flush=True)
+    try:
+        return subprocess.run(command, check=False).returncode
+    except KeyboardInterrupt:
+        return 0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -185,13 +268,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     show.add_argument("branch")
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=cmd_show)
-    publish = sub.add_parser("publish", help="merge a reviewed WAP branch into main (refused on conflict)")
+    publish = sub.add_parser(
+        "publish", help="re-audit a WAP branch's new rows, then merge it into main (refused on conflict)",
+        description="Re-runs the table's audit suite (WAP_AUDITS_FILE) on the rows the branch's file added and "
+        "merges only if it passes; --no-reaudit merges as it is and needs --reason. Who and why are recorded on "
+        "the merge commit. Publishing a branch that is already on main says so and exits 0.")
     publish.add_argument("branch")
-    publish.add_argument("--reason", required=True, help="why the rows are fine to publish (recorded)")
+    publish.add_argument("--reason", help="why the rows are fine to publish (recorded; required with --no-reaudit)")
+    publish.add_argument("--reaudit", action=argparse.BooleanOptionalAction, default=True,
+                         help="re-run the audit on the branch's new rows first (default; starts Spark)")
     publish.add_argument("--json", action="store_true")
     publish.set_defaults(func=cmd_publish)
-    discard = sub.add_parser("discard", help="delete a WAP branch")
+    discard = sub.add_parser("discard", help="delete a WAP branch and record the decision (wap history shows it)")
     discard.add_argument("branch")
     discard.add_argument("--reason", required=True, help="why it is discarded")
     discard.add_argument("--json", action="store_true")
     discard.set_defaults(func=cmd_discard)
+    schema = sub.add_parser("schema", help="print the JSON Schema of an ops command's --json output")
+    schema.add_argument("name", choices=sorted(SCHEMAS))
+    schema.set_defaults(func=cmd_schema)
+    dashboard = sub.add_parser("dashboard", help="the quality dashboard (Streamlit) on 127.0.0.1")
+    dashboard.add_argument("--port", type=int, default=8501)
+    dashboard.set_defaults(func=cmd_dashboard)

@@ -1,0 +1,103 @@
+"""Headless Chromium (Debian's `chromium` package) driven over the DevTools protocol: load a page, wait in real
+time until its text contains a marker (a Streamlit page renders after its script ran on the server), then read
+the page's text and HTML and take a screenshot. `websockets` comes with streamlit."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+from websockets.sync.client import ClientConnection, connect
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str  # document.body.innerText: what a reader sees
+    html: str
+    seconds: float  # from navigation until the marker appeared
+
+
+class ChromiumMissingError(RuntimeError):
+    pass
+
+
+def chromium_binary() -> str:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        raise ChromiumMissingError("chromium is not installed. Fix: make chromium (apt-get install -y chromium)")
+    return binary
+
+
+class _Session:
+    def __init__(self, socket: ClientConnection) -> None:
+        self._socket = socket
+        self._ids = itertools.count(1)
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        ident = next(self._ids)
+        self._socket.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self._socket.recv(timeout=60))
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                result: dict[str, Any] = message.get("result", {})
+                return result
+
+    def evaluate(self, expression: str) -> Any:
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+
+def render(url: str, *, markers: tuple[str, ...], screenshot: Path, timeout: float = 120.0, width: int = 1400,
+           height: int = 2400) -> Rendered:
+    """Load `url`, wait until the page's text contains every marker (TimeoutError with the text seen otherwise).
+    Components render lazily: give markers from the last parts of the page."""
+    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+        process = subprocess.Popen(
+            [chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--hide-scrollbars", "--no-first-run", f"--user-data-dir={profile}", "--remote-debugging-port=0",
+             f"--window-size={width},{height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        try:
+            port_file = Path(profile) / "DevToolsActivePort"
+            deadline = time.monotonic() + 60
+            while not port_file.exists() or not port_file.read_text().strip():
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"chromium did not start (exit code {process.poll()})")
+                time.sleep(0.2)
+            port = int(port_file.read_text().split()[0])
+            [page] = [t for t in requests.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
+                      if t["type"] == "page"]
+            with connect(page["webSocketDebuggerUrl"], max_size=None) as socket:
+                session = _Session(socket)
+                started = time.monotonic()
+                session.call("Page.navigate", url=url)
+                text = ""
+                while missing := [m for m in markers if m not in text]:
+                    if time.monotonic() - started > timeout:
+                        raise TimeoutError(f"{missing} not on {url} after {timeout:.0f}s; it says: {text[-2000:]}")
+                    time.sleep(0.5)
+                    text = session.evaluate("document.body ? document.body.innerText : ''") or ""
+                seconds = time.monotonic() - started
+                time.sleep(1.0)  # let the chart finish drawing before the screenshot
+                text = session.evaluate("document.body.innerText") or ""
+                html = session.evaluate("document.documentElement.outerHTML") or ""
+                shot = session.call("Page.captureScreenshot", format="png")
+                screenshot.write_bytes(base64.b64decode(shot["data"]))
+                return Rendered(text, html, seconds)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
