@@ -72,8 +72,10 @@ def test_publish_refuses_while_the_reaudit_still_fails(lake: Lake, table_name: s
     code, out, _ = wap(capsys, "publish", branch, "--json")
     refused = valid("publish", out)
     assert code == 1 and refused["action"] == "refused" and refused["reaudit"]["passed"] is False
-    assert {"check": "not_null", "target": "my_col_1", "status": "failed", "measured": "3 nulls",
-            "expected": "0 nulls"} in refused["reaudit"]["checks"]
+    [not_null] = [c for c in refused["reaudit"]["checks"] if c["check"] == "not_null"]
+    assert {k: not_null[k] for k in ("target", "status", "measured", "expected")} == {
+        "target": "my_col_1", "status": "failed", "measured": "3 nulls", "expected": "0 nulls"}
+    assert len(not_null["samples"]) == 3  # the failing rows the report shows
     code, _, err = wap(capsys, "publish", branch, "--no-reaudit")
     assert code == 1 and "say why with --reason" in err
     assert branch in lake.wap_branches() and lake.main_hash() == main_before
@@ -109,8 +111,10 @@ def test_publish_after_fixing_the_audit_suite_reaudits_and_merges(
     code, out, err = wap(capsys, "publish", branch, "--json")
     published = valid("publish", out)
     assert code == 0, err
-    assert published["reaudit"] == {"table": f"wap.{table_name}", "rows": 20, "passed": True, "checks": [
-        {"check": "row_count", "target": "rows", "status": "passed", "measured": "20 rows", "expected": ">= 1"}]}
+    reaudit = published["reaudit"]
+    assert (reaudit["table"], reaudit["rows"], reaudit["passed"]) == (f"wap.{table_name}", 20, True)
+    assert [{k: c[k] for k in ("check", "target", "status", "measured", "expected")} for c in reaudit["checks"]] == [
+        {"check": "row_count", "target": "rows", "status": "passed", "measured": "20 rows", "expected": ">= 1"}]
     assert published["reason"] == "re-audit passed" and lake.count(f"wap.{table_name}") == 25
     props = main_log(lake)[0]["commitMeta"]["allProperties"]
     assert props["wap.decision.reaudit"] == ["passed"] and props["wap.rows"] == ["20"]

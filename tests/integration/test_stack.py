@@ -47,6 +47,8 @@ from wap_ingest.local.stack import (
 pytestmark = pytest.mark.stack
 
 ENV_KEYS = {
+    "WAP_EMR_APPLICATION_ID",
+    "WAP_EMR_EXECUTION_ROLE_ARN",
     "AWS_ENDPOINT_URL",
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
@@ -375,8 +377,8 @@ def test_nessie_failing_to_start_stops_moto_and_names_the_log(tmp_path: Path) ->
     jar.write_bytes(b"not a jar")
     config = replace(config, nessie_jar=jar)
     config.state_dir.mkdir()
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
-    stale = {"complete": True, "moto_pid": int(dead.stdout), "nessie_pid": int(dead.stdout)}
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # no process can have it
+    stale = {"complete": True, "moto_pid": dead, "nessie_pid": dead}
     config.state_file.write_text(json.dumps(stale))  # a stale record must not block `up`
 
     with pytest.raises(StackError) as caught:
@@ -392,13 +394,15 @@ def test_nessie_failing_to_start_stops_moto_and_names_the_log(tmp_path: Path) ->
 def test_one_dead_process_is_reported_as_broken(tmp_path: Path) -> None:
     config = isolated_config(tmp_path)
     config.state_dir.mkdir(exist_ok=True)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
+    # A pid no process can have (above the kernel's pid_max): an exited process's pid may be reused at once on a
+    # busy machine, even by another Nessie.
+    dead_pid = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
     # Stands in for a live moto: the stack recognises its processes by their command line.
     fake_moto = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)", "moto.server"], start_new_session=True
     )
     try:
-        record = {"complete": True, "moto_pid": fake_moto.pid, "nessie_pid": int(dead.stdout)}
+        record = {"complete": True, "moto_pid": fake_moto.pid, "nessie_pid": dead_pid}
         config.state_file.write_text(json.dumps(record))
         status = stack_status(config)
         assert status.broken and not status.healthy

@@ -93,8 +93,8 @@ def _number(value: Any, type_id: str) -> float | int:
         return int(value) * MICROS_PER_DAY
     if type_id in ("TIMESTAMP", "TIMESTAMP_NANO"):
         return int(value) if type_id == "TIMESTAMP" else int(value) // 1000
-    if type_id == "DECIMAL":
-        return float(str(value.toString()))
+    if type_id == "DECIMAL":  # Py4J hands a java.math.BigDecimal over as decimal.Decimal
+        return float(value)
     return int(value) if type_id in ("INTEGER", "LONG") else float(value)
 
 
