@@ -1,0 +1,95 @@
+"""The EMR Serverless request and settings, without a server: deterministic, complete, and free of secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wap_ingest.adapters.emr import job_request, parse_submit_parameters, record_key
+from wap_ingest.config import Settings
+from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.models import SourceObject, TableRef
+
+ROLE = "arn:aws:iam::123456789012:role/wap-emr-job"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    for name in ("iceberg-spark-runtime-3.5_2.12-1.7.1.jar", "iceberg-aws-bundle-1.7.1.jar",
+                 "nessie-spark-extensions-3.5_2.12-0.99.0.jar"):
+        (jars / name).write_bytes(b"")
+    audits = tmp_path / "audits.yml"
+    audits.write_text("tables: {}\n")
+    return {"LAKE_BUCKET": "lake", "NESSIE_ENDPOINT": "https://nessie.example", "WAP_AUDITS_FILE": str(audits),
+            "WAP_JARS_DIR": str(jars), "WAP_EMR_APPLICATION_ID": "00abc", "WAP_EMR_EXECUTION_ROLE_ARN": ROLE,
+            "SLACK_TOKEN": "xoxb-not-for-emr", "SLACK_CHANNEL": "#alerts",
+            "WAP_SLACK_TOKEN_PARAMETER": "", "AWS_REGION": "eu-west-1"}
+
+
+SOURCE = SourceObject("source", "orders/big.csv", size=5 * 1024**3, etag='"abc"')
+TABLE = TableRef("wap", "orders")
+
+
+def test_the_request_carries_the_job_and_is_deterministic(env: dict[str, str]) -> None:
+    settings = Settings.from_env(env)
+    assert settings.emr is not None
+    request = job_request(settings, settings.emr, SOURCE, TABLE)
+    assert request == job_request(settings, settings.emr, SOURCE, TABLE)
+    assert request["applicationId"] == "00abc" and request["executionRoleArn"] == ROLE
+    assert len(request["clientToken"]) <= 64
+    driver = request["jobDriver"]["sparkSubmit"]
+    assert driver["entryPoint"] == "s3://lake/emr/artifacts/emr_job.py"
+    assert driver["entryPointArguments"] == ["--bucket", "source", "--key", "orders/big.csv", "--table", "wap.orders",
+                                             "--size", str(5 * 1024**3), "--etag", "abc"]
+    conf = parse_submit_parameters(driver["sparkSubmitParameters"])
+    assert conf["spark.jars"].split(",") == [
+        "s3://lake/emr/artifacts/jars/iceberg-aws-bundle-1.7.1.jar",
+        "s3://lake/emr/artifacts/jars/iceberg-spark-runtime-3.5_2.12-1.7.1.jar",
+        "s3://lake/emr/artifacts/jars/nessie-spark-extensions-3.5_2.12-0.99.0.jar"]
+    assert conf["spark.sql.catalog.nessie.uri"] == "https://nessie.example/api/v2"
+    assert conf["spark.emr-serverless.driverEnv.WAP_STAGE"] == "s3"
+    assert "spark.driver.memory" not in conf and "spark.local.dir" not in conf
+    assert request["configurationOverrides"]["monitoringConfiguration"]["s3MonitoringConfiguration"] == {
+        "logUri": "s3://lake/emr/logs"}
+    other = SourceObject("source", "orders/big.csv", size=5 * 1024**3, etag='"def"')
+    assert job_request(settings, settings.emr, other, TABLE)["clientToken"] != request["clientToken"]
+    assert record_key(TABLE, SOURCE) != record_key(TABLE, other)
+
+
+def test_no_secret_value_reaches_the_request(env: dict[str, str]) -> None:
+    settings = Settings.from_env(env)
+    assert settings.emr is not None
+    text = str(job_request(settings, settings.emr, SOURCE, TABLE))
+    assert "xoxb-not-for-emr" not in text
+
+
+def test_direct_nessie_secret_cannot_go_to_emr(env: dict[str, str]) -> None:
+    env |= {"WAP_NESSIE_TOKEN_ENDPOINT": "https://idp.example/token", "WAP_NESSIE_CLIENT_ID": "wap",
+            "WAP_NESSIE_CLIENT_SECRET": "s3cr3t"}
+    settings = Settings.from_env(env)
+    assert settings.emr is not None
+    with pytest.raises(ConfigError, match="WAP_NESSIE_CLIENT_SECRET_PARAMETER"):
+        job_request(settings, settings.emr, SOURCE, TABLE)
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"WAP_EMR_EXECUTION_ROLE_ARN": ""}, "WAP_EMR_EXECUTION_ROLE_ARN is not set"),
+    ({"WAP_EMR_EXECUTION_ROLE_ARN": "wap-emr-job"}, "is not an IAM role ARN"),
+    ({"WAP_EMR_ARTIFACTS": "/tmp/artifacts"}, "must be an s3:// location"),
+    ({"WAP_LARGE_FILE_BYTES": "big"}, "WAP_LARGE_FILE_BYTES='big' must be a positive number"),
+    ({"WAP_STAGE": "ftp"}, "WAP_STAGE='ftp'"),
+    ({"WAP_TIME_RESERVE_SECONDS": "0"}, "WAP_TIME_RESERVE_SECONDS"),
+])
+def test_invalid_scale_out_settings_name_the_variable(env: dict[str, str], changes: dict[str, str],
+                                                       message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        Settings.from_env(env | changes)
+
+
+def test_defaults(env: dict[str, str]) -> None:
+    settings = Settings.from_env({k: v for k, v in env.items() if not k.startswith("WAP_EMR")})
+    assert settings.emr is None and settings.large_file_bytes == 1024**3 and settings.stage == "download"
+    assert settings.time_reserve_seconds == 90
