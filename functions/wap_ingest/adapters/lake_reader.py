@@ -11,6 +11,7 @@ remote signer when the catalog sends `s3.signer`, which Nessie 0.99 does not (ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,29 +57,33 @@ class IcebergRestReader:
             properties["auth"] = {"type": "custom", "impl": impl, "custom": {"tokens": self._tokens}}
         return properties
 
-    def _table(self, table: TableRef, ref: str) -> Any:
+    def _catalog_call(self, doing: str, ref: str, call: Callable[[Any], Any]) -> Any:
+        """`call` on the REST catalog of `ref` (cached), errors translated; None: no such table or namespace."""
         from pyiceberg.catalog import load_catalog
-        from pyiceberg.exceptions import ForbiddenError, NoSuchTableError, UnauthorizedError
+        from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTableError, UnauthorizedError
 
         try:
             if ref not in self._catalogs:
                 self._catalogs[ref] = load_catalog(
                     f"nessie-{ref}", type="rest", uri=f"{self._endpoint}/iceberg/{ref}", **self._properties()
                 )
-            return self._catalogs[ref].load_table(table.qualified)
-        except NoSuchTableError:
+            return call(self._catalogs[ref])
+        except (NoSuchTableError, NoSuchNamespaceError):
             return None
         except UnauthorizedError as exc:
             who = f"the token of OAuth2 client {self._tokens.client_id!r}" if self._tokens else "a tokenless request"
             raise ConfigError(
-                f"reading {table} on {ref!r}: Nessie at {self._endpoint} refused {who}: authentication failed "
+                f"{doing} on {ref!r}: Nessie at {self._endpoint} refused {who}: authentication failed "
                 f"(HTTP 401). Fix: set WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and "
                 f"WAP_NESSIE_CLIENT_SECRET_PARAMETER for a client of the issuer Nessie trusts."
             ) from exc
         except ForbiddenError as exc:
-            raise CatalogError(f"reading {table} on {ref!r}: Nessie at {self._endpoint} denied it (HTTP 403).") from exc
+            raise CatalogError(f"{doing} on {ref!r}: Nessie at {self._endpoint} denied it (HTTP 403).") from exc
         except OSError as exc:
-            raise CatalogUnavailableError(f"reading {table} on {ref!r} from {self._endpoint}: {exc}") from exc
+            raise CatalogUnavailableError(f"{doing} on {ref!r} from {self._endpoint}: {exc}") from exc
+
+    def _table(self, table: TableRef, ref: str) -> Any:
+        return self._catalog_call(f"reading {table}", ref, lambda catalog: catalog.load_table(table.qualified))
 
     def row_count(self, table: TableRef, ref: str) -> int | None:
         """Rows in the table's current snapshot (from its summary), or None if it does not exist on `ref`."""
@@ -159,11 +164,6 @@ class IcebergRestReader:
 
     def tables(self, namespace: str, ref: str) -> list[TableRef]:
         """The tables of `namespace` on `ref` ([] if the namespace does not exist there)."""
-        from pyiceberg.exceptions import NoSuchNamespaceError
-
-        self._table(TableRef(namespace, "_"), ref)  # loads (and caches) the catalog of `ref`, translating errors
-        try:
-            identifiers = self._catalogs[ref].list_tables(namespace)
-        except NoSuchNamespaceError:
-            return []
+        identifiers = self._catalog_call(f"listing the tables of {namespace}", ref,
+                                         lambda catalog: catalog.list_tables(namespace)) or []
         return sorted((TableRef(str(ident[0]), str(ident[-1])) for ident in identifiers), key=lambda t: t.name)
