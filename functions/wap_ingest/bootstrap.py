@@ -220,6 +220,14 @@ def reports_for(settings: Settings, client: object | None = None) -> S3ReportSto
     return S3ReportStore(s3, settings.lake_bucket)
 
 
+def jobs_for(settings: Settings) -> EmrServerlessJobs | None:
+    """The large-file jobs (EMR Serverless), for the operator commands; None when EMR is not configured."""
+    if settings.emr is None:
+        return None
+    s3 = s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    return EmrServerlessJobs(boto3_client("emr-serverless", settings), s3, settings)
+
+
 def reader_for(settings: Settings) -> IcebergRestReader:
     return IcebergRestReader(settings.nessie_endpoint, nessie_tokens_for(settings))
 

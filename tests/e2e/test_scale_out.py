@@ -9,11 +9,14 @@ import random
 from typing import Any
 
 import boto3
+import jsonschema
 import pytest
 
 from tests.conftest import LARGE_FILE_BYTES, Lake
 from tests.e2e.test_event_path import alerts_about, table_rows, wait_for
 from wap_ingest.adapters.emr import ENTRY_POINT, parse_submit_parameters
+from wap_ingest.entrypoints.cli import main
+from wap_ingest.entrypoints.ops_schema import SCHEMAS
 from wap_ingest.local.state import StackState
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
@@ -41,8 +44,17 @@ def job_runs(env: dict[str, str], name_part: str) -> list[dict[str, Any]]:
             for r in runs if name_part in r["name"]]
 
 
+def ops(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main([*args, "--json"]) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    jsonschema.validate(document, SCHEMAS[args[0]])
+    return document
+
+
 def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
-    lake: Lake, local_stack: StackState, stack_env: dict[str, str], table_name: str
+    lake: Lake, local_stack: StackState, stack_env: dict[str, str], table_name: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     good, bad = csv_bytes(60_000), csv_bytes(60_000, nulls=7, start=10**6)
     assert len(good) > LARGE_FILE_BYTES and len(bad) > LARGE_FILE_BYTES
@@ -71,12 +83,20 @@ def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
     log_uri = good_run["configurationOverrides"]["monitoringConfiguration"]["s3MonitoringConfiguration"]["logUri"]
     assert log_uri == f"s3://{stack_env['LAKE_BUCKET']}/emr/logs"
 
+    # Until its job has run, `wap branches` shows the large file as running on EMR (the runner takes one at a time).
+    running = wait_for(lambda: [j for j in ops(capsys, "branches", "--table", table_name)["emr_jobs"]
+                                if j["object"].endswith("/big_nulls.csv")], "big_nulls.csv running on EMR")
+    assert running[0]["outcome"] is None and running[0]["table"] == f"wap.{table_name}"
+
     # The job (spark-submit on the stack) publishes the clean file and rejects the other, alerting.
     assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "the large file on main", timeout=400) == 60_000
     [alert] = wait_for(lambda: alerts_about(local_stack, "big_nulls.csv"), "the rejection alert", timeout=400)
     assert "not_null(my_col_1): measured 7 nulls" in alert["text"]
     [branch] = [b for b in lake.wap_branches() if table_name in b]
     assert lake.count(f"wap.{table_name}", ref=branch) == 120_000  # main's rows + the rejected file's
+    jobs = {j["object"].rsplit("/", 1)[1]: j for j in ops(capsys, "history", table_name)["emr_jobs"]}
+    assert jobs["big.csv"]["outcome"] == "published" and jobs["big_nulls.csv"]["outcome"] == "rejected"
+    assert jobs["big_nulls.csv"]["branch"] == branch
 
     # A duplicate event for the same version does not start a second job run.
     sqs = boto3.client("sqs", endpoint_url=stack_env["AWS_ENDPOINT_URL"], region_name=stack_env["AWS_REGION"])
@@ -97,7 +117,7 @@ def _queue_empty(sqs: Any, url: str) -> bool:
 
 
 def test_a_burst_of_200_small_files_publishes_every_good_file_exactly_once(
-    lake: Lake, local_stack: StackState, table_name: str
+    lake: Lake, local_stack: StackState, table_name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = set(random.Random(7).sample(range(200), 3))
     for i in range(200):
@@ -112,3 +132,8 @@ def test_a_burst_of_200_small_files_publishes_every_good_file_exactly_once(
     rejected = wait_for(lambda: [b for b in lake.wap_branches() if table_name in b] if len(
         [b for b in lake.wap_branches() if table_name in b]) == len(bad) else None, "one branch per bad file")
     assert len(rejected) == len(bad)
+    history = ops(capsys, "history", table_name, "--limit", "500")["entries"]
+    published = [e["source"] for e in history if e["action"] == "published"]
+    assert sorted(published) == sorted(f"s3://{lake.source_bucket}/{table_name}/part-{i:03d}.csv"
+                                       for i in range(200) if i not in bad)
+    assert any(e["how"].startswith("audit passed (batch of") for e in history)  # batches, one line per file

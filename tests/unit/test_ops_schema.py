@@ -19,8 +19,9 @@ def test_each_ops_command_has_a_valid_schema(command: str, capsys: pytest.Captur
 
 
 def test_the_schemas_reject_what_scripts_must_not_receive() -> None:
-    ok = {"schema_version": SCHEMA_VERSION, "table": "wap.t", "entries": []}
+    ok = {"schema_version": SCHEMA_VERSION, "table": "wap.t", "entries": [], "emr_jobs": []}
     jsonschema.validate(ok, SCHEMAS["history"])
-    for bad in ({"table": "wap.t", "entries": []}, ok | {"schema_version": 2}, ok | {"entries": [{"at": 1}]}):
+    for bad in ({"table": "wap.t", "entries": []}, ok | {"schema_version": 2}, ok | {"entries": [{"at": 1}]},
+                ok | {"emr_jobs": [{"job_run_id": "j"}]}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, SCHEMAS["history"])

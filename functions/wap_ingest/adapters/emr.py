@@ -228,7 +228,7 @@ class EmrServerlessJobs(LargeFileJobs):
         return JobRun(job_run_id=str(record["job_run_id"]), application_id=str(record["application_id"]),
                       source=source, table=str(record["table"]), state=state,
                       submitted_at=str(record.get("submitted_at") or record.get("claimed_at")),
-                      already_submitted=already)
+                      already_submitted=already, outcome=record.get("outcome"), branch=record.get("branch"))
 
 
 def _now() -> str:

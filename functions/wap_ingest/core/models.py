@@ -270,11 +270,19 @@ class JobRun:
     state: str  # the engine's state when last looked at (SUBMITTED, RUNNING, SUCCESS, FAILED, ...)
     submitted_at: str
     already_submitted: bool = False  # True: a duplicate event found the run an earlier one started
+    outcome: str | None = None  # the pipeline's outcome, once the job has run (published, rejected...)
+    branch: str | None = None  # the branch a rejected large file left open
+
+    @property
+    def finished(self) -> bool:
+        """The job recorded its outcome, or died without one. The job's own record is the truth for a finished
+        run: an engine state of SUCCESS without it is not trusted (moto reports SUCCESS at submission)."""
+        return self.outcome is not None or self.state in ("FAILED", "CANCELLED")
 
     def to_dict(self) -> dict[str, object]:
         return {"job_run_id": self.job_run_id, "application_id": self.application_id, "object": self.source.uri,
-                "identity": self.source.identity, "table": self.table, "state": self.state,
-                "submitted_at": self.submitted_at}
+                "table": self.table, "state": self.state, "submitted_at": self.submitted_at,
+                "outcome": self.outcome, "branch": self.branch}
 
 
 @dataclass(frozen=True)

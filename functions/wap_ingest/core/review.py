@@ -10,6 +10,7 @@ Pruning discards the branches older than a threshold (age: the time of the branc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -86,10 +87,23 @@ def published_on_main(catalog: CatalogBranches, table: TableRef, name: str, main
         props = publication.properties
         if props.get(f"{DECISION_PREFIX}branch") == name:
             return publication
-        identity = props.get(IDENTITY)
-        if identity is not None and digest is not None and identity_digest(identity) == digest:
+        identities = [props[IDENTITY]] if IDENTITY in props else [f["identity"] for f in batch_files(props)]
+        if digest is not None and any(identity_digest(i) == digest for i in identities):
             return publication
     return None
+
+
+BATCH_SOURCES = "wap.sources"  # core.batch: the files one batch merge published
+
+
+def batch_files(properties: Mapping[str, str]) -> list[dict[str, str]]:
+    """The files of a batch merge (bucket, key, identity, rows as text), [] for any other commit."""
+    try:
+        listed = json.loads(properties.get(BATCH_SOURCES, "[]"))
+    except ValueError:
+        return []
+    return [{k: str(v) for k, v in item.items()} for item in listed if isinstance(item, dict)] if isinstance(
+        listed, list) else []
 
 
 def _already(name: str, table: TableRef, publication: Publication) -> Decision:
@@ -256,6 +270,16 @@ def history_for(
     entries = []
     for pub in catalog.publications(table, on=main, limit=limit):
         props = pub.properties
+        files = batch_files(props)
+        for file in files:  # one merge for a burst's files: one line per file, as if each had its own
+            entries.append(HistoryEntry(
+                at=parse_time(pub.committed_at), action="published", how=f"audit passed (batch of {len(files)})",
+                branch=None, actor=None, reason=None, source=f"s3://{file.get('bucket')}/{file.get('key')}",
+                rows=_rows(file.get("rows")), hash=pub.hash,
+                properties={"wap.source.identity": file.get("identity", "")},
+            ))
+        if files:
+            continue
         reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
         entries.append(HistoryEntry(
             at=parse_time(pub.committed_at), action="published", how="reviewed" if reviewed else "audit passed",

@@ -28,6 +28,7 @@ from typing import Any
 from wap_ingest.bootstrap import (
     catalog_for,
     decisions_for,
+    jobs_for,
     notifier_for,
     reader_for,
     reauditor_for,
@@ -37,7 +38,7 @@ from wap_ingest.bootstrap import (
 from wap_ingest.config import Settings
 from wap_ingest.core.alerts import alert_for_prune, branch_commands
 from wap_ingest.core.durations import format_age, parse_duration
-from wap_ingest.core.models import TableRef
+from wap_ingest.core.models import JobRun, TableRef
 from wap_ingest.core.naming import table_ref_from
 from wap_ingest.core.review import (
     Decision,
@@ -89,8 +90,18 @@ def cmd_branches(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     rows = [_row(b, now) for b in open_branches(catalog_for(settings), now=now, table=table, older_than=older_than)]
     scope = "".join([f" for {table}" if table else "", f" older than {args.older_than}" if older_than else ""])
-    _print({"branches": rows}, args.json, _listing(rows) or f"No open WAP branches{scope}.")
+    running = [run for run in _jobs(settings, table) if not run.finished]
+    lines = [_listing(rows) or f"No open WAP branches{scope}."]
+    lines += [f"running on EMR  {r.source.uri} -> {r.table}  job run {r.job_run_id} ({r.state}, submitted "
+              f"{r.submitted_at})" for r in running]
+    _print({"branches": rows, "emr_jobs": [r.to_dict() for r in running]}, args.json, "\n".join(lines))
     return 0
+
+
+def _jobs(settings: Settings, table: TableRef | None) -> list[JobRun]:
+    """The large files' EMR job runs (none when EMR is not configured)."""
+    jobs = jobs_for(settings)
+    return jobs.runs(table) if jobs is not None else []
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -221,9 +232,16 @@ def cmd_history(args: argparse.Namespace) -> int:
     table = table_ref_from(args.table, default_namespace=settings.namespace, source="wap history")
     entries = history_for(catalog_for(settings), decisions_for(settings), table, main=settings.main_branch,
                           limit=args.limit)
+    runs = _jobs(settings, table)
     text = "\n".join(_history_line(e) for e in entries) or (
         f"Nothing has been published to or discarded from {table} on {settings.main_branch}.")
-    _print({"table": table.qualified, "entries": [e.to_dict() for e in entries]}, args.json, text)
+    if runs:
+        text += "\nLarge files on EMR Serverless:\n" + "\n".join(
+            f"{r.submitted_at}  job run {r.job_run_id}  {r.source.uri}  "
+            f"{r.outcome or ('running on EMR (' + r.state + ')')}{'  branch ' + r.branch if r.branch else ''}"
+            for r in runs)
+    _print({"table": table.qualified, "entries": [e.to_dict() for e in entries],
+            "emr_jobs": [r.to_dict() for r in runs]}, args.json, text)
     return 0
 
 

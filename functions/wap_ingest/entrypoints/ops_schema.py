@@ -2,7 +2,7 @@
 for scripts. `wap schema COMMAND` prints one. Every document carries `schema_version`; a key is only ever
 added within a version (scripts must ignore keys they do not know); renaming or removing one bumps it.
 
-  wap branches --json   {"schema_version", "branches": [BRANCH]}
+  wap branches --json   {"schema_version", "branches": [BRANCH], "emr_jobs": [JOB] (large files still running)}
   wap prune --json      {"schema_version", "dry_run", "older_than", "reason", "actor",
                          "discarded": [BRANCH], "would_discard": [BRANCH], "skipped": [BRANCH + "error"],
                          "unrecorded": [BRANCH + "error"]}
@@ -11,7 +11,7 @@ added within a version (scripts must ignore keys they do not know); renaming or 
   wap publish --json    DECISION (action "published"), or on a failed re-audit (exit 1) action "refused"
                          with "error" and the "reaudit" report
   wap discard --json    DECISION (action "discarded")
-  wap history --json    {"schema_version", "table", "entries": [ENTRY]}, newest first
+  wap history --json    {"schema_version", "table", "entries": [ENTRY], "emr_jobs": [JOB]}, newest first
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _document(properties: dict[str, Any]) -> dict[str, Any]:
 BRANCH = _object({"branch": _STR, "table": _STR, "hash": _STR, "head_commit_time": _OPT_STR,
                   "age_seconds": _OPT_INT, "age": _STR})
 BRANCH_WITH_ERROR = {"allOf": [BRANCH, _object({"error": _STR})]}
-CHECK = _object({"check": _STR, "target": _STR, "status": {"enum": ["passed", "failed"]}, "measured": _STR,
+CHECK = _object({"check": _STR, "target": _STR, "status": {"enum": ["passed", "failed", "warned"]}, "measured": _STR,
                  "expected": _STR})
 REPORT = _object({"table": _STR, "rows": {"type": "integer"}, "passed": {"type": "boolean"},
                   "checks": {"type": "array", "items": CHECK}})
@@ -53,8 +53,12 @@ ENTRY = _object({
     "properties": {"type": "object", "additionalProperties": _STR},
 })
 
+JOB = _object({"job_run_id": _STR, "application_id": _STR, "object": _STR, "table": _STR, "state": _STR,
+               "submitted_at": _STR, "outcome": _OPT_STR, "branch": _OPT_STR})
+
 SCHEMAS: dict[str, dict[str, Any]] = {
-    "branches": _document({"branches": {"type": "array", "items": BRANCH}}),
+    "branches": _document({"branches": {"type": "array", "items": BRANCH},
+                           "emr_jobs": {"type": "array", "items": JOB}}),
     "prune": _document({
         "dry_run": {"type": "boolean"}, "older_than": _STR, "reason": _STR, "actor": _STR,
         "discarded": {"type": "array", "items": BRANCH}, "would_discard": {"type": "array", "items": BRANCH},
@@ -68,5 +72,6 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     }),
     "publish": DECISION,
     "discard": DECISION,
-    "history": _document({"table": _STR, "entries": {"type": "array", "items": ENTRY}}),
+    "history": _document({"table": _STR, "entries": {"type": "array", "items": ENTRY},
+                          "emr_jobs": {"type": "array", "items": JOB}}),
 }
