@@ -27,3 +27,17 @@ def test_benchmark_smoke_run_writes_results_and_targets(tmp_path: Path) -> None:
     assert names[0] == "warm small-file latency / baseline" and len(names) == 5
     assert all(set(t) >= {"name", "value", "target", "met"} for t in report["targets"])
     assert "| warm small-file latency / baseline |" in (tmp_path / "latest.md").read_text()
+
+
+def test_a_file_is_on_main_by_its_own_merge_or_by_a_batch_merge() -> None:
+    from benchmarks.run import published_keys
+
+    from wap_ingest.core.batch import batch_merge_properties
+    from wap_ingest.core.models import SourceObject, TableRef
+
+    alone = {"wap.table": "wap.t", "wap.source.key": "t/a.parquet"}
+    batch = batch_merge_properties(TableRef("wap", "t"), [(SourceObject("source", "t/b.parquet", etag="e1"), 3),
+                                                          (SourceObject("source", "t/c.parquet", etag="e2"), 4)])
+    assert published_keys(alone) == {"t/a.parquet"}
+    assert published_keys(batch) == {"t/b.parquet", "t/c.parquet"}
+    assert published_keys({"wap.table": "wap.t"}) == set()
