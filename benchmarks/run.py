@@ -305,6 +305,35 @@ def large_file_markdown(results: dict[str, Any]) -> list[str]:
     return lines
 
 
+def run_workloads(bench: Bench, args: argparse.Namespace, chosen: set[int], env: dict[str, str],
+                  work: Path) -> tuple[dict[str, Any], dict[str, float]]:
+    """(results, seconds each workload took, set-up included)."""
+    runs = 1 if args.smoke else 5
+    results: dict[str, Any] = {}
+    spent: dict[str, float] = {}
+
+    def run(name: str, measure: Callable[[], Any]) -> None:
+        started = time.perf_counter()
+        results[name] = measure()
+        spent[name] = round(time.perf_counter() - started, 1)
+
+    if 1 in chosen:
+        run("small_file", lambda: bench.small_file(runs))
+    if 2 in chosen:
+        run("audit_cost", lambda: bench.audit_cost([1_000, 2_000] if args.smoke else [10_000, 1_000_000, 10_000_000],
+                                                   runs))
+    if 3 in chosen:
+        run("burst", lambda: bench.burst(3 if args.smoke else args.burst, 2 if args.smoke else min(args.burst, 40)))
+    if chosen & {4, 5}:
+        large = LargeFile(bench.s3, env, work, 2_000 if args.smoke else args.large_rows,
+                          in_process=bench.service if args.smoke else None)
+        if 4 in chosen:
+            run("large_file", lambda: large.compare(1 if args.smoke else args.large_runs, bench.put))
+        if 5 in chosen:
+            run("emr_job", lambda: large.emr(bench.service, ROOT / ".cache" / "jars" / "spark"))
+    return results, spent
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repetition (the test suite runs this)")
@@ -331,22 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work")}
         os.environ.update(env)
         bench = Bench(env, state)
-        runs = 1 if args.smoke else 5
-        results: dict[str, Any] = {}
-        if 1 in chosen:
-            results["small_file"] = bench.small_file(runs)
-        if 2 in chosen:
-            results["audit_cost"] = bench.audit_cost(
-                [1_000, 2_000] if args.smoke else [10_000, 1_000_000, 10_000_000], 1 if args.smoke else 5)
-        if 3 in chosen:
-            results["burst"] = bench.burst(3 if args.smoke else args.burst, 2 if args.smoke else min(args.burst, 40))
-        if chosen & {4, 5}:
-            large = LargeFile(bench.s3, env, config.state_dir / "large", 2_000 if args.smoke else args.large_rows,
-                              in_process=bench.service if args.smoke else None)
-            if 4 in chosen:
-                results["large_file"] = large.compare(1 if args.smoke else args.large_runs, bench.put)
-            if 5 in chosen:
-                results["emr_job"] = large.emr(bench.service, ROOT / ".cache" / "jars" / "spark")
+        results, spent = run_workloads(bench, args, chosen, env, config.state_dir / "large")
     finally:
         stop_stack(config)
         shutil.rmtree(config.state_dir / "large", ignore_errors=True)
@@ -356,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "smoke": args.smoke,
         "workloads": sorted(chosen),
+        "workload_seconds": spent,
         "results": results,
     }
     report["targets"] = targets(results)
