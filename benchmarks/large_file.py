@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -29,7 +30,8 @@ from benchmarks.memory import Measured, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 INBOX = "bench-inbox"
-FUNCTION_MEMORY_MB = "4096"  # the function's memory: WAP_SPARK_DRIVER_MEMORY defaults to 60% of it
+FUNCTION_MEMORY_MB = 4096  # the function's memory: WAP_SPARK_DRIVER_MEMORY defaults to 60% of it
+JVM_CRASH = "A fatal error has been detected by the Java Runtime Environment"
 # What the large tables audit: the column the baseline's full scan checks (bench_emr: workload 5).
 AUDITS = {"bench_large": [{"check": "not_null", "columns": [NOT_NULL_COLUMN]}, {"check": "row_count", "min": 1}],
           "bench_emr": [{"check": "not_null", "columns": [NOT_NULL_COLUMN]}, {"check": "row_count", "min": 1}]}
@@ -52,27 +54,59 @@ def _worker(mode: str, *arguments: str) -> list[str]:
     return [sys.executable, "-m", "benchmarks.large_file", mode, *arguments]
 
 
-def _result(measured: Measured, what: str) -> dict[str, Any]:
+class WorkerError(RuntimeError):
+    """A measured way did not do its work. For the service's paths this is a result, not the bench's end."""
+
+    def __init__(self, message: str, log: Path, peak_tree_mib: float | None = None) -> None:
+        super().__init__(f"{message} (whole output: {log})")
+        self.log, self.peak_tree_mib = log, peak_tree_mib
+
+    def to_result(self) -> dict[str, Any]:
+        return {"failed": str(self), "log": str(self.log), "peak_tree_mib": self.peak_tree_mib}
+
+
+def _result(measured: Measured, what: str, log: Path) -> dict[str, Any]:
+    """The worker's JSON line and its measurements; its whole output is kept in `log` (it outlives the run)."""
+    output = f"{measured.stdout}\n--- stderr ---\n{measured.stderr}"
+    log.write_text(output)
     lines = measured.stdout.strip().splitlines()
     if measured.returncode != 0 or not lines:
-        raise RuntimeError(f"{what} exited {measured.returncode}: {measured.stderr[-3000:]}")
+        why = measured.stderr.strip().splitlines()[-1:] or ["no output"]
+        if JVM_CRASH in output:  # the JVM's report names the frame it crashed in
+            frame = output.split("# Problematic frame:\n", 1)[-1].split("\n", 1)[0].lstrip("# ")
+            why = [f"the JVM crashed (SIGSEGV or similar) in {frame}"]
+        raise WorkerError(f"{what} exited {measured.returncode}: {why[0]}", log, measured.peak_tree_mib)
     result: dict[str, Any] = json.loads(lines[-1])
     return result | {"wall_s": round(measured.wall_s, 2), "peak_tree_mib": measured.peak_tree_mib,
                      "memory_samples": measured.samples}
 
 
 def _summary(runs: list[dict[str, Any]], rows: int) -> dict[str, Any]:
-    seconds = statistics.median(r["seconds"] for r in runs)
+    """Medians over the runs that did their work; the largest peak over all (a failed run's until it failed)."""
+    done = [r for r in runs if "failed" not in r]
     peaks = [r["peak_tree_mib"] for r in runs if r.get("peak_tree_mib") is not None]
-    return {"median_s": round(seconds, 3), "rows_per_s": round(rows / seconds),
-            "samples_s": [r["seconds"] for r in runs], "peak_tree_mib": max(peaks) if peaks else None, "runs": runs}
+    summary = {"peak_tree_mib": max(peaks) if peaks else None, "failed_runs": len(runs) - len(done), "runs": runs}
+    if not done:
+        return summary | {"median_s": None, "rows_per_s": None, "samples_s": [], "failed": runs[0]["failed"]}
+    seconds = statistics.median(r["seconds"] for r in done)
+    return summary | {"median_s": round(seconds, 3), "rows_per_s": round(rows / seconds),
+                      "samples_s": [r["seconds"] for r in done]}
+
+
+def _worker_env(env: dict[str, str]) -> dict[str, str]:
+    """Workers run in the logs folder (a crashing JVM writes its report to its working directory)."""
+    return env | {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)}
 
 
 class LargeFile:
-    def __init__(self, s3: Any, env: dict[str, str], work: Path, rows: int, in_process: Any = None) -> None:
+    def __init__(self, s3: Any, env: dict[str, str], work: Path, rows: int, in_process: Any = None,
+                 function_memory_mb: int = FUNCTION_MEMORY_MB) -> None:
         """`in_process`: a Service to run the service's path in this process (--smoke: no second JVM start;
         its memory is then not measured)."""
-        self.s3, self.env, self.work, self.in_process = s3, env, work, in_process
+        self.s3, self.env, self.work, self.in_process = s3, _worker_env(env), work, in_process
+        self.function_memory_mb = function_memory_mb
+        self.logs = work.parent / "logs" / "large-file"  # the stack's logs folder: kept after the run
+        self.logs.mkdir(parents=True, exist_ok=True)
         self.path = work / "flights.parquet"
         self.file = write_flights(self.path, rows)
         self.rows = rows
@@ -85,7 +119,8 @@ class LargeFile:
 
     def function_env(self, name: str) -> dict[str, str]:
         env = {k: v for k, v in self.env.items() if k != "WAP_SPARK_DRIVER_MEMORY"}
-        return env | {"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": FUNCTION_MEMORY_MB, "WAP_WORK_DIR": str(self.work / name)}
+        return env | {"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.function_memory_mb),
+                      "WAP_WORK_DIR": str(self.work / name)}
 
     def service(self, n: int, warm_key: str) -> dict[str, Any]:
         key = f"bench_large/r{n}.parquet"
@@ -95,10 +130,13 @@ class LargeFile:
                                                                                      "in_process": True}
         else:
             measured = run_measured(_worker("service", "--bucket", INBOX, "--key", key, "--warm-key", warm_key),
-                                    self.function_env(f"service-{n}"), cwd=ROOT)
-            result = _result(measured, "the service's one-file path")
+                                    self.function_env(f"service-{n}"), cwd=self.logs)
+            try:
+                result = _result(measured, "the service's one-file path", self.logs / f"service-{n}.log")
+            except WorkerError as exc:
+                return exc.to_result()
         if result["status"] != "published" or result["rows"] != self.rows:
-            raise RuntimeError(f"the service did not publish the large file: {result}")
+            return {"failed": f"the service did not publish the large file: {result}"} | result
         if not any(NOT_NULL_COLUMN in check for check in result["audited"]):
             raise RuntimeError(f"the service did not audit {NOT_NULL_COLUMN} as the baseline does: {result}")
         return result
@@ -107,8 +145,8 @@ class LargeFile:
         key = f"baseline_large/{n}.parquet"
         self.upload(key)
         measured = run_measured(_worker("baseline", "--bucket", INBOX, "--key", key, "--table", "wap.baseline_large"),
-                                self.env, cwd=ROOT)
-        result = _result(measured, "the baseline")
+                                self.env, cwd=self.logs)
+        result = _result(measured, "the baseline", self.logs / f"baseline-{n}.log")
         if result["nulls"] != 0:
             raise RuntimeError(f"the baseline found nulls in {NOT_NULL_COLUMN}: {result}")
         return result
@@ -116,10 +154,11 @@ class LargeFile:
     def floor(self, n: int) -> dict[str, Any]:
         out = self.work / f"floor-{n}.parquet"
         try:
-            measured = run_measured(_worker("floor", "--path", str(self.path), "--out", str(out)), self.env, cwd=ROOT)
+            measured = run_measured(_worker("floor", "--path", str(self.path), "--out", str(out)), self.env,
+                                    cwd=self.logs)
         finally:
             out.unlink(missing_ok=True)
-        return _result(measured, "the pyarrow floor")
+        return _result(measured, "the pyarrow floor", self.logs / f"floor-{n}.log")
 
     def compare(self, runs: int, put_warm: Any) -> dict[str, Any]:
         """Workload 4: each way `runs` times, medians and the largest peak. Runs append to one table per way
@@ -131,7 +170,7 @@ class LargeFile:
             service.append(self.service(n, warm_key))
             baseline.append(self.baseline(n))
             floor.append(self.floor(n))
-        return {"file": self.file, "function_memory_mb": int(FUNCTION_MEMORY_MB),
+        return {"file": self.file, "function_memory_mb": self.function_memory_mb,
                 "service": _summary(service, self.rows), "baseline": _summary(baseline, self.rows),
                 "pyarrow_floor": _summary(floor, self.rows)}
 
@@ -150,18 +189,23 @@ class LargeFile:
         run = service.jobs.submit(source, TableRef("wap", "bench_emr"))
         measured = run_measured(_worker("emr", "--application-id", run.application_id, "--job-run-id",
                                         run.job_run_id, "--work-dir", str(self.work / "emr"), "--jars", str(jars)),
-                                self.env, cwd=ROOT)
-        result = _result(measured, "the EMR job under spark-submit")
+                                self.env, cwd=self.logs)
+        job = {"file": self.file, "job_run_id": run.job_run_id, "master": "local[2]", "driver_memory": "2g"}
+        try:
+            result = _result(measured, "the EMR job under spark-submit", self.logs / "emr.log")
+        except WorkerError as exc:
+            return job | exc.to_result() | {"spark_submit_s": None, "rows_per_s": None}
         outcome = result.get("outcome") or {}
         if result["exit_code"] != 0 or outcome.get("status") != "published" or outcome.get("rows") != self.rows:
-            raise RuntimeError(f"the EMR job did not publish the large file: {result}")
+            driver_log = self.logs / "emr-driver.log"  # the job's folder goes with the work folder
+            shutil.copyfile(self.work / "emr" / run.job_run_id / "driver.log", driver_log)
+            return job | {"failed": f"the EMR job did not publish the large file: {result}", "log": str(driver_log),
+                          "peak_tree_mib": result["peak_tree_mib"], "spark_submit_s": None, "rows_per_s": None}
         audited = [f"{c['check']} {c['target']}" for c in (outcome.get("report") or {}).get("checks", [])]
         if not any(NOT_NULL_COLUMN in check for check in audited):
             raise RuntimeError(f"the EMR job did not audit {NOT_NULL_COLUMN}: {result}")
-        return {"file": self.file, "job_run_id": run.job_run_id, "spark_submit_s": result["seconds"],
-                "audited": audited,
-                "rows_per_s": round(self.rows / result["seconds"]), "peak_tree_mib": result["peak_tree_mib"],
-                "master": "local[2]", "driver_memory": "2g"}
+        return job | {"spark_submit_s": result["seconds"], "audited": audited,
+                      "rows_per_s": round(self.rows / result["seconds"]), "peak_tree_mib": result["peak_tree_mib"]}
 
 
 # --- the worker side: one process per measurement --------------------------------------------------------

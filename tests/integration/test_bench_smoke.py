@@ -26,8 +26,10 @@ def test_benchmark_smoke_run_writes_results_and_targets(tmp_path: Path) -> None:
     assert results["burst"]["files"] == 3 and 1 <= results["burst"]["service_merges"] <= 3
     large = results["large_file"]
     assert large["file"]["rows"] == 2_000
+    assert not any("failed" in large[way] for way in ("service", "baseline", "pyarrow_floor")), large
     assert all(large[way]["rows_per_s"] > 0 for way in ("service", "baseline", "pyarrow_floor"))
     assert large["baseline"]["peak_tree_mib"] > 0 and large["pyarrow_floor"]["peak_tree_mib"] > 0
+    assert "failed" not in results["emr_job"], results["emr_job"]
     assert results["emr_job"]["rows_per_s"] > 0 and results["emr_job"]["peak_tree_mib"] > 0
     names = [t["name"] for t in report["targets"]]
     assert names == ["warm small-file latency / baseline", "audit time at 2000 rows / at 1000 rows",
