@@ -8,6 +8,10 @@ whose tree's peak memory is sampled (benchmarks/memory.py):
 5. the EMR job entry point under spark-submit: the job is submitted through the service (`jobs.submit`, the
    request the function sends) and run as the local stack's EMR runner runs it (`wap_ingest.local.emr.run_job`).
 
+A failure of the service's path or of the EMR job (an outcome other than published, a crashed JVM) is recorded
+as that way's result, with the path of its whole output under <stack dir>/logs/large-file/, and the bench goes
+on; a failure of the baseline or the floor (the references) ends it.
+
 The parent side (`LargeFile`) prepares the files and the processes; the worker side is this module's command:
 
     python -m benchmarks.large_file {service,baseline,floor,emr} ...   (prints one JSON line last)
