@@ -25,12 +25,18 @@ _NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
 
 
 def s3_client_for(region: str, endpoint_url: str | None, timeout: float) -> Any:
+    """With an S3-compatible endpoint (the local stack's moto), response checksums are validated only when the
+    operation requires it: moto answers a full GET of a multipart-uploaded object with the checksum of one part,
+    which boto3's default validation rejects (FlexibleChecksumError), so files uploaded in parts (over 8 MB with
+    `aws s3 cp`/`upload_file`) could not be ingested locally. Against AWS the defaults apply."""
+    compatible: dict[str, Any] = {"response_checksum_validation": "when_required"} if endpoint_url else {}
     config = Config(
         region_name=region,
         connect_timeout=min(timeout, 10.0),
         read_timeout=timeout,
         retries={"mode": "standard", "max_attempts": 3},
         s3={"addressing_style": "path"} if endpoint_url else {},
+        **compatible,
     )
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
