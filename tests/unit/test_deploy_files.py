@@ -406,7 +406,7 @@ def test_serverless_package_compiles_the_function_and_its_queue_trigger(serverle
     assert function["PackageType"] == "Image" and function["Code"]["ImageUri"] == DIGEST_URI
     assert (function["MemorySize"], function["Timeout"], function["EphemeralStorage"]["Size"]) == (4096, 900, 4096)
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert mapping["BatchSize"] == 100 and mapping["MaximumBatchingWindowInSeconds"] == 5
+    assert mapping["BatchSize"] == 100 and mapping["MaximumBatchingWindowInSeconds"] == 1
     receives = documents.load("ingest-queue.yml")["max_receive_count"]
     assert str(function["Environment"]["Variables"]["WAP_MAX_RECEIVES"]) == str(receives)
     for ref in _collect(template, "Ref"):

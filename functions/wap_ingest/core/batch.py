@@ -50,6 +50,7 @@ from .pipeline import (
     Ports,
     discard_quietly,
     duplicate_outcome,
+    history_context,
     run_wap,
     with_version,
 )
@@ -216,9 +217,10 @@ def _attempt_group(
     suite = suites.suite_for(target)
     reports: dict[str, AuditReport] = {}
     measured_rows: dict[str, int] = {}
+    context = history_context(suite, target, ports.catalog, config.main_branch)  # once for the batch
 
     def accept(source: SourceObject, measured: Measurements) -> bool:
-        report = audit(suite, target, measured)
+        report = audit(suite, target, measured, context)
         reports[source.identity] = report
         measured_rows[source.identity] = measured.row_count
         return report.passed and measured.row_count > 0

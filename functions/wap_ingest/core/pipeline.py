@@ -8,10 +8,11 @@ Unexpected failures (Nessie, S3 or Spark down) raise an InfrastructureError and 
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .audits import AuditContext, AuditSuite, AuditSuites, audit
@@ -204,11 +205,29 @@ def audit_measured(
     suite: AuditSuite, target: TableRef, measured: Measurements, catalog: CatalogBranches, main: str
 ) -> AuditReport:
     """Evaluate the suite; the row counts of earlier published loads are read only if a check needs them."""
-    history: tuple[int, ...] = ()
-    if suite.history_loads:
-        loads = catalog.publications(target, on=main, limit=suite.history_loads)
-        history = tuple(int(p.properties["wap.rows"]) for p in loads if p.properties.get("wap.rows", "").isdigit())
-    return audit(suite, target, measured, AuditContext(history=history))
+    return audit(suite, target, measured, history_context(suite, target, catalog, main))
+
+
+def history_context(suite: AuditSuite, target: TableRef, catalog: CatalogBranches, main: str) -> AuditContext:
+    """The row counts of the last published loads (one per file: a batch merge lists its files' counts)."""
+    if not suite.history_loads:
+        return AuditContext()
+    counts: list[int] = []
+    for publication in catalog.publications(target, on=main, limit=suite.history_loads):
+        counts.extend(load_rows(publication.properties))
+    return AuditContext(history=tuple(counts[: suite.history_loads]))
+
+
+def load_rows(properties: Mapping[str, str]) -> list[int]:
+    """The rows of each file a merge published: `wap.rows`, or each entry of a batch merge's `wap.sources`."""
+    if "wap.sources" in properties:
+        try:
+            files = json.loads(properties["wap.sources"])
+        except ValueError:
+            return []
+        return [int(f["rows"]) for f in files if isinstance(f, dict) and str(f.get("rows", "")).isdigit()]
+    rows = properties.get("wap.rows", "")
+    return [int(rows)] if rows.isdigit() else []
 
 
 def _write_and_measure(

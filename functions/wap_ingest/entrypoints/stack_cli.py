@@ -41,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Ports and folders: WAP_STACK_DIR, WAP_STACK_MOTO_PORT, WAP_STACK_NESSIE_PORT, "
         "WAP_STACK_NESSIE_MGMT_PORT, WAP_STACK_SLACK_PORT, WAP_STACK_LAMBDA_PORT, WAP_STACK_RUNTIME_PORT; "
         "WAP_STACK_WORKERS=N runs N Lambda execution environments (worker + emulator pairs; the n-th listens on "
-        "the LAMBDA and RUNTIME ports + 2(n-1)). Nessie needs Java 21+ (WAP_NESSIE_JAVA) and its jar "
-        "(WAP_NESSIE_JAR).",
+        "the LAMBDA and RUNTIME ports + 2(n-1)). WAP_EMR_MODE=local also runs the large files' EMR Serverless "
+        "job runs with spark-submit (default: recorded by moto only). Nessie needs Java 21+ (WAP_NESSIE_JAVA) and "
+        "its jar (WAP_NESSIE_JAR).",
     )
     commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env,alerts}", required=True)
     commands.add_parser(
@@ -92,6 +93,11 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"SQS {state.queue_url} -> {pairs}; alerts -> Slack sink {state.slack_url} (pid {state.slack_pid}); "
             f"dead letters after {state.max_receives} receives: {state.dead_letter_url}"
         )
+    if state.emr_application_id:
+        runner = (f"jobs run here with spark-submit (pid {state.emr_pid}, log {config.log_for('emr')})"
+                  if state.emr_pid else "jobs are recorded, not run (WAP_EMR_MODE=local runs them)")
+        print(f"  {'emr':<10} application {state.emr_application_id} on moto for files over WAP_LARGE_FILE_BYTES; "
+              f"{runner}")
     total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
     print(f"Local stack up in {total:.1f} s. Logs (one per component): {config.logs_dir}")
     print("Drop a file to ingest it:  .venv/bin/python data_loader.py --no-null  (then: wap stack alerts)")

@@ -8,7 +8,7 @@ redelivery. After the queue's maxReceiveCount, SQS moves a message to the dead-l
 One difference from AWS, for fast local feedback: a failed message becomes visible again after
 `--retry-seconds` instead of the whole visibility timeout.
 
-    python -m wap_ingest.local.worker --queue-url URL --invoke-url URL [--batch-size 100] [--batching-window 1]
+    python -m wap_ingest.local.worker --queue-url URL --invoke-url URL [--batch-size 100] [--batching-window 0.25]
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[st
 
 
 def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility: int, retry_seconds: int,
-        invoke_timeout: float, window: float = 1.0) -> None:
+        invoke_timeout: float, window: float = 0.25) -> None:
     sqs = boto3.client("sqs")
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     region = sqs.meta.region_name
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queue-url", required=True)
     parser.add_argument("--invoke-url", required=True)
     parser.add_argument("--batch-size", type=int, default=100, help="as serverless.yml's batchSize")
-    parser.add_argument("--batching-window", type=float, default=1.0,
+    parser.add_argument("--batching-window", type=float, default=0.25,
                         help="seconds to fill a batch after its first message (serverless.yml: maximumBatchingWindow)")
     parser.add_argument("--wait", type=int, default=1, help="long-poll seconds")
     parser.add_argument("--visibility", type=int, default=900, help="visibility timeout while a batch runs")
