@@ -56,6 +56,9 @@ def create(ctx: Context, skip: frozenset[str] = frozenset()) -> int:
     _summary(ctx, "create")
     if "image" not in skip:
         ctx.note(f"Image repository: {registry.repository_uri(ctx)}")
+    if "emr" not in skip and ctx.state.get("EmrApplicationId", "<pending>") != "<pending>":
+        ctx.note(f"EMR Serverless application: export WAP_EMR_APPLICATION_ID={ctx.state['EmrApplicationId']}  "
+                 "(serverless.yml passes it to the function; `make emr-artifacts` uploads the job's artefacts)")
     return 0
 
 

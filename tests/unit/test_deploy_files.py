@@ -43,6 +43,9 @@ JUSTIFIED_WILDCARDS = {
     "FollowLargeFileJobs": "job runs of our EMR application (run ids are made by EMR)",
     "ReadJobArtifacts": "objects under the lake bucket's emr/artifacts/ prefix only",
     "WriteJobLogs": "objects under the lake bucket's emr/logs/ prefix only",
+    "StagingCopiesRecordsAndReports": "objects under the lake bucket's wap-staging/, wap-emr/ and wap-reports/ "
+    "prefixes only (names derive from object digests and branch names)",
+    "LargeFileRecordsAndAuditReports": "objects under the lake bucket's wap-emr/ and wap-reports/ prefixes only",
     "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to our two parameters",
 }
@@ -264,6 +267,7 @@ def test_serverless_environment_uses_known_variables_only() -> None:
     assert "WAP_NESSIE_CLIENT_SECRET" not in names  # the function reads the secret from SSM
     assert {"WAP_NESSIE_TOKEN_ENDPOINT", "WAP_NESSIE_CLIENT_ID", "WAP_NESSIE_CLIENT_SECRET_PARAMETER",
             "WAP_NESSIE_SCOPE"} <= names
+    assert {"WAP_LARGE_FILE_BYTES", "WAP_EMR_APPLICATION_ID", "WAP_EMR_EXECUTION_ROLE_ARN"} <= names  # scale-out
 
 
 def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() -> None:
@@ -346,6 +350,7 @@ def run_serverless(
         "AWS_SECRET_ACCESS_KEY": "dummy", "AWS_REGION": "us-east-1", "SLS_TELEMETRY_DISABLED": "1",
         "SLS_NOTIFICATIONS_MODE": "off", "SOURCE_BUCKET": "src-bucket", "LAKE_BUCKET": "lake-bucket",
         "NESSIE_ENDPOINT": "https://nessie.example.com", "WAP_NESSIE_CLIENT_ID": "client-id-1",
+        "WAP_EMR_APPLICATION_ID": "00fexample",
         # set: its default needs ${aws:accountId}, i.e. an STS call (see the test of the default below)
         "WAP_NESSIE_TOKEN_ENDPOINT": TOKEN_ENDPOINT,
     }
