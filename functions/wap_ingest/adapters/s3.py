@@ -41,6 +41,13 @@ def s3_client_for(region: str, endpoint_url: str | None, timeout: float) -> Any:
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 
+def _staged_name(source: SourceObject) -> str:
+    """`<digest of the version>-<random><suffix>`: concurrent runs never share a staged file."""
+    suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
+    digest = hashlib.sha256(source.identity.encode()).hexdigest()[:16]
+    return f"{digest}-{uuid.uuid4().hex[:8]}{suffix}"
+
+
 class S3ObjectStore(ObjectStore):
     def __init__(self, client: Any) -> None:
         self._s3 = client
@@ -88,9 +95,7 @@ class S3ObjectStore(ObjectStore):
     def download(self, source: SourceObject, directory: Path) -> Path:
         """Fetch exactly the version that was headed (by version id, else guarded by ETag)."""
         directory.mkdir(parents=True, exist_ok=True)
-        suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
-        digest = hashlib.sha256(source.identity.encode()).hexdigest()[:16]
-        target = directory / f"{digest}-{uuid.uuid4().hex[:8]}{suffix}"  # concurrent runs never share a file
+        target = directory / _staged_name(source)
         extra: dict[str, str] = {}
         if source.version_id:
             extra["VersionId"] = source.version_id
@@ -111,9 +116,7 @@ class S3ObjectStore(ObjectStore):
     def copy_to(self, source: SourceObject, bucket: str, prefix: str = "wap-staging") -> str:
         """A server-side copy of exactly the headed version under `bucket/prefix`, for an engine that reads S3
         itself (the EMR job's executors): returns its s3:// URI. Removed with `remove` after the append."""
-        suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
-        digest = hashlib.sha256(source.identity.encode()).hexdigest()[:16]
-        key = f"{prefix}/{digest}-{uuid.uuid4().hex[:8]}{suffix}"
+        key = f"{prefix}/{_staged_name(source)}"
         copy: dict[str, str] = {"Bucket": source.bucket, "Key": source.key}
         extra: dict[str, str] = {}
         if source.version_id:
