@@ -161,3 +161,11 @@ def test_the_history_of_loads_counts_each_file_of_a_batch_merge() -> None:
     assert load_rows(batch_merge_properties(TableRef("wap", "t"), [(a, 3), (b, 5)])) == [3, 5]
     assert load_rows({"wap.rows": "7"}) == [7]
     assert load_rows({"wap.decision.action": "published"}) == []
+
+
+def test_the_same_version_announced_twice_in_one_delivery_is_written_once(lake: Lake) -> None:
+    a = lake.put("customer_data_log/a.csv", rows(3))
+    b = lake.put("customer_data_log/b.csv", rows(2, start=10))
+    outcomes = _outcomes(lake.run([a, b, a]))
+    assert [o.status for o in outcomes] == [OutcomeStatus.PUBLISHED, OutcomeStatus.PUBLISHED, OutcomeStatus.DUPLICATE]
+    assert len(rows_on(lake.catalog, "main", TABLE)) == 5

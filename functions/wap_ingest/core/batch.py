@@ -170,10 +170,16 @@ def _run_group(
         except WapError as exc:
             settled[item.index] = exc
             continue
-        if current.size == 0:
+        source = with_version(item.source, current)
+        first = next((p for p in pending if p.source.identity == source.identity), None)
+        if first is not None:  # the same version announced twice in one delivery: written once
+            settled[item.index] = IngestOutcome(
+                source=source, status=OutcomeStatus.DUPLICATE, table=target.qualified,
+                message=f"{source.uri} was delivered twice in this batch; it is handled once (the other delivery)")
+        elif current.size == 0:
             settled[item.index] = _alone(item.source, ports, suites, config, stop)
         else:
-            pending.append(replace(item, source=with_version(item.source, current)))
+            pending.append(replace(item, source=source))
     if not pending:
         return settled
     for attempt in range(1, config.merge_attempts + 1):

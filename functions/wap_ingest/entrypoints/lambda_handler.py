@@ -3,9 +3,12 @@
 Thin: read the event (S3, SQS-wrapped S3, or EventBridge), run the pipeline per object through the
 process-wide Service (one SparkSession and one set of clients per container, reused by warm
 invocations), and return a per-object summary. Each object has its own fate:
-- SQS: an object whose run hit an infrastructure error fails its message, reported in
-  `batchItemFailures` so only that message is redelivered (and dead-lettered after maxReceiveCount);
-  rejected and invalid files are outcomes (alerted), so their messages are consumed.
+- SQS: all messages are read first; objects above WAP_LARGE_FILE_BYTES are submitted to EMR Serverless, the
+  small ones of one table run as one batch (core.batch: one write, one merge; each file keeps its outcome).
+  An object whose run hit an infrastructure error, or was not started because the invocation's remaining
+  time fell below WAP_TIME_RESERVE_SECONDS, fails its message, reported in `batchItemFailures` so only that
+  message is redelivered (and dead-lettered after maxReceiveCount); rejected and invalid files are outcomes
+  (alerted), so their messages are consumed.
 - direct S3 / EventBridge: every object is processed, then the invocation raises if any failed, so
   Lambda's retry applies.
 Each object gets a correlation id (the SQS message id, or the request id, and the key) on every log line
