@@ -101,10 +101,15 @@ class SparkBatchWriter(BatchTableWriter):
         properties: Callable[[Sequence[SourceObject]], Mapping[str, str]],
     ) -> BatchAppend:
         staged: list[tuple[SourceObject, FileFormat, Path]] = []
+        missing: dict[str, str] = {}
         try:
             for source, fmt in files:
-                staged.append((source, fmt, Path(self._writer._stage(source))))
+                try:
+                    staged.append((source, fmt, Path(self._writer._stage(source))))
+                except BadInputError as exc:  # gone or changed since its head: that file alone says so
+                    missing[source.identity] = str(exc)
             together, unreadable = _compatible(staged)
+            unreadable |= missing
             if not together:
                 return BatchAppend(None, (), {}, unreadable)
             return self._append_together(together, unreadable, table, branch, plan, accept, properties)
