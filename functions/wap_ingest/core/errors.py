@@ -38,6 +38,16 @@ class SourceNotFoundError(BadInputError):
     """The source object does not exist (deleted, or a wrong key)."""
 
 
+class RefusedEventError(BadInputError):
+    """The event names an object this service must not read: another bucket than the configured source
+    bucket(s), or a key under a table the audits file does not list while `strict_tables: true`."""
+
+
+class InvalidColumnError(BadInputError):
+    """A column name the engine cannot address (`a.b`, a backtick, an empty name, two names differing only in
+    case). The message names the column and the fix."""
+
+
 class EmptySourceError(BadInputError):
     """The source object has no bytes or no rows."""
 
@@ -74,6 +84,16 @@ class EngineError(InfrastructureError):
     """Spark failed for a reason that is not the input file."""
 
 
+class EngineLostError(EngineError):
+    """The engine's process (the Spark JVM or its Py4J gateway) died. The file is retried; the process builds a
+    fresh engine for the next one instead of keeping the dead session."""
+
+
+class UnexpectedError(InfrastructureError):
+    """An exception that is not one of ours (an OSError, a ValueError, an SDK error that escaped its adapter),
+    caught at the boundary of one file's run: that file is retried, its neighbours are not affected."""
+
+
 class CatalogError(WapError):
     """A catalog operation was refused (not an outage)."""
 
@@ -94,6 +114,15 @@ class StaleHashError(CatalogError):
     """The expected hash of a reference is no longer its head."""
 
 
-class OutOfTimeError(WapError):
+class DeferredError(WapError):
+    """The file was not started in this invocation and goes back to the queue (not a failure: no alert)."""
+
+
+class OutOfTimeError(DeferredError):
     """The invocation's remaining time is below the reserve a file needs: the file is handed back to the queue
     before it starts, rather than being cut off mid-merge."""
+
+
+class OverBudgetError(DeferredError):
+    """Staging the file would exceed what this invocation may hold on local disk (WAP_STAGING_BUDGET_BYTES):
+    it goes back to the queue and runs in a later invocation."""
