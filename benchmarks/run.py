@@ -55,15 +55,10 @@ def parquet_bytes(rows: int, seed: int = 0) -> bytes:
 
 
 def published_keys(properties: Mapping[str, str]) -> set[str]:
-    """The source keys one merge commit published: `wap.source.key` (a file merged alone) or every `key` of the
-    `wap.sources` JSON list (a batch of one table's files merged once, core/batch.py)."""
-    from wap_ingest.core.batch import SOURCES_PROPERTY
+    """The source keys one merge commit published (a file merged alone, or each file of a batch merge)."""
+    from wap_ingest.core.lineage import published_files
 
-    keys = {properties["wap.source.key"]} if properties.get("wap.source.key") else set()
-    listed = properties.get(SOURCES_PROPERTY)
-    if listed:
-        keys |= {str(source["key"]) for source in json.loads(listed)}
-    return keys
+    return {f.key for f in published_files(properties)}
 
 
 def median_of(runs: int, measure: Callable[[], float]) -> dict[str, Any]:
@@ -146,7 +141,7 @@ class Bench:
         from pyspark.sql import SparkSession
 
         from wap_ingest.core.audits import NotNull
-        from wap_ingest.core.models import FileFormat, SourceObject, TableRef
+        from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
         from wap_ingest.core.naming import branch_name_for
 
         catalog, writer = self.service.ports.catalog, self.service.ports.writer
@@ -163,7 +158,8 @@ class Bench:
 
             def service_audit(table: TableRef = table, source: SourceObject = source) -> float:
                 branch = catalog.create_branch(branch_name_for(table, source), catalog.reference_hash("main"))
-                appended = writer.append(source, FileFormat.PARQUET, table, branch.name, {})
+                appended = writer.append([(source, FileFormat.PARQUET)], table, branch.name, MeasurementPlan()).snapshot
+                assert appended is not None
                 started = time.perf_counter()
                 writer.measure_appended(table, branch.name, appended, NotNull(("my_col_1",)).plan())
                 elapsed = time.perf_counter() - started

@@ -90,7 +90,7 @@ class Lake:
         self.s3.put_object(Bucket=self.source_bucket, Key=key, Body=body)
 
     def count(self, table: str, ref: str = "main") -> int:
-        spark = self.service.ports.writer.writer._spark
+        spark = self.service.ports.writer.spark
         ident = table if ref == "main" else f"{table.rsplit('.', 1)[0]}.`{table.rsplit('.', 1)[1]}@{ref}`"
         return int(spark.sql(f"SELECT count(*) AS n FROM nessie.{ident}").collect()[0]["n"])
 

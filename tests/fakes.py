@@ -11,19 +11,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from wap_ingest.core import lineage
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
-    EmptySourceError,
     MergeConflictError,
+    SchemaDriftError,
     SchemaMismatchError,
     SourceNotFoundError,
     StaleHashError,
     UnreadableSourceError,
 )
 from wap_ingest.core.models import (
+    Appended,
     AppendResult,
-    BatchAppend,
     Branch,
     DecisionRecord,
     FileFormat,
@@ -34,7 +35,6 @@ from wap_ingest.core.models import (
     TableRef,
 )
 from wap_ingest.core.ports import (
-    BatchTableWriter,
     CatalogBranches,
     DecisionLog,
     ObjectStore,
@@ -183,125 +183,117 @@ class FakeObjectStore(ObjectStore):
 
 
 class FakeWriter(TableWriter):
-    """Tables are catalog contents: {"columns": [...], "snapshots": [(snapshot_id, rows), ...]}."""
+    """Tables are catalog contents: {"columns": [...], "snapshots": [(snapshot_id, rows, properties), ...]}.
+    Behaves like SparkIcebergWriter: one file is written, then measured; several are measured first, the ones
+    `keep` refuses are left out, and files that cannot join the others are reported in `left_out`."""
 
     def __init__(self, catalog: FakeCatalog, objects: FakeObjectStore) -> None:
         self.catalog = catalog
         self.objects = objects
         self.fail_with: Exception | None = None
+        self.batches: list[int] = []  # the number of files of each snapshot written
         self._ids = itertools.count(1000)
 
-    def append(self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
-               properties: Mapping[str, str], *, allow_new_columns: bool = False) -> AppendResult:
+    def append(
+        self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
+        *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
+    ) -> Appended:
         if self.fail_with is not None:
             raise self.fail_with
+        if len(files) == 1:
+            source, fmt = files[0]
+            rows = self._read(source, fmt)
+            if not rows:  # a header without rows: nothing committed, the core calls it empty
+                return Appended(None, (), {source.identity: Measurements(row_count=0)})
+            appended = self._write(table, branch, [(source, rows)], allow_new_columns)
+            return Appended(appended, (source,), {source.identity: self._measure(rows, plan, appended.columns)})
+        readable: dict[SourceObject, Rows] = {}
+        left_out: dict[str, str] = {}
+        for source, fmt in files:
+            try:
+                readable[source] = self._read(source, fmt)
+            except UnreadableSourceError as exc:
+                left_out[source.identity] = str(exc)
+        shapes = [tuple(rows[0]) if rows else () for rows in readable.values()]
+        common = max(set(shapes), key=shapes.count) if shapes else ()
+        measured: dict[str, Measurements] = {}
+        accepted: list[tuple[SourceObject, Rows]] = []
+        for source, rows in readable.items():
+            if (tuple(rows[0]) if rows else ()) != common:
+                left_out[source.identity] = "its format or columns differ from the rest of the batch"
+                continue
+            measured[source.identity] = self._measure(rows, plan, common)
+            if keep is None or keep(source, measured[source.identity]):
+                accepted.append((source, rows))
+        if not accepted:
+            return Appended(None, (), measured, left_out)
+        try:
+            appended = self._write(table, branch, accepted, allow_new_columns)
+        except SchemaMismatchError as exc:
+            return Appended(None, (), measured, left_out | {s.identity: str(exc) for s, _ in accepted})
+        return Appended(appended, tuple(s for s, _ in accepted), measured, left_out)
+
+    def _read(self, source: SourceObject, fmt: FileFormat) -> Rows:
         content = self.objects.objects[(source.bucket, source.key)]
         if not isinstance(content, list):
             raise UnreadableSourceError(f"{source.uri}: cannot be read as {fmt.value}")
-        if not content:
-            raise EmptySourceError(f"{source.uri}: no rows")
-        columns = tuple(content[0])
+        return content
+
+    def _write(self, table: TableRef, branch: str, files: list[tuple[SourceObject, Rows]],
+               allow_new_columns: bool) -> AppendResult:
+        columns = tuple(files[0][1][0])
         existing = self.catalog.contents(branch).get(table.qualified)
-        if existing is not None and tuple(existing["columns"]) != columns:
-            raise SchemaMismatchError(f"{source.uri}: columns {columns} do not fit table {table}")
+        added: tuple[str, ...] = ()
+        if existing is not None:
+            have = tuple(existing["columns"])
+            missing = [c for c in have if c not in columns]
+            new = tuple(c for c in columns if c not in have)
+            if missing or (new and not allow_new_columns):
+                difference = tuple([f"missing {c}" for c in missing] + [f"new {c}" for c in new])
+                raise SchemaDriftError(f"{files[0][0].uri}: its columns do not fit table {table}: "
+                                       f"{'; '.join(difference)}", difference)
+            added, columns = new, have + new
         snapshots = list(existing["snapshots"]) if existing else []
         parent = snapshots[-1][0] if snapshots else None
         snapshot_id = next(self._ids)
-        snapshots.append((snapshot_id, list(content), dict(properties)))
-        self.catalog.commit(branch, {table.qualified: {"columns": columns, "snapshots": snapshots}},
-                            props=properties)
-        return AppendResult(len(content), snapshot_id, parent, existing is None, columns)
+        written = [row for _, rows in files for row in rows]
+        props = lineage.snapshot_properties([(s, len(rows)) for s, rows in files])
+        snapshots.append((snapshot_id, written, props))
+        self.catalog.commit(branch, {table.qualified: {"columns": columns, "snapshots": snapshots}}, props=props)
+        self.batches.append(len(files))
+        return AppendResult(len(written), snapshot_id, parent, existing is None, columns, added)
 
-    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
+    @staticmethod
+    def _measure(rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...]) -> Measurements:
+        nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in columns}
+        return Measurements(row_count=len(rows), null_counts=nulls, columns=columns)
+
+    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
         content = self.catalog.contents(ref).get(table.qualified)
         snapshots = content["snapshots"] if content else []
+        found: dict[str, AppendResult] = {}
         for index, (sid, rows, props) in enumerate(snapshots):
-            if identity in _identities(props):
-                parent = snapshots[index - 1][0] if index else None
-                return AppendResult(len(rows), sid, parent, index == 0, tuple(content["columns"]))
-        return None
+            carried = lineage.identities_in_snapshot({**props, "added-records": str(len(rows))})
+            for identity in identities:
+                if identity in carried and identity not in found:
+                    parent = snapshots[index - 1][0] if index else None
+                    found[identity] = AppendResult(carried[identity], sid, parent, index == 0,
+                                                   tuple(content["columns"]))
+        return found
 
     def measure_appended(self, table: TableRef, branch: str, appended: AppendResult,
                          plan: MeasurementPlan) -> Measurements:
         snapshots = self.catalog.contents(branch)[table.qualified]["snapshots"]
         rows = next(r for sid, r, _ in snapshots if sid == appended.snapshot_id)
-        nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in appended.columns}
-        return Measurements(row_count=len(rows), null_counts=nulls, columns=appended.columns)
+        return self._measure(rows, plan, appended.columns)
+
+
+FakeBatchWriter = FakeWriter  # the one engine port takes one file or many
 
 
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:
     content = catalog.contents(ref).get(table)
     return [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
-
-
-def _identities(props: Mapping[str, str]) -> set[str]:
-    """The source identities a snapshot carries: one alone, or numbered ones for a batch (core.batch)."""
-    return {v for k, v in props.items() if k == "wap.source.identity" or k.startswith("wap.source.identity.")}
-
-
-class FakeBatchWriter(FakeWriter, BatchTableWriter):
-    """One snapshot per batch, like SparkBatchWriter; files whose columns differ from the batch's majority, or
-    that cannot be read, are reported unreadable."""
-
-    def __init__(self, catalog: FakeCatalog, objects: FakeObjectStore) -> None:
-        super().__init__(catalog, objects)
-        self.batches: list[int] = []  # the size of each batch written
-
-    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
-        found = {}
-        for identity in identities:
-            appended = self.find_append(table, ref, identity)
-            if appended is not None:
-                content = self.catalog.contents(ref)[table.qualified]
-                props = next(p for sid, _, p in content["snapshots"] if sid == appended.snapshot_id)
-                numbered = [k for k, v in props.items() if v == identity and k.startswith("wap.source.identity.")]
-                rows = int(props[f"wap.source.rows.{numbered[0].rsplit('.', 1)[1]}"]) if numbered else appended.rows
-                found[identity] = AppendResult(rows, appended.snapshot_id, appended.parent_snapshot_id,
-                                               appended.table_created, appended.columns)
-        return found
-
-    def append_batch(
-        self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
-        accept: Callable[[SourceObject, Measurements], bool],
-        properties: Callable[[Sequence[SourceObject]], Mapping[str, str]],
-    ) -> BatchAppend:
-        if self.fail_with is not None:
-            raise self.fail_with
-        readable: dict[SourceObject, Rows] = {}
-        unreadable: dict[str, str] = {}
-        for source, _ in files:
-            content = self.objects.objects[(source.bucket, source.key)]
-            if isinstance(content, list) and content:
-                readable[source] = content
-            else:
-                unreadable[source.identity] = "unreadable"
-        shapes = [tuple(rows[0]) for rows in readable.values()]
-        common = max(set(shapes), key=shapes.count) if shapes else ()
-        measured: dict[str, Measurements] = {}
-        accepted: list[SourceObject] = []
-        for source, rows in readable.items():
-            if tuple(rows[0]) != common:
-                unreadable[source.identity] = "other columns"
-                continue
-            nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in common}
-            measured[source.identity] = Measurements(len(rows), nulls, common)
-            if accept(source, measured[source.identity]):
-                accepted.append(source)
-        if not accepted:
-            return BatchAppend(None, (), measured, unreadable)
-        existing = self.catalog.contents(branch).get(table.qualified)
-        if existing is not None and tuple(existing["columns"]) != common:
-            return BatchAppend(None, (), measured, unreadable | {s.identity: "does not fit" for s in accepted})
-        snapshots = list(existing["snapshots"]) if existing else []
-        parent = snapshots[-1][0] if snapshots else None
-        snapshot_id = next(self._ids)
-        written = [row for s in accepted for row in readable[s]]
-        props = dict(properties(accepted))
-        snapshots.append((snapshot_id, written, props))
-        self.catalog.commit(branch, {table.qualified: {"columns": common, "snapshots": snapshots}}, props=props)
-        self.batches.append(len(accepted))
-        appended = AppendResult(len(written), snapshot_id, parent, existing is None, common)
-        return BatchAppend(appended, tuple(accepted), measured, unreadable)
 
 
 class FakeReportStore(ReportStore):
@@ -328,3 +320,13 @@ class FakeDecisionLog(DecisionLog):
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         mine = [r for r in self.records if r.table == table.qualified]
         return sorted(mine, key=lambda r: r.decided_at, reverse=True)[:limit]
+
+
+def run_one(source: SourceObject, **kwargs: Any) -> Any:
+    """`run_wap` for one object, as the entry points see it: its outcome, or its failure raised."""
+    from wap_ingest.core.pipeline import run_wap
+
+    (result,) = run_wap([source], **kwargs)
+    if isinstance(result, Exception):
+        raise result
+    return result

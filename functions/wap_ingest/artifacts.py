@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import wap_ingest
-from wap_ingest.adapters.emr import AUDITS, ENTRY_POINT, PACKAGE, PYTHON_ARCHIVE
+from wap_ingest.emr_request import AUDITS, ENTRY_POINT, PACKAGE, PYTHON_ARCHIVE
 
 PACKAGE_DIR = Path(wap_ingest.__file__).resolve().parent
 REPO = PACKAGE_DIR.parents[1]

@@ -1,15 +1,12 @@
-"""Wiring: Settings -> adapters -> the pipeline's ports. Built once per process and cached, so warm
-Lambda invocations (and a long `wap ingest` run) reuse one SparkSession and one set of clients.
+"""The composition root: Settings -> adapters -> the pipeline's ports. It only wires. Built once per process and
+cached, so warm Lambda invocations (and a long `wap ingest` run) reuse one engine and one set of clients.
 
-Nessie client authentication (optional): the OAuth2 client secret is read here, once, from SSM or Secrets
-Manager (WAP_NESSIE_CLIENT_SECRET_PARAMETER) or the environment (WAP_NESSIE_CLIENT_SECRET, local use), and
-handed to the clients in memory: one token provider for pynessie, the REST v2 calls and PyIceberg, and the
-Spark conf for the Nessie client inside Iceberg (which gets its own tokens)."""
+Adapters get plain values and clients from here, never the Settings."""
 
 from __future__ import annotations
 
-import functools
 import logging
+import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,114 +14,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from wap_ingest.adapters.audits_file import load_suites
 from wap_ingest.adapters.decision_log import S3DecisionLog
 from wap_ingest.adapters.emr import EmrServerlessJobs
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
+from wap_ingest.adapters.nessie_credentials import nessie_client
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.adapters.s3_reports import S3ReportStore
-from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
-from wap_ingest.adapters.spark import SparkIcebergWriter, spark_session_for
-from wap_ingest.adapters.spark_batch import SparkBatchWriter
-from wap_ingest.config import NessieAuthSettings, Settings
-from wap_ingest.core.audits import AuditSuites, audit, suites_from
-from wap_ingest.core.batch import Result
-from wap_ingest.core.errors import AuditSuiteError, CatalogError, ConfigError
-from wap_ingest.core.ingest import (
-    UNKNOWN_DELIVERY,
-    Delivery,
-    ingest_and_notify,
-    ingest_batch_and_notify,
-    submit_large_file,
-)
-from wap_ingest.core.models import (
-    AppendResult,
-    AuditReport,
-    BatchAppend,
-    FileFormat,
-    IngestOutcome,
-    MeasurementPlan,
-    Measurements,
-    SourceObject,
-    TableRef,
-)
+from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_conf_for, spark_session_for
+from wap_ingest.adapters.spark_writer import SparkIcebergWriter
+from wap_ingest.config import Settings
+from wap_ingest.core.audits import AuditSuites
+from wap_ingest.core.dry_run import audit_branch
+from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
+from wap_ingest.core.models import AuditReport, IngestOutcome, SourceObject, TableRef
 from wap_ingest.core.naming import digest_from_branch
-from wap_ingest.core.pipeline import PipelineConfig, Ports
-from wap_ingest.core.ports import BatchTableWriter, LargeFileJobs, Notifier, TableWriter
+from wap_ingest.core.pipeline import PipelineConfig, Ports, Result
+from wap_ingest.core.ports import Notifier
+from wap_ingest.emr_request import job_request_for
 
 log = logging.getLogger(__name__)
 
-
-def load_suites(path: Path, default_namespace: str) -> AuditSuites:
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise AuditSuiteError(f"audits file {path}: not valid YAML: {exc}") from exc
-    except OSError as exc:
-        raise AuditSuiteError(f"audits file {path}: cannot be read ({exc}). Fix: check WAP_AUDITS_FILE.") from exc
-    try:
-        return suites_from(document, default_namespace=default_namespace)
-    except AuditSuiteError as exc:
-        raise AuditSuiteError(f"{path}: {exc}") from exc
-
-
-class LazyWriter(TableWriter):
-    """Starts Spark on first use: listing objects or refusing a bad key needs no JVM."""
-
-    def __init__(self, factory: Callable[[], SparkIcebergWriter]) -> None:
-        self._factory = factory
-        self._writer: SparkIcebergWriter | None = None
-
-    @property
-    def writer(self) -> SparkIcebergWriter:
-        if self._writer is None:
-            started = time.monotonic()
-            self._writer = self._factory()
-            log.info("Spark session started in %.2fs (once per process)", time.monotonic() - started)
-        return self._writer
-
-    @property
-    def started(self) -> bool:
-        return self._writer is not None
-
-    def append(
-        self, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str, properties: Mapping[str, str],
-        *, allow_new_columns: bool = False,
-    ) -> AppendResult:
-        return self.writer.append(source, fmt, table, branch, properties, allow_new_columns=allow_new_columns)
-
-    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
-        return self.writer.find_append(table, ref, identity)
-
-    def measure_appended(
-        self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
-    ) -> Measurements:
-        return self.writer.measure_appended(table, branch, appended, plan)
-
-
-class LazyBatchWriter(BatchTableWriter):
-    """The batch path on the same lazily started engine."""
-
-    def __init__(self, writer: LazyWriter) -> None:
-        self._lazy = writer
-
-    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
-        return SparkBatchWriter(self._lazy.writer).find_appends(table, ref, identities)
-
-    def append_batch(
-        self,
-        files: Sequence[tuple[SourceObject, FileFormat]],
-        table: TableRef,
-        branch: str,
-        plan: MeasurementPlan,
-        accept: Callable[[SourceObject, Measurements], bool],
-        properties: Callable[[Sequence[SourceObject]], Mapping[str, str]],
-    ) -> BatchAppend:
-        return SparkBatchWriter(self._lazy.writer).append_batch(files, table, branch, plan, accept, properties)
+__all__ = ["Service", "build_service", "catalog_for", "decisions_for", "jobs_for", "load_suites", "notifier_for",
+           "reader_for", "reauditor_for", "reports_for", "service", "source_reader_for"]
 
 
 @dataclass(frozen=True)
@@ -137,35 +52,32 @@ class Service:
     config: PipelineConfig
     objects: S3ObjectStore
     notifier: Notifier
-    batch_writer: BatchTableWriter | None = None
-    jobs: LargeFileJobs | None = None  # None: EMR is not configured, large files run here too
+    large_files: LargeFiles | None = None  # None: EMR is not configured (or this is the EMR job): all runs here
+    engine: SparkEngine | None = None  # the process's Spark, started on first use
 
-    def routes_to_emr(self, source: SourceObject) -> bool:
-        return self.jobs is not None and source.size is not None and source.size > self.settings.large_file_bytes
-
-    def submit_large(self, source: SourceObject, delivery: Delivery = UNKNOWN_DELIVERY) -> IngestOutcome:
-        if self.jobs is None:
-            raise ConfigError("EMR Serverless is not configured (WAP_EMR_APPLICATION_ID).")
-        return submit_large_file(source, jobs=self.jobs, config=self.config, notifier=self.notifier,
-                                 delivery=delivery)
-
-    def ingest_batch(
-        self, items: Sequence[tuple[SourceObject, Delivery]], out_of_time: Callable[[], bool] = lambda: False
-    ) -> list[Result]:
-        if self.batch_writer is None:
-            raise ConfigError("this service has no batch writer")
-        return ingest_batch_and_notify(
-            items, ports=self.ports, batch_writer=self.batch_writer, suites=self.suites, config=self.config,
-            notifier=self.notifier, out_of_time=out_of_time,
-        )
+    def ingest_all(self, items: Sequence[Item], out_of_time: Callable[[], bool] = lambda: False) -> list[Result]:
+        """The entry points' one call: route, run, alert; one result per item (an outcome, or the error that
+        fails its message)."""
+        return ingest(items, ports=self.ports, suites=self.suites, config=self.config, notifier=self.notifier,
+                      large_files=self.large_files, out_of_time=out_of_time)
 
     def ingest(
         self, source: SourceObject, table: TableRef | None = None, delivery: Delivery = UNKNOWN_DELIVERY
     ) -> IngestOutcome:
-        return ingest_and_notify(
-            source, ports=self.ports, suites=self.suites, config=self.config, notifier=self.notifier,
-            delivery=delivery, table=table,
-        )
+        """One object, for the CLI, the EMR job and tests: its outcome, or its failure raised."""
+        (result,) = self.ingest_all([Item(source, delivery, table)])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+def spark_settings_for(settings: Settings, *, jars: bool = True) -> SparkSettings:
+    return SparkSettings(
+        nessie_uri=settings.nessie_api_v2, main_branch=settings.main_branch, warehouse=settings.warehouse,
+        region=settings.aws_region, s3_endpoint=settings.aws_endpoint_url, http_timeout=settings.http_timeout,
+        driver_memory=settings.spark_driver_memory, work_dir=settings.work_dir,
+        jars=tuple(settings.spark_jars()) if jars else (),
+    )
 
 
 def notifier_for(settings: Settings) -> Notifier:
@@ -178,33 +90,23 @@ def notifier_for(settings: Settings) -> Notifier:
     return SlackNotifier(client, settings.slack_channel)
 
 
-@functools.lru_cache(maxsize=4)
-def _nessie_client(auth: NessieAuthSettings, timeout: float) -> tuple[ClientCredentials, TokenProvider]:
-    """The client credentials (the secret read once per process) and the token provider shared by the clients."""
-    secret = auth.client_secret
-    if secret is None:
-        if auth.client_secret_parameter is None:  # Settings.from_env refuses this; a Settings built by hand may not
-            raise ConfigError("WAP_NESSIE_CLIENT_SECRET_PARAMETER is not set. Fix: name the SecureString/secret.")
-        secret = secret_from_parameter(
-            auth.client_secret_parameter, variable="WAP_NESSIE_CLIENT_SECRET_PARAMETER",
-            what="the Nessie OAuth2 client secret",
-        )
-    credentials = ClientCredentials(auth.token_endpoint, auth.client_id, secret, auth.scope)
-    log.info("Nessie client authentication: OAuth2 client %s, token endpoint %s", auth.client_id, auth.token_endpoint)
-    return credentials, TokenProvider(credentials, timeout=timeout)
+def _nessie_client(settings: Settings) -> tuple[ClientCredentials, TokenProvider] | None:
+    auth = settings.nessie_auth
+    if auth is None:
+        return None
+    return nessie_client(auth.token_endpoint, auth.client_id, auth.scope, auth.client_secret,
+                         auth.client_secret_parameter, settings.http_timeout)
 
 
 def nessie_credentials_for(settings: Settings) -> ClientCredentials | None:
     """None when Nessie needs no authentication (no WAP_NESSIE_* auth settings)."""
-    if settings.nessie_auth is None:
-        return None
-    return _nessie_client(settings.nessie_auth, settings.http_timeout)[0]
+    found = _nessie_client(settings)
+    return None if found is None else found[0]
 
 
 def nessie_tokens_for(settings: Settings) -> TokenProvider | None:
-    if settings.nessie_auth is None:
-        return None
-    return _nessie_client(settings.nessie_auth, settings.http_timeout)[1]
+    found = _nessie_client(settings)
+    return None if found is None else found[1]
 
 
 def catalog_for(settings: Settings) -> NessieBranches:
@@ -220,12 +122,14 @@ def reports_for(settings: Settings, client: object | None = None) -> S3ReportSto
     return S3ReportStore(s3, settings.lake_bucket)
 
 
-def jobs_for(settings: Settings) -> EmrServerlessJobs | None:
-    """The large-file jobs (EMR Serverless), for the operator commands; None when EMR is not configured."""
+def jobs_for(settings: Settings, s3: Any | None = None) -> EmrServerlessJobs | None:
+    """The large-file jobs (EMR Serverless); None when EMR is not configured."""
     if settings.emr is None:
         return None
-    s3 = s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
-    return EmrServerlessJobs(boto3_client("emr-serverless", settings), s3, settings)
+    s3 = s3 or s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    return EmrServerlessJobs(boto3_client("emr-serverless", settings), s3, lake_bucket=settings.lake_bucket,
+                             application_id=settings.emr.application_id,
+                             request_for=lambda source, table: job_request_for(settings, source, table))
 
 
 def reader_for(settings: Settings) -> IcebergRestReader:
@@ -238,8 +142,7 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
     `submitted`: the process was started by spark-submit (the EMR job): its session comes from the submission
     (master, jars), and large files are not routed again."""
     suites = load_suites(settings.audits_file, settings.namespace)
-    if not submitted:
-        settings.spark_jars()  # fail early, with the fix, if the jars are missing
+    spark = spark_settings_for(settings, jars=not submitted)  # fails early, with the fix, if the jars are missing
     credentials = nessie_credentials_for(settings)  # reads the client secret now: a missing one fails start-up
     s3 = s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
     objects = S3ObjectStore(s3)
@@ -250,25 +153,30 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
         stage, cleanup = (lambda src: objects.copy_to(src, settings.lake_bucket)), objects.remove
     else:
         stage = lambda src: objects.download(src, downloads)  # noqa: E731
-    writer = LazyWriter(
-        lambda: SparkIcebergWriter(spark_session_for(settings, credentials, submitted=submitted), stage,
-                                   cleanup=cleanup)
+    conf = spark_conf_for(spark, credentials, local_jars=not submitted)
+    engine = SparkEngine(lambda: spark_session_for(conf, submitted=submitted, work_dir=settings.work_dir))
+    writer = SparkIcebergWriter(engine, stage, cleanup=cleanup)
+    jobs = None if submitted else jobs_for(settings, s3)
+    config = PipelineConfig(
+        default_namespace=settings.namespace, main_branch=settings.main_branch,
+        source_buckets=settings.source_buckets, refused_buckets=frozenset({settings.lake_bucket}),
+        staging_budget_bytes=settings.staging_budget_bytes, free_bytes=_free_bytes(downloads),
+        abandoned_after_seconds=settings.abandoned_branch_seconds,
     )
-    jobs = None
-    if settings.emr is not None and not submitted:
-        emr = boto3_client("emr-serverless", settings)
-        jobs = EmrServerlessJobs(emr, s3, settings)
-    catalog = catalog_for(settings)
     return Service(
         settings=settings,
-        ports=Ports(catalog=catalog, writer=writer, objects=objects, reports=reports_for(settings, s3)),
-        suites=suites,
-        config=PipelineConfig(default_namespace=settings.namespace, main_branch=settings.main_branch),
-        objects=objects,
-        notifier=notifier_for(settings),
-        batch_writer=LazyBatchWriter(writer),
-        jobs=jobs,
+        ports=Ports(catalog=catalog_for(settings), writer=writer, objects=objects, reports=reports_for(settings, s3)),
+        suites=suites, config=config, objects=objects, notifier=notifier_for(settings), engine=engine,
+        large_files=None if jobs is None else LargeFiles(jobs, settings.large_file_bytes),
     )
+
+
+def _free_bytes(directory: Path) -> Callable[[], int]:
+    def free() -> int:
+        directory.mkdir(parents=True, exist_ok=True)
+        return shutil.disk_usage(directory).free
+
+    return free
 
 
 def boto3_client(service_name: str, settings: Settings) -> Any:
@@ -313,19 +221,11 @@ def source_reader_for(settings: Settings) -> Callable[[TableRef, str], Mapping[s
 
 
 def reauditor_for(settings: Settings) -> Callable[[TableRef, str, str], AuditReport]:
-    """(table, branch, source identity) -> the table's audit suite, read from the audits file now, run on the
-    rows of the branch's WAP append: found by its identity and measured by the engine (this starts Spark)."""
+    """(table, branch, source identity) -> the table's suite, read from the audits file now, run on the rows of the
+    branch's WAP append by the pipeline's audit step (this starts Spark)."""
 
     def reaudit(table: TableRef, branch: str, identity: str) -> AuditReport:
-        suite = load_suites(settings.audits_file, settings.namespace).suite_for(table)
-        writer = service().ports.writer
-        appended = writer.find_append(table, branch, identity)
-        if appended is None:
-            raise CatalogError(
-                f"no snapshot of {table} on {branch!r} carries the source identity {identity!r}, so its new rows "
-                f"cannot be re-audited. Fix: inspect it (wap show {branch}); publish with --no-reaudit --reason "
-                f"'...' or discard it."
-            )
-        return audit(suite, table, writer.measure_appended(table, branch, appended, suite.plan()))
+        suites = load_suites(settings.audits_file, settings.namespace)
+        return audit_branch(table, branch, identity, writer=service().ports.writer, suites=suites)
 
     return reaudit

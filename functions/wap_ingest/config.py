@@ -44,6 +44,12 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_SLACK_TOKEN_PARAMETER": "SSM SecureString name or Secrets Manager ARN holding the Slack token",
     "WAP_SLACK_BASE_URL": "Slack API base URL (the local stack's sink); default: Slack",
     "WAP_MAX_RECEIVES": "the queue's maxReceiveCount: the last attempt alerts that the event goes to the DLQ",
+    "WAP_SOURCE_BUCKETS": "more buckets (comma-separated) whose objects may be ingested besides SOURCE_BUCKET; an "
+    "event or `wap ingest` naming any other bucket (and always the lake bucket) is refused, nothing read",
+    "WAP_STAGING_BUDGET_BYTES": "the most one group of files stages on local disk at once (default: 1 GiB); files "
+    "that do not fit the free disk now go back to the queue as deferred",
+    "WAP_ABANDONED_BRANCH_SECONDS": "a batch branch older than this belongs to a run that died and is deleted by the "
+    "table's next run (default: 960, the function's longest run plus a margin)",
     "WAP_LARGE_FILE_BYTES": "objects larger than this run on EMR Serverless, not in the function (default: 1 GiB)",
     "WAP_EMR_APPLICATION_ID": "EMR Serverless application for large files; unset: every file runs in the function",
     "WAP_EMR_EXECUTION_ROLE_ARN": "the role EMR Serverless job runs assume (setup_aws.py creates it)",
@@ -224,6 +230,10 @@ class Settings:
     emr: EmrSettings | None = None  # None: large files run in the function too
     stage: str = "download"
     time_reserve_seconds: float = 90.0
+    # SOURCE_BUCKET and WAP_SOURCE_BUCKETS: the buckets whose objects may be ingested (empty: any but the lake's)
+    source_buckets: frozenset[str] = frozenset()
+    staging_budget_bytes: int = DEFAULT_LARGE_FILE_BYTES  # what one group of files may stage on local disk at once
+    abandoned_branch_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
 
     @property
     def nessie_api_v1(self) -> str:
@@ -305,6 +315,10 @@ class Settings:
             emr=emr_from(env, lake),
             stage=_stage(env),
             time_reserve_seconds=_positive(env, "WAP_TIME_RESERVE_SECONDS", 90.0, "90"),
+            source_buckets=source_buckets_from(env, source, lake),
+            staging_budget_bytes=int(_positive(env, "WAP_STAGING_BUDGET_BYTES", DEFAULT_LARGE_FILE_BYTES,
+                                               "1073741824")),
+            abandoned_branch_seconds=_positive(env, "WAP_ABANDONED_BRANCH_SECONDS", 960.0, "960"),
         )
 
     def spark_jars(self) -> list[Path]:
@@ -315,6 +329,16 @@ class Settings:
                 f"from docker/pom.xml with mvn) or point WAP_JARS_DIR at them."
             )
         return jars
+
+
+def source_buckets_from(env: Mapping[str, str], source: str | None, lake: str) -> frozenset[str]:
+    """SOURCE_BUCKET plus the comma-separated WAP_SOURCE_BUCKETS; the lake bucket is never one of them."""
+    extra = [b.strip() for b in env.get("WAP_SOURCE_BUCKETS", "").split(",") if b.strip()]
+    buckets = frozenset(([source] if source else []) + extra)
+    if lake in buckets:
+        raise ConfigError(f"the lake bucket {lake!r} is named as a source bucket (SOURCE_BUCKET/WAP_SOURCE_BUCKETS): "
+                          f"the service would ingest its own tables' files. Fix: use a separate source bucket.")
+    return buckets
 
 
 def _stage(env: Mapping[str, str]) -> str:

@@ -14,7 +14,8 @@ import pytest
 
 from tests.conftest import LARGE_FILE_BYTES, Lake
 from tests.e2e.test_event_path import alerts_about, table_rows, wait_for
-from wap_ingest.adapters.emr import ENTRY_POINT, parse_submit_parameters
+from wap_ingest.adapters.emr import parse_submit_parameters
+from wap_ingest.emr_request import ENTRY_POINT
 from wap_ingest.entrypoints.cli import main
 from wap_ingest.entrypoints.ops_schema import SCHEMAS
 from wap_ingest.local.state import StackState
@@ -125,7 +126,7 @@ def test_a_burst_of_200_small_files_publishes_every_good_file_exactly_once(
     good_rows = 10 * (200 - len(bad))
     assert wait_for(lambda: table_rows(lake, f"wap.{table_name}") == good_rows or None,
                     f"{good_rows} rows on main", timeout=600)
-    spark = lake.service.ports.writer.writer._spark
+    spark = lake.service.ports.writer.spark
     ids = spark.sql(f"SELECT my_col_0 FROM nessie.wap.{table_name}").collect()
     expected = {i * 10 + k for i in range(200) if i not in bad for k in range(10)}
     assert sorted(r["my_col_0"] for r in ids) == sorted(expected)  # every good file once, no bad row

@@ -56,11 +56,12 @@ def audit_again(lake: Lake, table: str, audits: Any) -> tuple[int, int, float]:
     """Measure the published append again, exactly as the pipeline did, inside a job group."""
     writer = lake.service.ports.writer
     ref = TableRef("wap", table)
-    appended = writer.find_append(ref, "main", f"{lake.inbox_bucket}/{table}/new.parquet#" + _etag(lake, table))
+    identity = f"{lake.inbox_bucket}/{table}/new.parquet#" + _etag(lake, table)
+    appended = writer.find_appends(ref, "main", [identity]).get(identity)
     assert isinstance(appended, AppendResult) and appended.rows == NEW
     plan = audits.suite_for(ref).plan()
     measured = []
-    counted = records_read_by(writer.writer._spark,
+    counted = records_read_by(writer.spark,
                               lambda: measured.append(writer.measure_appended(ref, "main", appended, plan)))
     # what the new files' metrics answered, without reading rows
     assert set(measured[0].from_metadata) == {"row_count", "not_null:my_col_0", "not_null:my_col_1", "range:my_col_2"}
@@ -72,7 +73,7 @@ def _etag(lake: Lake, table: str) -> str:
 
 
 def test_audit_of_a_small_append_reads_the_new_rows_only_whatever_the_table_size(lake: Lake) -> None:
-    spark = lake.service.ports.writer.writer._spark
+    spark = lake.service.ports.writer.spark
     lake.service.ports.catalog.ensure_namespace("main", "wap")
     large, small = f"t_large_{uuid.uuid4().hex[:8]}", f"t_small_{uuid.uuid4().hex[:8]}"
     # the large table is generated inside Spark (no file), straight on main

@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import Lake, parquet_bytes
+from tests.fakes import run_one
 from wap_ingest.core.alerts import Alert, AlertKind
 from wap_ingest.core.audits import AuditSuites, suites_from
-from wap_ingest.core.ingest import ingest_and_notify
+from wap_ingest.core.ingest import Item, ingest
 from wap_ingest.core.models import CheckStatus, IngestOutcome, OutcomeStatus, SourceObject
-from wap_ingest.core.pipeline import run_wap
 from wap_ingest.core.ports import Notifier
 from wap_ingest.entrypoints.cli import main
 
@@ -63,8 +63,10 @@ def suites(table: str, checks: list[dict[str, Any]]) -> AuditSuites:
 def run(lake: Lake, source: SourceObject, audits: AuditSuites, notifier: Notifier | None = None) -> IngestOutcome:
     svc = lake.service
     if notifier is None:
-        return run_wap(source, ports=svc.ports, suites=audits, config=svc.config)
-    return ingest_and_notify(source, ports=svc.ports, suites=audits, config=svc.config, notifier=notifier)
+        return run_one(source, ports=svc.ports, suites=audits, config=svc.config)
+    (result,) = ingest([Item(source)], ports=svc.ports, suites=audits, config=svc.config, notifier=notifier)
+    assert isinstance(result, IngestOutcome), result
+    return result
 
 
 ROW_CHECKS: list[dict[str, Any]] = [
@@ -163,7 +165,7 @@ def test_schema_policy_rejects_drift_and_evolves_the_branch_only(lake: Lake, tab
     held = run(lake, lake.put(f"{table_name}/held.parquet", parquet_bytes(20, extra=extra)), allow)
     assert held.status is OutcomeStatus.REJECTED and held.report is not None and held.branch
     assert "added on the branch: extra" in held.report.checks[0].measured and held.report.checks[0].passed
-    spark = lake.service.ports.writer.writer._spark
+    spark = lake.service.ports.writer.spark
     assert "extra" not in spark.table(f"nessie.wap.{table_name}").columns
     assert "extra" in spark.table(f"nessie.wap.`{table_name}@{held.branch}`").columns
     published = run(lake, lake.put(f"{table_name}/ok.parquet", parquet_bytes(4, extra={"extra": [1, 2, 3, 4]})), allow)

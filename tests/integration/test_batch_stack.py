@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import Lake, parquet_bytes
 from wap_ingest.core.errors import WapError
-from wap_ingest.core.ingest import Delivery
+from wap_ingest.core.ingest import Item
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, TableRef
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
@@ -27,8 +27,8 @@ def test_a_batch_publishes_in_one_merge_and_each_odd_file_has_its_own_fate(lake:
     corrupt = lake.put(f"{table_name}/corrupt.parquet", b"PAR1 this is not parquet")
     also_good = lake.put(f"{table_name}/p.parquet", parquet_bytes(3))  # another format: runs alone, publishes
     before = lake.main_hash()
-    items = [(s, Delivery()) for s in [*good, nulls, other_header, corrupt, also_good]]
-    results = lake.service.ingest_batch(items)
+    items = [Item(s) for s in [*good, nulls, other_header, corrupt, also_good]]
+    results = lake.service.ingest_all(items)
     assert all(isinstance(r, IngestOutcome) for r in results), [r for r in results if isinstance(r, WapError)]
     outcomes = [r for r in results if isinstance(r, IngestOutcome)]
     assert [o.status for o in outcomes] == [OutcomeStatus.PUBLISHED] * 4 + [
@@ -50,7 +50,7 @@ def test_a_batch_publishes_in_one_merge_and_each_odd_file_has_its_own_fate(lake:
     # the batch's rows (on main when the rejected file ran alone, before the Parquet file did) + its own
     assert lake.count(f"wap.{table_name}", ref=branch) == 4 * 5 + 5
 
-    again = lake.service.ingest_batch([(s, Delivery()) for s in good])
+    again = lake.service.ingest_all([Item(s) for s in good])
     assert [r.status for r in again if isinstance(r, IngestOutcome)] == [OutcomeStatus.DUPLICATE] * 4
     alone = lake.service.ingest(good[2])  # the one-file path finds a file a batch published
     assert alone.status is OutcomeStatus.DUPLICATE and alone.rows == 5

@@ -43,7 +43,7 @@ def test_benchmark_smoke_run_writes_results_and_targets(tmp_path: Path) -> None:
 def test_a_file_is_on_main_by_its_own_merge_or_by_a_batch_merge() -> None:
     from benchmarks.run import published_keys
 
-    from wap_ingest.core.batch import batch_merge_properties
+    from wap_ingest.core.lineage import merge_properties as batch_merge_properties
     from wap_ingest.core.models import SourceObject, TableRef
 
     alone = {"wap.table": "wap.t", "wap.source.key": "t/a.parquet"}

@@ -6,11 +6,12 @@ import pytest
 from pyiceberg.catalog import load_catalog
 
 from tests.conftest import Lake, parquet_bytes
+from tests.fakes import run_one
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.core.errors import CatalogUnavailableError, ObjectStoreUnavailableError
 from wap_ingest.core.models import OutcomeStatus, SourceObject
-from wap_ingest.core.pipeline import Ports, run_wap
+from wap_ingest.core.pipeline import Ports
 from wap_ingest.local.stack import free_port
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
@@ -115,7 +116,7 @@ def test_nessie_unreachable_raises_a_clear_error_and_main_is_untouched(lake: Lak
     ports = Ports(catalog=NessieBranches(f"http://127.0.0.1:{free_port()}", timeout=2),
                   writer=lake.service.ports.writer, objects=lake.service.ports.objects)
     with pytest.raises(CatalogUnavailableError, match="unreachable") as info:
-        run_wap(lake.put(f"{table_name}/a.parquet", parquet_bytes(3)), ports=ports, suites=lake.service.suites,
+        run_one(lake.put(f"{table_name}/a.parquet", parquet_bytes(3)), ports=ports, suites=lake.service.suites,
                 config=lake.service.config)
     assert "NESSIE_ENDPOINT" in str(info.value)
     assert lake.main_hash() == main_before
@@ -126,11 +127,11 @@ def test_s3_unreachable_raises_a_clear_error(lake: Lake, table_name: str) -> Non
     ports = Ports(catalog=lake.service.ports.catalog, writer=lake.service.ports.writer, objects=objects)
     main_before = lake.main_hash()
     with pytest.raises(ObjectStoreUnavailableError, match="unreachable"):
-        run_wap(SourceObject(lake.inbox_bucket, f"{table_name}/a.parquet"), ports=ports,
+        run_one(SourceObject(lake.inbox_bucket, f"{table_name}/a.parquet"), ports=ports,
                 suites=lake.service.suites, config=lake.service.config)
     assert lake.main_hash() == main_before
 
 
 def _tables_on_main(lake: Lake) -> set[str]:
-    spark = lake.service.ports.writer.writer._spark
+    spark = lake.service.ports.writer.spark
     return {f"wap.{r['tableName']}" for r in spark.sql("SHOW TABLES IN nessie.wap").collect()}

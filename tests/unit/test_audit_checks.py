@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import FakeCatalog, FakeObjectStore, FakeReportStore, FakeWriter
+from tests.fakes import FakeCatalog, FakeObjectStore, FakeReportStore, FakeWriter, run_one
 from wap_ingest.core.alerts import AlertKind, alert_for_outcome
 from wap_ingest.core.audits import AuditContext, audit, suites_from
 from wap_ingest.core.errors import AuditSuiteError
 from wap_ingest.core.models import AuditReport, CheckStatus, Measurements, OutcomeStatus, TableRef
-from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
+from wap_ingest.core.pipeline import PipelineConfig, Ports
 
 T = TableRef("wap", "t")
 NOW = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)
@@ -142,7 +142,7 @@ class Lake:
 
     def run(self, key: str, n: int, nulls: int = 0):  # type: ignore[no-untyped-def]
         source = self.objects.put("source", key, [{"a": None if i < nulls else i} for i in range(n)])
-        return run_wap(source, ports=self.ports, suites=self.suites, config=self.config)
+        return run_one(source, ports=self.ports, suites=self.suites, config=self.config)
 
 
 def test_warn_publishes_with_an_alert_and_error_rejects_with_a_stored_report() -> None:

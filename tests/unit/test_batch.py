@@ -1,4 +1,4 @@
-"""The batch path (core.batch) on in-memory fakes: one merge per table for a burst, each file its own fate."""
+"""The pipeline's groups (core.pipeline) on in-memory fakes: one merge per table for a burst, each file its own fate."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import json
 
 import pytest
 
-from tests.fakes import FakeBatchWriter, FakeCatalog, FakeObjectStore, Unreadable, rows_on
+from tests.fakes import FakeBatchWriter, FakeCatalog, FakeObjectStore, Unreadable, rows_on, run_one
 from wap_ingest.core.audits import suites_from
-from wap_ingest.core.batch import run_batch
 from wap_ingest.core.errors import CatalogUnavailableError, MergeConflictError, OutOfTimeError, WapError
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
 from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
@@ -40,8 +39,7 @@ class Lake:
         return self.objects.put("source", key, content)  # type: ignore[arg-type]
 
     def run(self, sources: list[SourceObject], **kwargs: object) -> list[IngestOutcome | WapError]:
-        return run_batch(sources, ports=self.ports, batch_writer=self.writer, suites=SUITES, config=self.config,
-                         **kwargs)  # type: ignore[arg-type]
+        return run_wap(sources, ports=self.ports, suites=SUITES, config=self.config, **kwargs)  # type: ignore[arg-type]
 
     def merges(self) -> list[str]:
         return [c for c in self.catalog.calls if c.startswith("merge ")]
@@ -77,7 +75,7 @@ def test_files_published_in_a_batch_are_duplicates_afterwards_alone_or_in_a_batc
     again = _outcomes(lake.run(sources))
     assert [o.status for o in again] == [OutcomeStatus.DUPLICATE] * 3
     assert [o.rows for o in again] == [3, 3, 3]
-    alone = run_wap(sources[1], ports=lake.ports, suites=SUITES, config=lake.config)
+    alone = run_one(sources[1], ports=lake.ports, suites=SUITES, config=lake.config)
     assert alone.status is OutcomeStatus.DUPLICATE  # the one-file path finds a file a batch published
     assert len(rows_on(lake.catalog, "main", TABLE)) == 9
 
@@ -153,9 +151,9 @@ def test_out_of_time_hands_back_the_files_not_started(lake: Lake) -> None:
 
 
 def test_the_history_of_loads_counts_each_file_of_a_batch_merge() -> None:
-    from wap_ingest.core.batch import batch_merge_properties
+    from wap_ingest.core.lineage import load_rows
+    from wap_ingest.core.lineage import merge_properties as batch_merge_properties
     from wap_ingest.core.models import TableRef
-    from wap_ingest.core.pipeline import load_rows
 
     a, b = SourceObject("s", "t/a.csv", etag="1"), SourceObject("s", "t/b.csv", etag="2")
     assert load_rows(batch_merge_properties(TableRef("wap", "t"), [(a, 3), (b, 5)])) == [3, 5]

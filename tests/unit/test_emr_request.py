@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from wap_ingest.adapters.emr import job_request, parse_submit_parameters, record_key
+from wap_ingest.adapters.emr import parse_submit_parameters, record_key
 from wap_ingest.config import Settings
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.models import SourceObject, TableRef
+from wap_ingest.emr_request import job_request
 
 ROLE = "arn:aws:iam::123456789012:role/wap-emr-job"
 

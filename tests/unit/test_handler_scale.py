@@ -10,6 +10,7 @@ import pytest
 
 from tests.fakes import FakeBatchWriter, rows_on
 from tests.unit.test_lambda_handler import NULL_ROWS, ROWS, Context, World, s3_body, sqs_event
+from wap_ingest.core.ingest import LargeFiles
 from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.ports import LargeFileJobs
 from wap_ingest.entrypoints import lambda_handler
@@ -44,7 +45,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w.jobs = RecordingJobs()  # type: ignore[attr-defined]
     settings = replace(w.service.settings, large_file_bytes=1000)
     w.service = replace(w.service, settings=settings, ports=replace(w.service.ports, writer=w.writer),
-                        batch_writer=w.writer, jobs=w.jobs)  # type: ignore[attr-defined]
+                        large_files=LargeFiles(w.jobs, 1000))  # type: ignore[attr-defined]
     monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
     return w
 
@@ -61,13 +62,13 @@ def test_a_delivery_for_one_table_is_one_batch_and_a_bad_file_fails_no_message(w
     result = world.invoke(sqs_event(*(body(f"customer_data_log/{n}.parquet") for n in "abcd")))
     assert result["batchItemFailures"] == []
     assert [o["status"] for o in result["objects"]] == ["published", "rejected", "published", "published"]
-    assert world.writer.batches == [3]  # type: ignore[attr-defined]
+    assert world.writer.batches == [3, 1]  # type: ignore[attr-defined]  # the three together, the bad one alone
     assert len(rows_on(world.catalog, "main", "wap.customer_data_log")) == 3
     assert [a.kind.value for a in world.notifier.alerts] == ["rejected"]
 
 
 def test_a_large_object_is_submitted_once_and_not_run_here(world: World) -> None:
-    world.objects.put("source", "customer_data_log/big.parquet", ROWS)
+    world.objects.put("source", "customer_data_log/big.parquet", b"x" * 5000)  # the store's size decides
     event = sqs_event(body("customer_data_log/big.parquet", size=5000), body("customer_data_log/big.parquet", 5000))
     result = world.invoke(event)
     assert [o["status"] for o in result["objects"]] == ["submitted", "submitted"]
@@ -80,7 +81,7 @@ def test_a_large_object_is_submitted_once_and_not_run_here(world: World) -> None
 
 
 def test_a_large_object_with_an_unroutable_key_is_invalid_without_a_job(world: World) -> None:
-    world.objects.put("source", "Bad Key.parquet", ROWS)
+    world.objects.put("source", "Bad Key.parquet", b"x" * 5000)
     result = world.invoke(sqs_event(body("Bad Key.parquet", size=5000)))
     assert result["objects"][0]["status"] == "invalid"
     assert world.jobs.submitted == []  # type: ignore[attr-defined]

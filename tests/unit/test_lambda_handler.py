@@ -131,10 +131,10 @@ def test_sqs_infrastructure_failure_is_a_partial_batch_failure(world: World, mon
     world.objects.put("source", "broken_table/x.parquet", ROWS)
     original = world.writer.append
 
-    def flaky(source, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if source.key.startswith("broken_table/"):
+    def flaky(files, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if files[0][0].key.startswith("broken_table/"):
             raise CatalogUnavailableError("Nessie is down")
-        return original(source, *args, **kwargs)
+        return original(files, *args, **kwargs)
 
     monkeypatch.setattr(world.writer, "append", flaky)
     result = world.invoke(sqs_event(s3_body("customer_data_log/ok.parquet"), s3_body("broken_table/x.parquet")))

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable, rows_on
+from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable, rows_on, run_one
 from wap_ingest.core.audits import suites_from
 from wap_ingest.core.errors import CatalogUnavailableError, MergeConflictError
 from wap_ingest.core.models import OutcomeStatus, SourceObject, TableRef
 from wap_ingest.core.naming import branch_name_for, branch_prefix_for
-from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
+from wap_ingest.core.pipeline import PipelineConfig, Ports
 
 SUITES = suites_from(
     {"tables": {"customer_data_log": [{"check": "not_null", "columns": ["my_col_1"]},
@@ -39,7 +39,7 @@ class Lake:
         return self.objects.put("source", key, content)  # type: ignore[arg-type]
 
     def run(self, source: SourceObject, table: TableRef | None = None):  # type: ignore[no-untyped-def]
-        return run_wap(source, ports=self.ports, suites=SUITES, config=self.config, table=table)
+        return run_one(source, ports=self.ports, suites=SUITES, config=self.config, table=table)
 
     def wap_branches(self) -> list[str]:
         return [b.name for b in self.catalog.list_branches("wap-")]
@@ -161,17 +161,17 @@ def test_failure_to_clean_up_names_the_branch(lake: Lake, monkeypatch: pytest.Mo
 def test_merge_conflict_is_retried_on_a_fresh_branch(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
     lake.run(lake.put("customer_data_log/0.parquet", rows(1)))
     other = lake.put("customer_data_log/other.parquet", rows(2))
-    original = lake.writer.measure_appended
+    original = lake.writer._measure
     raced: list[bool] = []
 
     def racing_measure(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
         if not raced:  # another worker publishes a file for the same table meanwhile
             raced.append(True)
-            monkeypatch.setattr(lake.writer, "measure_appended", original)
+            monkeypatch.setattr(lake.writer, "_measure", original)
             assert lake.run(other).status is OutcomeStatus.PUBLISHED
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(lake.writer, "measure_appended", racing_measure)
+    monkeypatch.setattr(lake.writer, "_measure", racing_measure)
     outcome = lake.run(lake.put("customer_data_log/mine.parquet", rows(4)))
     assert outcome.status is OutcomeStatus.PUBLISHED and outcome.attempts == 2
     assert len(rows_on(lake.catalog, "main", TABLE)) == 1 + 2 + 4
@@ -239,11 +239,11 @@ def test_crash_after_the_merge_leaves_a_branch_the_retry_removes(lake: Lake) -> 
 
 def test_crash_after_the_append_is_cleanly_redone(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
     src = lake.put("customer_data_log/a.parquet", rows(5))
-    real_measure = lake.writer.measure_appended
-    monkeypatch.setattr(lake.writer, "measure_appended", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    real_measure = lake.writer._measure  # measuring follows the write: the rows are on the branch
+    monkeypatch.setattr(lake.writer, "_measure", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         lake.run(src)
-    monkeypatch.setattr(lake.writer, "measure_appended", real_measure)
+    monkeypatch.setattr(lake.writer, "_measure", real_measure)
     appends: list[object] = []
     real_append = lake.writer.append
     monkeypatch.setattr(lake.writer, "append", lambda *a, **k: appends.append(a) or real_append(*a, **k))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import itertools
 
-from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter
+from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, run_one
 from wap_ingest.core.audits import suites_from
 from wap_ingest.core.models import OutcomeStatus, SourceObject
-from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
+from wap_ingest.core.pipeline import PipelineConfig, Ports
 from wap_ingest.core.stopwatch import Stopwatch
 
 
@@ -35,7 +35,7 @@ def run(rows: list[dict[str, object]], key: str = "t/a.parquet") -> tuple[Outcom
     objects.put("src", key, rows)
     ports = Ports(catalog=catalog, writer=FakeWriter(catalog, objects), objects=objects)
     suites = suites_from({"defaults": [{"check": "not_null", "columns": ["a"]}]}, default_namespace="wap")
-    outcome = run_wap(SourceObject("src", key), ports=ports, suites=suites,
+    outcome = run_one(SourceObject("src", key), ports=ports, suites=suites,
                       config=PipelineConfig(default_namespace="wap", sleep=lambda _s: None))
     assert all(seconds >= 0 for seconds in outcome.timings.values())
     return outcome.status, set(outcome.timings)

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wap_ingest.adapters.oauth2 import TokenProvider
+from wap_ingest.core import lineage
 from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
 from wap_ingest.core.models import TableRef
 from wap_ingest.core.naming import identity_digest
 
 ADDED = 1  # manifest entry status
-IDENTITY_PROPERTY = "wap.source.identity"  # stamped on each append's snapshot by the pipeline
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class IcebergRestReader:
             return {}
         for snapshot in sorted(loaded.snapshots(), key=lambda s: s.timestamp_ms, reverse=True):
             summary = dict(snapshot.summary.additional_properties) if snapshot.summary else {}
-            identity = summary.get(IDENTITY_PROPERTY)
+            identity = summary.get(lineage.IDENTITY)
             if identity is not None and identity_digest(identity) == digest:
                 return summary
         return {}

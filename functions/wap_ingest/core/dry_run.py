@@ -1,24 +1,23 @@
-"""A dry run of the audit (`wap audit`): write the file to a throw-away branch, audit it, delete the branch.
+"""The audit without the publish, on the one pipeline: `wap audit` (a dry run of a file) and the re-audit of a
+branch before `wap publish`.
 
-Nothing is published and no alert is sent: a producer checks a file before dropping it for real. The
-branch is named `dryrun-...` (not `wap-...`), so the real pipeline's clean-up of a file's attempts and
-`wap branches` never confuse the two.
+A dry run writes the file to a throw-away `dryrun-...` branch (never `wap-...`, so the pipeline's clean-up and
+`wap branches` never confuse the two), audits it, deletes the branch, and sends no alert.
 """
 
 from __future__ import annotations
 
 import enum
-import secrets
 from dataclasses import dataclass
 
-from .audits import AuditSuites
-from .errors import BadInputError
-from .models import AuditReport, IngestOutcome, SourceObject
-from .naming import format_for_key, table_for_key
-from .pipeline import PipelineConfig, Ports, _discard_quietly, _write_and_measure, audit_measured
-from .stopwatch import Stopwatch
+from .audits import AuditSuites, audit
+from .errors import CatalogError, WapError
+from .models import AuditReport, OutcomeStatus, SourceObject, TableRef
+from .naming import table_ref_from
+from .pipeline import DRY_RUN_PREFIX, PipelineConfig, Ports, run_wap
+from .ports import TableWriter
 
-DRY_RUN_PREFIX = "dryrun"
+__all__ = ["DRY_RUN_PREFIX", "DryRun", "DryRunStatus", "audit_branch", "audit_without_publishing"]
 
 
 class DryRunStatus(enum.StrEnum):
@@ -41,39 +40,35 @@ class DryRun:
                 "message": self.message, "report": self.report.to_dict() if self.report else None}
 
 
-def dry_run_branch_for(table_name: str, namespace: str) -> str:
-    return f"{DRY_RUN_PREFIX}-{namespace}-{table_name}-{secrets.token_hex(4)}"
+_STATUS = {OutcomeStatus.AUDITED: DryRunStatus.PASSED, OutcomeStatus.REJECTED: DryRunStatus.FAILED,
+           OutcomeStatus.INVALID: DryRunStatus.INVALID}
 
 
 def audit_without_publishing(
     source: SourceObject, *, ports: Ports, suites: AuditSuites, config: PipelineConfig, table: str | None = None,
 ) -> DryRun:
-    """Run the table's suite on the file's rows as the pipeline would; main never changes."""
-    from .naming import table_ref_from
-
+    """Run the table's suite on the file's rows as the pipeline would; main never changes. Raises the WapError of
+    an infrastructure failure."""
     try:
-        target = (table_ref_from(table, default_namespace=config.default_namespace, source="--table") if table
-                  else table_for_key(source.key, default_namespace=config.default_namespace, bucket=source.bucket))
-        fmt = format_for_key(source.key, bucket=source.bucket)
-        current = ports.objects.head(source.bucket, source.key)
-    except BadInputError as exc:
+        target = table_ref_from(table, default_namespace=config.default_namespace, source="--table") if table else None
+    except WapError as exc:
         return DryRun(source, DryRunStatus.INVALID, table, message=str(exc))
-    source = current
-    suite = suites.suite_for(target)
-    main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
-    branch = ports.catalog.create_branch(dry_run_branch_for(target.name, target.namespace), main_hash)
-    try:
-        written = _write_and_measure(source, target, fmt, branch, suite.plan(), ports, Stopwatch(),
-                                     allow_new_columns=suite.allow_new_columns)
-        if isinstance(written, IngestOutcome):  # invalid input; the branch is already gone
-            return DryRun(source, DryRunStatus.INVALID, target.qualified, report=written.report,
-                          message=written.message)
-        appended, measured = written
-        report = audit_measured(suite, target, measured, ports.catalog, config.main_branch)
-    finally:
-        note = _discard_quietly(ports.catalog, branch.name)
-    status = DryRunStatus.PASSED if report.passed else DryRunStatus.FAILED
-    verdict = ("the file would be published" + (" (with warnings)" if report.warnings else "")
-               if report.passed else "the file would be rejected")
-    return DryRun(source, status, target.qualified, appended.rows, report,
-                  f"dry run: {verdict}; nothing was published{note}")
+    (result,) = run_wap([source], ports=ports, suites=suites, config=config, table=target, dry_run=True)
+    if isinstance(result, WapError):
+        raise result
+    return DryRun(result.source, _STATUS[result.status], result.table, result.rows, result.report, result.message)
+
+
+def audit_branch(table: TableRef, branch: str, identity: str, *, writer: TableWriter, suites: AuditSuites
+                 ) -> AuditReport:
+    """The table's suite, as the audits file says now, on the rows the branch's WAP append added (found by the
+    file's identity): the re-audit before a reviewed publish."""
+    suite = suites.suite_for(table)
+    appended = writer.find_appends(table, branch, [identity]).get(identity)
+    if appended is None:
+        raise CatalogError(
+            f"no snapshot of {table} on {branch!r} carries the source identity {identity!r}, so its new rows "
+            f"cannot be re-audited. Fix: inspect it (wap show {branch}); publish with --no-reaudit --reason "
+            f"'...' or discard it."
+        )
+    return audit(suite, table, writer.measure_appended(table, branch, appended, suite.plan()))

@@ -1,8 +1,10 @@
-"""The use case the entry points call: run the pipeline for one object and tell the operator.
+"""The use case every entry point calls: route each object once (refuse, the function, or EMR Serverless), run the
+pipeline for the rest, and tell the operator.
 
-Alert policy for infrastructure failures (the event is retried by SQS/Lambda): alert on the first
-attempt ("will be retried") and on the last ("in the dead-letter queue"), log the ones between, so a
-Nessie outage does not page once per retry.
+Alert policy: a file's own fault (INVALID) and an audit's verdict (REJECTED) alert once; an infrastructure failure
+(the message is retried) alerts on the first attempt ("will be retried") and the last ("in the dead-letter
+queue"), and only logs the ones between, so a Nessie outage does not page once per retry. A deferred file (out of
+time, or of disk) was not started: no alert.
 """
 
 from __future__ import annotations
@@ -13,12 +15,11 @@ from dataclasses import dataclass
 
 from .alerts import alert_for_failure, alert_for_outcome
 from .audits import AuditSuites
-from .batch import Result, run_batch
-from .errors import BadInputError, OutOfTimeError, WapError
+from .errors import DeferredError, UnexpectedError, WapError
 from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from .naming import table_for_key
-from .pipeline import PipelineConfig, Ports, run_wap
-from .ports import BatchTableWriter, LargeFileJobs, Notifier
+from .pipeline import PipelineConfig, Ports, Result, route_or_result, run_routed
+from .ports import LargeFileJobs, Notifier
+from .routing import Routed
 
 log = logging.getLogger(__name__)
 
@@ -44,93 +45,91 @@ class Delivery:
 UNKNOWN_DELIVERY = Delivery()
 
 
-def ingest_and_notify(
-    source: SourceObject,
+@dataclass(frozen=True)
+class Item:
+    """One object an entry point was told about: how it was delivered, and an explicit table (`wap ingest
+    --table`) when the key is not to be routed."""
+
+    source: SourceObject
+    delivery: Delivery = UNKNOWN_DELIVERY
+    table: TableRef | None = None
+
+
+@dataclass(frozen=True)
+class LargeFiles:
+    """Where files above `threshold_bytes` go instead of the function (None in the EMR job itself)."""
+
+    jobs: LargeFileJobs
+    threshold_bytes: int
+
+
+def ingest(
+    items: Sequence[Item],
     *,
     ports: Ports,
     suites: AuditSuites,
     config: PipelineConfig,
     notifier: Notifier,
-    delivery: Delivery = UNKNOWN_DELIVERY,
-    table: TableRef | None = None,
-) -> IngestOutcome:
-    """Run WAP for one object; alert on rejection or invalid input. Infrastructure errors re-raise."""
-    context = {"object_key": source.key, "bucket": source.bucket, "correlation_id": delivery.correlation_id}
-    try:
-        outcome = run_wap(source, ports=ports, suites=suites, config=config, table=table)
-    except WapError as exc:
-        if delivery.alert_worthy:
-            notifier.notify(alert_for_failure(source, str(exc), attempt=delivery.attempt, final=delivery.final,
-                                              correlation_id=delivery.correlation_id))
-        else:
-            log.warning("attempt %s failed (no alert between first and last): %s", delivery.attempt, exc,
-                        extra=context)
-        raise
-    alert = alert_for_outcome(outcome, correlation_id=delivery.correlation_id)
-    if alert is not None:
-        notifier.notify(alert)
-    return outcome
-
-
-def _notify(result: Result, source: SourceObject, delivery: Delivery, notifier: Notifier) -> None:
-    """The same alert policy as `ingest_and_notify`, for a result computed elsewhere."""
-    if isinstance(result, OutOfTimeError):
-        return  # handed back before it started: nothing happened, nothing to tell
-    if isinstance(result, WapError):
-        if delivery.alert_worthy:
-            notifier.notify(alert_for_failure(source, str(result), attempt=delivery.attempt, final=delivery.final,
-                                              correlation_id=delivery.correlation_id))
-        return
-    alert = alert_for_outcome(result, correlation_id=delivery.correlation_id)
-    if alert is not None:
-        notifier.notify(alert)
-
-
-def ingest_batch_and_notify(
-    items: Sequence[tuple[SourceObject, Delivery]],
-    *,
-    ports: Ports,
-    batch_writer: BatchTableWriter,
-    suites: AuditSuites,
-    config: PipelineConfig,
-    notifier: Notifier,
+    large_files: LargeFiles | None = None,
     out_of_time: Callable[[], bool] = lambda: False,
 ) -> list[Result]:
-    """Run WAP for a delivery's objects, the small files of one table together (core.batch); alert per object
-    as `ingest_and_notify` does. Infrastructure failures are returned (per object), not raised."""
-    results = run_batch([s for s, _ in items], ports=ports, batch_writer=batch_writer, suites=suites, config=config,
-                        out_of_time=out_of_time)
-    for (source, delivery), result in zip(items, results, strict=True):
-        _notify(result, source, delivery, notifier)
-    return results
+    """One result per item, in order: route each object (its size from the store), hand the large ones to the
+    distributed engine, run the others through the pipeline, and alert per object."""
+    results: dict[int, Result] = {}
+    here: list[tuple[int, Routed]] = []
+    for index, item in enumerate(items):
+        routed = route_or_result(item.source, ports=ports, suites=suites, config=config, table=item.table)
+        if not isinstance(routed, Routed):
+            results[index] = routed
+        elif large_files is not None and (routed.source.size or 0) > large_files.threshold_bytes:
+            results[index] = _submit(routed, large_files.jobs)
+        else:
+            here.append((index, routed))
+    ran = run_routed([r for _, r in here], ports=ports, suites=suites, config=config, out_of_time=out_of_time)
+    for (index, _), result in zip(here, ran, strict=True):
+        results[index] = result
+    ordered = [results[i] for i in range(len(items))]
+    for item, result in zip(items, ordered, strict=True):
+        notify(result, item.source, item.delivery, notifier)
+    return ordered
 
 
-def submit_large_file(
-    source: SourceObject,
-    *,
-    jobs: LargeFileJobs,
-    config: PipelineConfig,
-    notifier: Notifier,
-    delivery: Delivery = UNKNOWN_DELIVERY,
-) -> IngestOutcome:
+def _submit(routed: Routed, jobs: LargeFileJobs) -> Result:
     """Hand a file too large for the function to the distributed engine, which runs the same pipeline (and
-    alerts on its outcome). A key that names no valid table is refused here, without starting a job."""
+    alerts on its outcome)."""
+    source = routed.source
     try:
-        table = table_for_key(source.key, default_namespace=config.default_namespace, bucket=source.bucket)
-    except BadInputError as exc:
-        outcome = IngestOutcome(source=source, status=OutcomeStatus.INVALID, message=str(exc))
-        _notify(outcome, source, delivery, notifier)
-        return outcome
-    try:
-        run = jobs.submit(source, table)
+        run = jobs.submit(source, routed.table)
     except WapError as exc:
-        _notify(exc, source, delivery, notifier)
-        raise
+        return exc
+    except Exception as exc:
+        log.exception("submitting %s", source.uri)
+        return UnexpectedError(f"submitting {source.uri} to EMR Serverless: unexpected {type(exc).__name__}: {exc}")
     again = " (already submitted by an earlier delivery; not started twice)" if run.already_submitted else ""
     log.info("large file %s submitted as job run %s%s", source.uri, run.job_run_id, again,
-             extra={"object_key": source.key, "job_run_id": run.job_run_id, "correlation_id": delivery.correlation_id})
+             extra={"object_key": source.key, "job_run_id": run.job_run_id})
     return IngestOutcome(
-        source=source, status=OutcomeStatus.SUBMITTED, table=table.qualified,
+        source=source, status=OutcomeStatus.SUBMITTED, table=routed.table.qualified,
         message=f"{source.size} bytes: running on EMR Serverless as job run {run.job_run_id} "
         f"(application {run.application_id}){again}",
     )
+
+
+def notify(result: Result, source: SourceObject, delivery: Delivery, notifier: Notifier) -> None:
+    """The alert policy of the module docstring. A notifier that raises (it must not) is logged, never fatal."""
+    try:
+        if isinstance(result, DeferredError):
+            return  # handed back before it started: nothing happened, nothing to tell
+        if isinstance(result, WapError):
+            if delivery.alert_worthy:
+                notifier.notify(alert_for_failure(source, str(result), attempt=delivery.attempt,
+                                                  final=delivery.final, correlation_id=delivery.correlation_id))
+            else:
+                log.warning("attempt %s failed (no alert between first and last): %s", delivery.attempt, result,
+                            extra={"object_key": source.key, "correlation_id": delivery.correlation_id})
+            return
+        alert = alert_for_outcome(result, correlation_id=delivery.correlation_id)
+        if alert is not None:
+            notifier.notify(alert)
+    except Exception:
+        log.exception("the alert for %s could not be sent", source.uri)

@@ -227,6 +227,7 @@ class OutcomeStatus(enum.StrEnum):
     DUPLICATE = "duplicate"  # this object version is already on main: nothing was done
     FAILED = "failed"  # infrastructure failure (reported by entry points; main untouched)
     SUBMITTED = "submitted"  # a large file handed to the distributed engine (EMR Serverless), which runs WAP
+    AUDITED = "audited"  # a dry run (`wap audit`): the audit passed; nothing was published
 
 
 @dataclass(frozen=True)
@@ -286,14 +287,14 @@ class JobRun:
 
 
 @dataclass(frozen=True)
-class BatchAppend:
-    """What the engine did with a batch of small files for one table: at most one snapshot for all the files it
-    accepted, the measurements of each file it read, and why it could not read the others."""
+class Appended:
+    """What the engine did with the files of one table on a branch: one snapshot for the files it wrote, each
+    file's measurements, and the files it could not take with the others (they run alone)."""
 
-    appended: AppendResult | None  # None: no file was accepted (nothing was written)
-    accepted: tuple[SourceObject, ...]
-    measured: Mapping[str, Measurements]  # by source identity, for every file that was read
-    unreadable: Mapping[str, str]  # by source identity: the reason (the file goes the one-by-one way)
+    snapshot: AppendResult | None  # None: nothing was written
+    written: tuple[SourceObject, ...]
+    measured: Mapping[str, Measurements]  # by source identity, for every file it read
+    left_out: Mapping[str, str] = field(default_factory=dict)  # by source identity: why
 
 
 @dataclass(frozen=True)

@@ -1,52 +1,54 @@
-"""The WAP pipeline for one source object: route, branch, write, audit, then publish or reject.
+"""The WAP pipeline, defined once: route, dedupe, branch, write, audit, then publish or reject, and clean up.
 
-The pipeline receives its ports; it never builds clients. Expected failures are outcomes:
-- the audit failed        -> REJECTED (branch kept with the rows, report returned)
-- the input is unusable   -> INVALID  (nothing reaches main; any branch made is deleted or named)
-Unexpected failures (Nessie, S3 or Spark down) raise an InfrastructureError and leave `main` untouched.
+Every entry point runs it (SQS batches, direct S3 and EventBridge events, `wap ingest`, `wap audit`'s dry run,
+the EMR job). The files of one table are one group: one branch, one write, one audit per file, one merge. A
+single file is a group of one. Each file keeps its own fate:
+- DUPLICATE   the object version is already on main: nothing is written
+- PUBLISHED   audited and merged into main
+- REJECTED    the audit failed: the file's branch stays open with its rows, the report is kept
+- INVALID     the file (or its key) is unusable: nothing reaches main, no branch is left
+A file of a larger group that fails its audit or cannot be written with the others runs again alone, so a
+rejected branch holds only its own rows. Failures of the infrastructure are returned per file as the WapError
+(the entry point retries them); any other exception while handling a group fails that group's files only.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from .audits import AuditContext, AuditSuite, AuditSuites, audit
+from . import lineage
+from .audits import AuditSuite, AuditSuites, audit
+from .branches import DRY_RUN_PREFIX, RunBranches, branch_name_for
 from .errors import (
     BadInputError,
     BranchExistsError,
     BranchNotFoundError,
     EmptySourceError,
+    EngineError,
     MergeConflictError,
-    SchemaDriftError,
+    OutOfTimeError,
+    OverBudgetError,
     StaleHashError,
+    UnexpectedError,
     WapError,
 )
-from .models import (
-    AppendResult,
-    AuditReport,
-    Branch,
-    CheckResult,
-    CheckStatus,
-    FileFormat,
-    IngestOutcome,
-    MeasurementPlan,
-    Measurements,
-    OutcomeStatus,
-    SourceObject,
-    TableRef,
-)
-from .naming import branch_name_for, branch_prefix_for, format_for_key, table_for_key
+from .history import history_context
+from .models import AuditReport, Branch, IngestOutcome, Measurements, OutcomeStatus, SourceObject, TableRef
+from .outcomes import about, duplicate, invalid, rejected
 from .ports import CatalogBranches, ObjectStore, ReportStore, TableWriter
+from .routing import Routed, route
 from .stopwatch import Stopwatch
+
+__all__ = ["DRY_RUN_PREFIX", "PipelineConfig", "Ports", "Result", "route_or_result", "run_routed", "run_wap"]
 
 log = logging.getLogger(__name__)
 
-SOURCE_PROPERTY_PREFIX = "wap.source."
+Result = IngestOutcome | WapError  # a file's outcome, or the error that fails it (to be retried or deferred)
+RETRY_FROM_MAIN = (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError)
 
 
 @dataclass(frozen=True)
@@ -61,291 +63,318 @@ class Ports:
 class PipelineConfig:
     default_namespace: str
     main_branch: str = "main"
-    # Enough for a writer that keeps losing races to several concurrent writers of the same table (each
-    # round one wins); when exhausted the error is raised and the event is retried by SQS, never lost.
+    source_buckets: frozenset[str] = frozenset()  # the buckets that may be read (empty: any but the refused)
+    refused_buckets: frozenset[str] = frozenset()  # never read (the lake bucket: the tables' own files)
+    # Enough for a writer that keeps losing races to several concurrent writers of the same table (each round one
+    # wins); when exhausted the error is returned and the message is retried, never lost.
     merge_attempts: int = 20
     backoff_seconds: float = 0.2
     backoff_cap_seconds: float = 8.0
+    staging_budget_bytes: int | None = None  # a group stages at most this much at once (None: no limit)
+    free_bytes: Callable[[], int] | None = field(default=None, compare=False)  # free space where files are staged
+    abandoned_after_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
-
-
-def _context(source: SourceObject, table: TableRef | None = None, branch: str | None = None) -> dict[str, object]:
-    """Fields structured loggers (Powertools' JSON formatter) put on the line: object, table, branch."""
-    return {"object_key": source.key, "bucket": source.bucket, "table": table.qualified if table else None,
-            "branch": branch}
-
-
-def source_properties(source: SourceObject) -> dict[str, str]:
-    """The source identity stamped on the Iceberg snapshot and the Nessie merge commit."""
-    props = {
-        f"{SOURCE_PROPERTY_PREFIX}bucket": source.bucket,
-        f"{SOURCE_PROPERTY_PREFIX}key": source.key,
-        f"{SOURCE_PROPERTY_PREFIX}identity": source.identity,
-    }
-    if source.etag:
-        props[f"{SOURCE_PROPERTY_PREFIX}etag"] = source.etag.strip('"')
-    if source.version_id:
-        props[f"{SOURCE_PROPERTY_PREFIX}version-id"] = source.version_id
-    if source.size is not None:
-        props[f"{SOURCE_PROPERTY_PREFIX}size"] = str(source.size)
-    return props
+    clock: Callable[[], float] = field(default=time.time, compare=False)
 
 
 def run_wap(
-    source: SourceObject,
+    sources: Sequence[SourceObject],
     *,
     ports: Ports,
     suites: AuditSuites,
     config: PipelineConfig,
     table: TableRef | None = None,
-) -> IngestOutcome:
-    """Ingest one object version. See the module docstring for the outcomes."""
-    watch = Stopwatch()  # the outcome's `timings`: seconds per stage, summed over retries
+    dry_run: bool = False,
+    out_of_time: Callable[[], bool] = lambda: False,
+) -> list[Result]:
+    """One result per source, in order. `table` overrides the routing by key; `dry_run` audits on a throw-away
+    branch and publishes nothing (`wap audit`)."""
+    results: dict[int, Result] = {}
+    routed: list[tuple[int, Routed]] = []
+    for index, source in enumerate(sources):
+        found = route_or_result(source, ports=ports, suites=suites, config=config, table=table)
+        if isinstance(found, Routed):
+            routed.append((index, found))
+        else:
+            results[index] = found
+    for (index, _), result in zip(routed, run_routed([r for _, r in routed], ports=ports, suites=suites,
+                                                     config=config, dry_run=dry_run, out_of_time=out_of_time),
+                                  strict=True):
+        results[index] = result
+    return [results[i] for i in range(len(sources))]
+
+
+def route_or_result(
+    source: SourceObject, *, ports: Ports, suites: AuditSuites, config: PipelineConfig, table: TableRef | None = None
+) -> Routed | Result:
+    """Route one object; a refusal is its INVALID outcome, any other failure its error."""
+    started = time.perf_counter()
     try:
-        with watch.stage("route"):
-            target = table or table_for_key(
-                source.key, default_namespace=config.default_namespace, bucket=source.bucket
-            )
-            fmt = format_for_key(source.key, bucket=source.bucket)
-            current = ports.objects.head(source.bucket, source.key)
-        if current.size == 0:
-            raise EmptySourceError(
-                f"{source.uri}: the object is empty (0 bytes). Fix: upload the complete file again."
-            )
+        routed = route(source, objects=ports.objects, suites=suites, default_namespace=config.default_namespace,
+                     source_buckets=config.source_buckets, refused_buckets=config.refused_buckets,
+                     table=table)
+        return replace(routed, seconds=time.perf_counter() - started)
     except BadInputError as exc:
-        log.warning("invalid input: %s", exc, extra=_context(source, table))
-        return IngestOutcome(
-            source=source, status=OutcomeStatus.INVALID, table=table.qualified if table else None,
-            message=str(exc), timings=watch.laps(),
-        )
-    source = _with_version(source, current)
-
-    for attempt in range(1, config.merge_attempts + 1):
-        try:
-            outcome = _attempt(source, target, fmt, ports=ports, suites=suites, config=config, watch=watch)
-            return replace(outcome, attempts=attempt, timings=watch.laps())
-        except (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError) as exc:
-            # Another writer changed the table on main, or is working on this same object right now
-            # (a duplicate delivery): start again from main, which says whether it was published meanwhile.
-            if attempt == config.merge_attempts:
-                raise
-            ceiling = min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1))
-            delay = ceiling / 2 + random.uniform(0, ceiling / 2)  # jitter: concurrent writers spread out
-            log.info("conflict on %s (attempt %d), retrying from main in %.2fs: %s", target, attempt, delay, exc,
-                     extra=_context(source, target))
-            config.sleep(delay)
-    raise AssertionError("unreachable")  # pragma: no cover
+        return replace(invalid(source, exc, table), timings={"route": time.perf_counter() - started})
+    except WapError as exc:
+        return exc
+    except Exception as exc:
+        return _unexpected(f"routing {source.uri}", exc)
 
 
-def _with_version(requested: SourceObject, current: SourceObject) -> SourceObject:
-    """Fill the version markers the event did not carry from the object's current head."""
-    return SourceObject(
-        bucket=requested.bucket,
-        key=requested.key,
-        size=requested.size if requested.size is not None else current.size,
-        etag=requested.etag or current.etag,
-        version_id=requested.version_id or current.version_id,
-    )
-
-
-def _discard_attempts(
-    catalog: CatalogBranches, target: TableRef, source: SourceObject, keep: str | None = None
-) -> str:
-    """Delete the other attempts at this object version (found by their deterministic prefix): the
-    branches of interrupted runs, and of concurrent duplicate deliveries that lost the race."""
-    branches = catalog.list_branches(f"{branch_prefix_for(target, source)}-")
-    return "".join(_discard_quietly(catalog, b.name) for b in branches if b.name != keep)
-
-
-def _attempt(
-    source: SourceObject,
-    target: TableRef,
-    fmt: FileFormat,
+def run_routed(
+    routed: Sequence[Routed],
     *,
     ports: Ports,
     suites: AuditSuites,
     config: PipelineConfig,
-    watch: Stopwatch,
-) -> IngestOutcome:
-    with watch.stage("branch"):
-        main_hash = ports.catalog.ensure_namespace(config.main_branch, target.namespace)
-        published = ports.writer.find_append(target, config.main_branch, source.identity)
-        if published is not None:
-            return _duplicate(source, target, published, ports)
-        # Each attempt writes to a branch of its own: a concurrent duplicate delivery never shares it, and
-        # Nessie refuses the second of two merges that both changed the table, so rows land at most once.
-        branch = ports.catalog.create_branch(branch_name_for(target, source), main_hash)
-    suite = suites.suite_for(target)
-    written = _write_and_measure(source, target, fmt, branch, suite.plan(), ports, watch,
-                                 allow_new_columns=suite.allow_new_columns)
-    if isinstance(written, IngestOutcome):
-        return written
-    appended, measured = written
-    with watch.stage("audit"):
-        report = audit_measured(suite, target, measured, ports.catalog, config.main_branch)
-    if not report.passed:
-        return _reject(source, target, branch, appended, report, ports)
-    with watch.stage("merge"):
-        return _publish(source, target, branch, appended, report, main_hash, ports, config)
-
-
-def _duplicate(source: SourceObject, target: TableRef, published: AppendResult, ports: Ports) -> IngestOutcome:
-    # At most once: this version is on main. A run that merged and died before deleting its branch left
-    # that branch behind; it is removed here (so are attempts a concurrent duplicate delivery abandoned).
-    note = _discard_attempts(ports.catalog, target, source)
-    log.info("already published: %s in %s", source.uri, target, extra=_context(source, target))
-    return IngestOutcome(
-        source=source, status=OutcomeStatus.DUPLICATE, table=target.qualified, rows=published.rows,
-        message=f"{source.uri} is already published in {target} (snapshot {published.snapshot_id}); "
-        f"nothing to do{note}",
-    )
-
-
-def audit_measured(
-    suite: AuditSuite, target: TableRef, measured: Measurements, catalog: CatalogBranches, main: str
-) -> AuditReport:
-    """Evaluate the suite; the row counts of earlier published loads are read only if a check needs them."""
-    return audit(suite, target, measured, history_context(suite, target, catalog, main))
-
-
-def history_context(suite: AuditSuite, target: TableRef, catalog: CatalogBranches, main: str) -> AuditContext:
-    """The row counts of the last published loads (one per file: a batch merge lists its files' counts)."""
-    if not suite.history_loads:
-        return AuditContext()
-    counts: list[int] = []
-    for publication in catalog.publications(target, on=main, limit=suite.history_loads):
-        counts.extend(load_rows(publication.properties))
-    return AuditContext(history=tuple(counts[: suite.history_loads]))
-
-
-def load_rows(properties: Mapping[str, str]) -> list[int]:
-    """The rows of each file a merge published: `wap.rows`, or each entry of a batch merge's `wap.sources`."""
-    if "wap.sources" in properties:
-        try:
-            files = json.loads(properties["wap.sources"])
-        except ValueError:
-            return []
-        return [int(f["rows"]) for f in files if isinstance(f, dict) and str(f.get("rows", "")).isdigit()]
-    rows = properties.get("wap.rows", "")
-    return [int(rows)] if rows.isdigit() else []
-
-
-def _write_and_measure(
-    source: SourceObject, target: TableRef, fmt: FileFormat, branch: Branch, plan: MeasurementPlan, ports: Ports,
-    watch: Stopwatch, *, allow_new_columns: bool = False,
-) -> tuple[AppendResult, Measurements] | IngestOutcome:
-    """Append on the branch and measure the new rows; bad input is an INVALID outcome (branch deleted).
-
-    A schema that does not fit the table is INVALID too, not REJECTED: such rows cannot be put on a branch
-    without changing the table in a way the suite forbids, so there is nothing to review or publish; the
-    outcome's report shows the difference, column by column."""
-    ctx = _context(source, target, branch.name)
-    try:
-        log.info("writing %s into %s on branch %s", source.uri, target, branch.name, extra=ctx)
-        with watch.stage("append"):
-            if allow_new_columns:
-                appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source),
-                                               allow_new_columns=True)
+    dry_run: bool = False,
+    out_of_time: Callable[[], bool] = lambda: False,
+) -> list[Result]:
+    """Group by table and run each group; `out_of_time` is asked before each group starts (the files not
+    started are deferred, never cut off mid-merge)."""
+    run = _Run(ports, suites, config, dry_run)
+    groups: dict[TableRef, list[tuple[int, Routed]]] = {}
+    for index, item in enumerate(routed):
+        groups.setdefault(item.table, []).append((index, item))
+    for target, items in groups.items():
+        # "unique against main": each file must see the files published before it, so they go one by one
+        alone = dry_run or bool(suites.suite_for(target).plan().existing_keys)
+        for group in ([[i] for i in items] if alone else _chunks(items, config.staging_budget_bytes)):
+            if out_of_time():
+                run.settle_all(group, lambda r: OutOfTimeError(
+                    f"{r.source.uri}: not started, the invocation is nearly out of time; back to the queue."))
+            elif not _fits(group, config):
+                run.settle_all(group, lambda r: OverBudgetError(
+                    f"{r.source.uri}: not started, staging it now would exceed the free local disk; back to the "
+                    f"queue (it runs in a later invocation)."))
             else:
-                appended = ports.writer.append(source, fmt, target, branch.name, source_properties(source))
-        with watch.stage("audit"):  # measuring the new rows is the audit's cost
-            measured = ports.writer.measure_appended(target, branch.name, appended, plan)
-            return appended, replace(measured, added_columns=appended.added_columns)
-    except BadInputError as exc:
-        note = _discard_quietly(ports.catalog, branch.name)
-        log.warning("invalid input: %s%s", exc, note, extra=ctx)
-        report = None
-        if isinstance(exc, SchemaDriftError):
-            report = AuditReport(target.qualified, 0, (CheckResult(
-                "schema", "columns", CheckStatus.FAILED, "; ".join(exc.difference) or str(exc),
-                "the table's columns and types" + ("" if allow_new_columns else "; new columns: reject")),))
-        return IngestOutcome(source=source, status=OutcomeStatus.INVALID, table=target.qualified,
-                             message=f"{exc}{note}", report=report)
-    except WapError as exc:
-        if _vanished(ports.catalog, branch.name):  # a concurrent duplicate published and cleaned up
-            raise BranchNotFoundError(f"branch {branch.name!r} was deleted during the run: {exc}") from exc
-        note = _discard_quietly(ports.catalog, branch.name)
-        raise type(exc)(f"{exc}{note}") from exc
+                run.group(target, group)
+    return [run.settled[i] for i in range(len(routed))]
 
 
-def _reject(
-    source: SourceObject, target: TableRef, branch: Branch, appended: AppendResult, report: AuditReport, ports: Ports
-) -> IngestOutcome:
-    _discard_attempts(ports.catalog, target, source, keep=branch.name)  # one open branch per object
-    failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
-    log.warning("audit failed for %s on branch %s: %s", target, branch.name, failed,
-                extra=_context(source, target, branch.name))
-    outcome = IngestOutcome(
-        source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch.name,
-        rows=appended.rows, report=report,
-        message=f"audit failed: {failed}. The rows stay on branch {branch.name!r}; main is unchanged.",
-    )
-    return replace(outcome, message=outcome.message + _keep_report(ports.reports, outcome))
+def _chunks(items: list[tuple[int, Routed]], budget: int | None) -> list[list[tuple[int, Routed]]]:
+    """Consecutive chunks whose sizes add up to at most `budget` (a file larger than it is a chunk of its own)."""
+    chunks: list[list[tuple[int, Routed]]] = [[]]
+    total = 0
+    for item in items:
+        size = item[1].source.size or 0
+        if chunks[-1] and budget is not None and total + size > budget:
+            chunks.append([])
+            total = 0
+        chunks[-1].append(item)
+        total += size
+    return chunks
 
 
-def _keep_report(reports: ReportStore | None, outcome: IngestOutcome) -> str:
-    """Persist a rejected run's report for `wap show`; a storage failure is noted, not raised (the branch
-    and the alert still carry the facts)."""
-    if reports is None or outcome.branch is None:
-        return ""
-    try:
-        return f" Report: {reports.save(outcome.branch, outcome.to_dict())}."
-    except WapError as exc:
-        log.warning("could not keep the audit report of %s: %s", outcome.branch, exc)
-        return f" (the audit report could not be stored: {exc})"
+def _fits(group: list[tuple[int, Routed]], config: PipelineConfig) -> bool:
+    """Staged files, and the engine's scratch for them, must fit the free disk (twice the files' bytes)."""
+    if config.free_bytes is None:
+        return True
+    return 2 * sum(r.source.size or 0 for _, r in group) <= config.free_bytes()
 
 
-def _publish(
-    source: SourceObject,
-    target: TableRef,
-    branch: Branch,
-    appended: AppendResult,
-    report: AuditReport,
-    main_hash: str,
-    ports: Ports,
-    config: PipelineConfig,
-) -> IngestOutcome:
-    head = Branch(branch.name, ports.catalog.reference_hash(branch.name))
-    try:
-        merged = ports.catalog.merge(
-            head, config.main_branch, main_hash,
-            message=f"wap: publish {source.uri} into {target} ({appended.rows} rows)",
-            properties=source_properties(source) | {"wap.table": target.qualified, "wap.rows": str(appended.rows)},
-        )
-    except MergeConflictError:
-        # Another file for this table was published first: redo the work on a fresh branch.
-        _discard_quietly(ports.catalog, head.name)
-        raise
-    note = _discard_attempts(ports.catalog, target, source)
-    log.info("published %s into %s (%d rows)", source.uri, target, appended.rows,
-             extra=_context(source, target, branch.name))
-    return IngestOutcome(
-        source=source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
-        rows=appended.rows, report=report, merged_hash=merged,
-        message=f"published {appended.rows} rows into {target}{note}",
-    )
+class _Run:
+    """One call's groups and the results they settled (by the index of the routed object)."""
+
+    def __init__(self, ports: Ports, suites: AuditSuites, config: PipelineConfig, dry_run: bool) -> None:
+        self.ports, self.suites, self.config, self.dry_run = ports, suites, config, dry_run
+        self.settled: dict[int, Result] = {}
+        self.branches = RunBranches(ports.catalog, clock=config.clock, abandoned_after=config.abandoned_after_seconds)
+
+    def settle_all(self, group: list[tuple[int, Routed]], error: Callable[[Routed], WapError]) -> None:
+        for index, item in group:
+            self.settled.setdefault(index, error(item))
+
+    def group(self, target: TableRef, group: list[tuple[int, Routed]]) -> None:
+        """The retry loop: a conflict restarts the group from main (never a forced merge); any other failure
+        fails the group's unsettled files, and only them."""
+        pending = self._once(target, group)
+        later: list[list[tuple[int, Routed]]] = []
+        watch = Stopwatch()  # the outcomes' `timings`: seconds per stage, summed over retries
+        for attempt in range(1, self.config.merge_attempts + 1):
+            try:
+                later = self._attempt(target, pending, attempt, watch)
+                break
+            except RETRY_FROM_MAIN as exc:
+                if attempt == self.config.merge_attempts:
+                    self.settle_all(pending, lambda _r, e=exc: e)  # type: ignore[misc]
+                    return
+                delay = retry_delay(attempt, self.config)
+                log.info("%s: conflict (attempt %d), retrying from main in %.2fs: %s", target, attempt, delay, exc)
+                self.config.sleep(delay)
+                pending = [(i, r) for i, r in pending if i not in self.settled]
+            except WapError as exc:
+                log.warning("%s: %d file(s) failed: %s", target, len(pending), exc)
+                self.settle_all(pending, lambda _r, e=exc: e)  # type: ignore[misc]
+                return
+            except Exception as exc:
+                self.settle_all(pending, lambda _r, e=exc: _unexpected(f"ingesting into {target}", e))  # type: ignore[misc]
+                return
+        for index, item in group:
+            found = self.settled.get(index)
+            if isinstance(found, IngestOutcome) and not found.timings:
+                self.settled[index] = replace(found, timings={"route": item.seconds} | watch.laps())
+        for part in later:  # unwritable together, or failed the audit: again, apart from the others
+            self.group(target, part)
+
+    def _once(self, target: TableRef, group: list[tuple[int, Routed]]) -> list[tuple[int, Routed]]:
+        """The same version announced twice in one delivery is handled once."""
+        seen: dict[str, Routed] = {}
+        pending = []
+        for index, item in group:
+            if item.source.identity in seen:
+                self.settled[index] = IngestOutcome(
+                    source=item.source, status=OutcomeStatus.DUPLICATE, table=target.qualified,
+                    message=f"{item.source.uri} was delivered twice in this batch; it is handled once")
+            else:
+                seen[item.source.identity] = item
+                pending.append((index, item))
+        return pending
+
+    def _attempt(
+        self, target: TableRef, pending: list[tuple[int, Routed]], attempt: int, watch: Stopwatch
+    ) -> list[list[tuple[int, Routed]]]:
+        """One try: dedupe, branch, write, audit, then publish or reject. Returns the parts to run apart."""
+        catalog, writer, main = self.ports.catalog, self.ports.writer, self.config.main_branch
+        with watch.stage("branch"):
+            main_hash = catalog.ensure_namespace(main, target.namespace)
+            if not self.dry_run:
+                published = writer.find_appends(target, main, [r.source.identity for _, r in pending])
+                for index, item in pending:
+                    if item.source.identity in published:
+                        note = self.branches.clean_up(target, [item.source])
+                        self.settled[index] = duplicate(item.source, target, published[item.source.identity], note)
+            todo = [(i, r) for i, r in pending if i not in self.settled]
+            if not todo:
+                return []
+            name = branch_name_for(target, [r.source for _, r in todo], attempt, dry_run=self.dry_run,
+                                   now=self.config.clock())
+            branch = catalog.create_branch(name, main_hash)
+        suite = self.suites.suite_for(target)
+        try:
+            written, reports = self._write_and_audit(target, todo, branch, suite, watch)
+        except BadInputError as exc:  # a lone file is the problem: nothing to review, no branch left
+            (index, item), = todo
+            self.settled[index] = invalid(item.source, exc, target, note=self.branches.discard(branch.name))
+            return []
+        except WapError as exc:
+            if self.branches.vanished(branch.name):  # a concurrent duplicate delivery published it meanwhile
+                raise BranchNotFoundError(f"branch {branch.name!r} was deleted during the run: {exc}") from exc
+            note = self.branches.discard(branch.name)
+            if not note:
+                raise
+            raise type(exc)(f"{exc}{note}") from exc
+        except Exception:  # an unexpected error: nothing of this attempt stays behind (a crash is the next run's)
+            self.branches.discard(branch.name)
+            raise
+        measured, snapshot_rows, in_snapshot, left_out = written
+        if len(todo) > 1:
+            bad = [(i, r) for i, r in todo if r.source.identity in left_out or not _passes(
+                reports.get(r.source.identity), measured.get(r.source.identity))]
+            good = [(i, r) for i, r in todo if (i, r) not in bad]
+            if bad and any(r.source.identity in in_snapshot for _, r in bad):  # written with the rest: redo apart
+                self.branches.discard(branch.name)
+                return ([good] if good else []) + [[b] for b in bad]
+            if not good:
+                self.branches.discard(branch.name)
+                return [[b] for b in bad]
+            todo = good
+        else:
+            bad = []
+        rows = {r.source.identity: measured[r.source.identity].row_count for _, r in todo}
+        if snapshot_rows != sum(rows.values()):  # what is merged is exactly what was audited, or nothing
+            self.branches.discard(branch.name)
+            raise EngineError(f"{target} on {branch.name!r}: the snapshot holds {snapshot_rows} rows but the audited "
+                              f"files hold {sum(rows.values())}; nothing was published.")
+        if len(todo) == 1 and snapshot_rows == 0:
+            (index, item), = todo
+            self.settled[index] = invalid(item.source, EmptySourceError(
+                f"{item.source.uri}: the file has a header/schema but no rows; nothing to ingest into {target}. "
+                f"Fix: upload a file with data."), target, note=self.branches.discard(branch.name))
+            return []
+        if self.dry_run or not all(reports[r.source.identity].passed for _, r in todo):
+            self._keep_or_discard(target, todo[0], branch, rows, reports)
+            return [[b] for b in bad]
+        with watch.stage("merge"):
+            self._publish(target, todo, branch, rows, reports, main_hash, attempt)
+        return [[b] for b in bad]
+
+    def _write_and_audit(
+        self, target: TableRef, todo: list[tuple[int, Routed]], branch: Branch, suite: AuditSuite, watch: Stopwatch
+    ) -> tuple[tuple[dict[str, Measurements], int, set[str], dict[str, str]], dict[str, AuditReport]]:
+        context = history_context(suite, target, self.ports.catalog, self.config.main_branch)  # once per group
+
+        def keep(source: SourceObject, measured: Measurements) -> bool:  # an engine that audits before writing
+            return measured.row_count > 0 and audit(suite, target, measured, context).passed
+
+        with watch.stage("append"):
+            log.info("writing %d file(s) into %s on branch %s", len(todo), target, branch.name)
+            appended = self.ports.writer.append(
+                [(r.source, r.fmt) for _, r in todo], target, branch.name, suite.plan(),
+                keep=keep if len(todo) > 1 else None, allow_new_columns=suite.allow_new_columns)
+        with watch.stage("audit"):
+            reports = {identity: audit(suite, target, m, context) for identity, m in appended.measured.items()}
+        snapshot_rows = appended.snapshot.rows if appended.snapshot is not None else 0
+        return (dict(appended.measured), snapshot_rows, {s.identity for s in appended.written},
+                dict(appended.left_out)), reports
+
+    def _keep_or_discard(
+        self, target: TableRef, item: tuple[int, Routed], branch: Branch, rows: dict[str, int],
+        reports: dict[str, AuditReport],
+    ) -> None:
+        """A dry run deletes its branch; a rejected file keeps it (one open branch per object version)."""
+        index, routed = item
+        source, report = routed.source, reports[routed.source.identity]
+        if self.dry_run:
+            note = self.branches.discard(branch.name)
+            status = OutcomeStatus.AUDITED if report.passed else OutcomeStatus.REJECTED
+            self.settled[index] = IngestOutcome(
+                source=source, status=status, table=target.qualified, rows=rows[source.identity], report=report,
+                message="dry run: the file would be " + ("published" if report.passed else "rejected")
+                + f"; nothing was published{note}")
+            return
+        self.branches.clean_up(target, [source], keep=branch.name)
+        self.settled[index] = rejected(source, target, branch.name, rows[source.identity], report, self.ports.reports)
+
+    def _publish(
+        self, target: TableRef, todo: list[tuple[int, Routed]], branch: Branch, rows: dict[str, int],
+        reports: dict[str, AuditReport], main_hash: str, attempt: int,
+    ) -> None:
+        catalog = self.ports.catalog
+        loaded = [(r.source, rows[r.source.identity]) for _, r in todo]
+        head = Branch(branch.name, catalog.reference_hash(branch.name))
+        what = todo[0][1].source.uri if len(todo) == 1 else f"{len(todo)} files"
+        try:
+            merged = catalog.merge(head, self.config.main_branch, main_hash,
+                                   message=f"wap: publish {what} into {target} ({sum(rows.values())} rows)",
+                                   properties=lineage.merge_properties(target, loaded))
+        except MergeConflictError:
+            self.branches.discard(branch.name)  # another file for this table was published first: redo from main
+            raise
+        note = self.branches.clean_up(target, [s for s, _ in loaded], extra=branch.name)
+        for index, item in todo:
+            n = rows[item.source.identity]
+            log.info("published %s into %s (%d rows)", item.source.uri, target, n,
+                     extra=about(item.source, target, branch.name))
+            self.settled[index] = IngestOutcome(
+                source=item.source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
+                rows=n, report=reports[item.source.identity], merged_hash=merged, attempts=attempt,
+                message=f"published {n} rows into {target}" + (f" (one merge for {len(todo)} files)"
+                                                                 if len(todo) > 1 else "") + note)
 
 
-def _vanished(catalog: CatalogBranches, name: str) -> bool:
-    """True if the branch is gone; False if it exists or the catalog cannot say (keep the original error)."""
-    try:
-        return catalog.find_branch(name) is None
-    except WapError:
-        return False
+def _passes(report: AuditReport | None, measured: Measurements | None) -> bool:
+    return report is not None and measured is not None and report.passed and measured.row_count > 0
 
 
-def _discard_quietly(catalog: CatalogBranches, name: str) -> str:
-    """Delete a branch whose attempt failed; say so in the message if that is impossible."""
-    try:
-        found = catalog.find_branch(name)
-        if found is not None:
-            catalog.delete_branch(found)
-        return ""
-    except WapError as exc:
-        return f" (branch {name!r} could not be deleted and is left open: {exc})"
+def _unexpected(doing: str, exc: BaseException) -> UnexpectedError:
+    log.exception("unexpected error %s", doing)
+    return UnexpectedError(f"{doing}: unexpected {type(exc).__name__}: {exc}. The file will be retried; if it "
+                           f"keeps failing, it reaches the dead-letter queue (see the logs for the traceback).")
 
 
-# The steps core.batch shares with the one-file path.
-with_version = _with_version
-discard_quietly = _discard_quietly
-duplicate_outcome = _duplicate
+def retry_delay(attempt: int, config: PipelineConfig) -> float:
+    """Capped exponential back-off with jitter, so concurrent writers of one table spread out."""
+    ceiling = float(min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1)))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from .alerts import Alert
 from .models import (
+    Appended,
     AppendResult,
-    BatchAppend,
     Branch,
     DecisionRecord,
     FileFormat,
@@ -78,60 +78,40 @@ class CatalogBranches(ABC):
 
 
 class TableWriter(ABC):
-    """The engine that appends a file into an Iceberg table on a branch and measures the new rows."""
+    """The engine: appends files into an Iceberg table on a branch and measures each file's new rows."""
 
     @abstractmethod
     def append(
-        self,
-        source: SourceObject,
-        fmt: FileFormat,
-        table: TableRef,
-        branch: str,
-        properties: Mapping[str, str],
-        *,
-        allow_new_columns: bool = False,
-    ) -> AppendResult:
-        """Append the file's rows to `table` on `branch`, creating the table from the file's schema if
-        missing. Raises a BadInputError subclass when the file is the problem: SchemaDriftError (with the
-        difference) when its schema does not fit the table's. With `allow_new_columns`, the file's extra
-        columns are added to the table on `branch` only (main gets them when the branch is merged)."""
-
-    @abstractmethod
-    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
-        """The append on `ref` whose snapshot carries this source identity, or None (also when the
-        table does not exist there). Answered from table metadata; the identity is a value, never SQL."""
-
-    @abstractmethod
-    def measure_appended(
-        self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
-    ) -> Measurements:
-        """Measure only the rows of `appended` (its snapshot), never the whole table."""
-
-
-class BatchTableWriter(ABC):
-    """An engine that can take many small files for one table in one write: one read, one measuring pass, one
-    snapshot and one catalog commit for the whole batch. Each file keeps its own identity on the snapshot
-    (`find_appends` finds it), and the core decides per file (the `accept` callback: its audit) what is written."""
-
-    @abstractmethod
-    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
-        """The appends on `ref` that carry any of these source identities (one metadata read for all), by
-        identity; identities not found are absent."""
-
-    @abstractmethod
-    def append_batch(
         self,
         files: Sequence[tuple[SourceObject, FileFormat]],
         table: TableRef,
         branch: str,
         plan: MeasurementPlan,
-        accept: Callable[[SourceObject, Measurements], bool],
-        properties: Callable[[Sequence[SourceObject]], Mapping[str, str]],
-    ) -> BatchAppend:
-        """Read and measure every file, ask `accept` for each, append the accepted ones to `table` on `branch`
-        in one snapshot stamped with `properties(accepted)`. A file that cannot be read together with the others
-        (unreadable, other columns or types) is reported in `unreadable`, never raised: the caller runs it
-        alone. Raises a WapError for infrastructure failures."""
+        *,
+        keep: Callable[[SourceObject, Measurements], bool] | None = None,
+        allow_new_columns: bool = False,
+    ) -> Appended:
+        """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
+        (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
+        measure each file's new rows for `plan` (never the whole table).
+
+        One file: raises a BadInputError subclass when the file is the problem (SchemaDriftError, with the
+        difference, when its columns do not fit the table's). Several files: a file that cannot be read or written
+        together with the others is reported in `left_out`, never raised. `keep`: an engine that measures before
+        writing leaves the files it refuses out of the snapshot (they are still measured); one that measures after
+        writing ignores it. With `allow_new_columns` the files' extra columns are added on `branch` only.
+        Raises a WapError (never another exception) for infrastructure failures."""
+
+    @abstractmethod
+    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
+        """The appends on `ref` that carry any of these source identities, by identity (absent: not found, also
+        when the table does not exist). The identities are values, never SQL."""
+
+    @abstractmethod
+    def measure_appended(
+        self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
+    ) -> Measurements:
+        """Measure only the rows of `appended` (its snapshot), never the whole table (a re-audit)."""
 
 
 class LargeFileJobs(ABC):

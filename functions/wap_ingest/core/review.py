@@ -10,19 +10,18 @@ Pruning discards the branches older than a threshold (age: the time of the branc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from . import lineage
 from .errors import BranchNotFoundError, CatalogError, MergeConflictError, StaleHashError, WapError
 from .models import AuditReport, Branch, DecisionRecord, Publication, TableRef
 from .naming import BRANCH_PREFIX, digest_from_branch, identity_digest, table_from_branch
 from .ports import CatalogBranches, DecisionLog
 
-DECISION_PREFIX = "wap.decision."
-SOURCE_PREFIX = "wap.source."
-IDENTITY = "wap.source.identity"
+DECISION_PREFIX = lineage.DECISION_PREFIX
+IDENTITY = lineage.IDENTITY
 PASSED_REAUDIT = "re-audit passed"
 
 # (table, branch) -> the wap.source.* properties of the branch's WAP append (empty when it has none)
@@ -74,9 +73,7 @@ def wap_branch(catalog: CatalogBranches, name: str) -> tuple[Branch, TableRef]:
     return branch, table
 
 
-def source_uri(properties: Mapping[str, str]) -> str | None:
-    bucket, key = properties.get(f"{SOURCE_PREFIX}bucket"), properties.get(f"{SOURCE_PREFIX}key")
-    return f"s3://{bucket}/{key}" if bucket and key else None
+source_uri = lineage.source_uri
 
 
 def published_on_main(catalog: CatalogBranches, table: TableRef, name: str, main: str = "main") -> Publication | None:
@@ -87,23 +84,10 @@ def published_on_main(catalog: CatalogBranches, table: TableRef, name: str, main
         props = publication.properties
         if props.get(f"{DECISION_PREFIX}branch") == name:
             return publication
-        identities = [props[IDENTITY]] if IDENTITY in props else [f["identity"] for f in batch_files(props)]
+        identities = [f.identity for f in lineage.published_files(props)]
         if digest is not None and any(identity_digest(i) == digest for i in identities):
             return publication
     return None
-
-
-BATCH_SOURCES = "wap.sources"  # core.batch: the files one batch merge published
-
-
-def batch_files(properties: Mapping[str, str]) -> list[dict[str, str]]:
-    """The files of a batch merge (bucket, key, identity, rows as text), [] for any other commit."""
-    try:
-        listed = json.loads(properties.get(BATCH_SOURCES, "[]"))
-    except ValueError:
-        return []
-    return [{k: str(v) for k, v in item.items()} for item in listed if isinstance(item, dict)] if isinstance(
-        listed, list) else []
 
 
 def _already(name: str, table: TableRef, publication: Publication) -> Decision:
@@ -173,13 +157,13 @@ def publish_branch(
                 report,
             )
     why = (reason or "").strip() or PASSED_REAUDIT
-    properties = {k: v for k, v in source.items() if k.startswith(SOURCE_PREFIX)} | {
+    properties = lineage.source_of(source) | {
         f"{DECISION_PREFIX}action": "published", f"{DECISION_PREFIX}reason": why,
         f"{DECISION_PREFIX}actor": actor, f"{DECISION_PREFIX}branch": name,
-        f"{DECISION_PREFIX}reaudit": "skipped" if report is None else "passed", "wap.table": table.qualified,
+        f"{DECISION_PREFIX}reaudit": "skipped" if report is None else "passed", lineage.TABLE: table.qualified,
     }
     if report is not None:
-        properties["wap.rows"] = str(report.rows)
+        properties[lineage.TOTAL_ROWS] = str(report.rows)
     main_hash = catalog.reference_hash(main)
     try:
         merged = catalog.merge(branch, main, main_hash, f"wap: publish reviewed branch {name} ({why})", properties)
@@ -270,21 +254,19 @@ def history_for(
     entries = []
     for pub in catalog.publications(table, on=main, limit=limit):
         props = pub.properties
-        files = batch_files(props)
-        for file in files:  # one merge for a burst's files: one line per file, as if each had its own
-            entries.append(HistoryEntry(
+        if lineage.is_batch(props):  # one merge for a burst's files: one line per file, as if each had its own
+            files = lineage.published_files(props)
+            entries += [HistoryEntry(
                 at=parse_time(pub.committed_at), action="published", how=f"audit passed (batch of {len(files)})",
-                branch=None, actor=None, reason=None, source=f"s3://{file.get('bucket')}/{file.get('key')}",
-                rows=_rows(file.get("rows")), hash=pub.hash,
-                properties={"wap.source.identity": file.get("identity", "")},
-            ))
-        if files:
+                branch=None, actor=None, reason=None, source=file.uri, rows=file.rows, hash=pub.hash,
+                properties={lineage.IDENTITY: file.identity}) for file in files]
             continue
         reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
         entries.append(HistoryEntry(
             at=parse_time(pub.committed_at), action="published", how="reviewed" if reviewed else "audit passed",
             branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
-            reason=props.get(f"{DECISION_PREFIX}reason"), source=source_uri(props), rows=_rows(props.get("wap.rows")),
+            reason=props.get(f"{DECISION_PREFIX}reason"), source=source_uri(props),
+            rows=_rows(props.get(lineage.TOTAL_ROWS)),
             hash=pub.hash, reaudit=props.get(f"{DECISION_PREFIX}reaudit"), properties=props,
         ))
     for record in decisions.decisions(table, limit=limit) if decisions is not None else []:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from wap_ingest.core.dry_run import DryRun, DryRunStatus, audit_without_publishing
+from wap_ingest.core.models import SourceObject
 
 
 def audit_report_lines(document: Mapping[str, Any] | None) -> list[str]:
@@ -43,8 +44,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     svc = service()
     bucket, key = parse_s3_uri(args.uri)
-    source = svc.objects.head(bucket, key)
-    run = audit_without_publishing(source, ports=svc.ports, suites=svc.suites, config=svc.config, table=args.table)
+    run = audit_without_publishing(SourceObject(bucket, key), ports=svc.ports, suites=svc.suites, config=svc.config,
+                                   table=args.table)
     print(json.dumps(run.to_dict(), indent=2) if args.json else _describe(run))
     return 0 if run.status is DryRunStatus.PASSED else 1
 

@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from urllib.parse import urlparse
 
 from wap_ingest.core.errors import ConfigError, SourceNotFoundError, WapError
+from wap_ingest.core.ingest import Item
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from wap_ingest.core.naming import table_ref_from
+from wap_ingest.core.routing import check_bucket
 
 from . import audit_cli, ops_cli, stack_cli
 
@@ -33,7 +35,9 @@ def _sources(uri: str) -> list[SourceObject]:
     from wap_ingest.bootstrap import service
 
     bucket, key = parse_s3_uri(uri)
-    objects = service().objects
+    svc = service()
+    check_bucket(bucket, uri, source_buckets=svc.config.source_buckets, refused_buckets=svc.config.refused_buckets)
+    objects = svc.objects
     if key and not key.endswith("/"):
         try:
             return [objects.head(bucket, key)]
@@ -71,22 +75,28 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     table: TableRef | None = None
     if args.table:
         table = table_ref_from(args.table, default_namespace=svc.settings.namespace, source="--table")
+    sources = _sources(args.uri)
     outcomes: list[IngestOutcome] = []
-    for source in _sources(args.uri):
-        try:
-            outcome = svc.ingest(source, table=table)
-        except WapError as exc:
-            outcome = IngestOutcome(source=source, status=OutcomeStatus.FAILED, message=str(exc))
-        outcomes.append(outcome)
-        if not args.json:
-            print(_describe(outcome), flush=True)
+    for start in range(0, len(sources), INGEST_CHUNK):  # the pipeline's batches, with progress in between
+        chunk = sources[start:start + INGEST_CHUNK]
+        for source, result in zip(chunk, svc.ingest_all([Item(s, table=table) for s in chunk]), strict=True):
+            outcome = result if isinstance(result, IngestOutcome) else IngestOutcome(
+                source=source, status=OutcomeStatus.FAILED, message=str(result))
+            outcomes.append(outcome)
+            if not args.json:
+                print(_describe(outcome), flush=True)
     counts = {s: sum(1 for o in outcomes if o.status is s) for s in OutcomeStatus}
     if args.json:
         print(json.dumps({"outcomes": [o.to_dict() for o in outcomes]}, indent=2))
     else:
-        print(", ".join(f"{n} {s.value}" for s, n in counts.items()))
-    done = counts[OutcomeStatus.PUBLISHED] + counts[OutcomeStatus.DUPLICATE]
+        print(", ".join(f"{n} {s.value}" for s, n in counts.items() if n or s in _ALWAYS_SHOWN))
+    done = counts[OutcomeStatus.PUBLISHED] + counts[OutcomeStatus.DUPLICATE] + counts[OutcomeStatus.SUBMITTED]
     return 0 if done == len(outcomes) else 1
+
+
+INGEST_CHUNK = 100
+_ALWAYS_SHOWN = (OutcomeStatus.PUBLISHED, OutcomeStatus.REJECTED, OutcomeStatus.INVALID, OutcomeStatus.DUPLICATE,
+                 OutcomeStatus.FAILED)
 
 
 def build_parser() -> argparse.ArgumentParser:

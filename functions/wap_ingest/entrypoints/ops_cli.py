@@ -36,6 +36,7 @@ from wap_ingest.bootstrap import (
     source_reader_for,
 )
 from wap_ingest.config import Settings
+from wap_ingest.core import lineage
 from wap_ingest.core.alerts import alert_for_prune, branch_commands
 from wap_ingest.core.durations import format_age, parse_duration
 from wap_ingest.core.models import JobRun, TableRef
@@ -139,7 +140,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     reader = reader_for(settings)
     changes = reader.branch_changes(table, branch.name)
     on_main = reader.row_count(table, settings.main_branch)
-    source = changes.summary.get("wap.source.bucket", "?") + "/" + changes.summary.get("wap.source.key", "?")
+    source = changes.summary.get(lineage.BUCKET, "?") + "/" + changes.summary.get(lineage.KEY, "?")
     commands = dict(branch_commands(branch.name, table.qualified))
     payload = {"branch": branch.name, "hash": branch.hash, "table": table.qualified, "source": f"s3://{source}",
                "rows_added": changes.rows_added, "rows_on_main": on_main, "null_counts": changes.null_counts,

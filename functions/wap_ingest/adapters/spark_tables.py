@@ -1,0 +1,178 @@
+"""Iceberg tables on a Nessie branch, through one SparkSession: the engine's public table API (schema, create or
+append with lineage, schema evolution on the branch, the snapshot just committed, the appends that carry a
+source identity). Tables are addressed as ``nessie.<ns>.`<table>@<branch>` `` so writes land on the WAP branch
+without switching the session's reference. DataFrames never leave the adapters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from wap_ingest.core import lineage
+from wap_ingest.core.errors import SchemaDriftError
+from wap_ingest.core.models import AppendResult, TableRef
+
+from .spark_errors import EngineStep, engine_failure, first_line
+from .spark_session import CATALOG
+
+
+def table_identifier(table: TableRef, branch: str) -> str:
+    """Identifiers are validated by core.naming; branch names are `[A-Za-z0-9_-]` by construction."""
+    return f"{CATALOG}.{table.namespace}.`{table.name}@{branch}`"
+
+
+def _not_found(exc: BaseException) -> bool:
+    from pyspark.errors import AnalysisException
+
+    if not isinstance(exc, AnalysisException):
+        return False
+    error_class = exc.getErrorClass() if hasattr(exc, "getErrorClass") else None
+    return error_class == "TABLE_OR_VIEW_NOT_FOUND" or "cannot be found" in str(exc)
+
+
+class IcebergTables:
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def schema(self, table: TableRef, ref: str) -> Any:
+        """The table's Spark schema on `ref`, or None if there is no such table (metadata only)."""
+        try:
+            return self.spark.table(table_identifier(table, ref)).schema
+        except Exception as exc:
+            if _not_found(exc):
+                return None
+            raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"reading the schema of {table} on {ref!r}",
+                                 table=table.qualified) from exc
+
+    def write(
+        self, frame: Any, source_uri: str, table: TableRef, branch: str, properties: Mapping[str, str], *,
+        allow_new_columns: bool = False,
+    ) -> tuple[bool, tuple[str, ...]]:
+        """Append `frame` (or create the table from it) in one snapshot carrying `properties`; returns (created,
+        the columns added to the table on the branch). Raises SchemaDriftError when the frame does not fit."""
+        from pyspark.errors import AnalysisException
+
+        ident = table_identifier(table, branch)
+        writer = frame.writeTo(ident)
+        for key, value in properties.items():
+            writer = writer.option(f"snapshot-property.{key}", value)
+        current = self.schema(table, branch)
+        doing = f"appending {source_uri} to {table} on {branch!r}"
+        if current is None:
+            try:
+                writer.tableProperty("format-version", "2").create()
+                return True, ()
+            except Exception as exc:
+                raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, source_uri=source_uri,
+                                     table=table.qualified) from exc
+        difference, new = schema_difference(current, frame.schema)
+        if new and not allow_new_columns:
+            raise drift(source_uri, table, frame, difference, "the suite's schema policy rejects new columns",
+                        "add `new_columns: allow` to the table's schema check in the audits file to add them (on "
+                        "the branch; main gets them when the file is published), or drop them from the file")
+        if new:
+            self.add_columns(table, branch, frame, new)
+        try:
+            writer.append()
+            return False, new
+        except AnalysisException as exc:
+            raise drift(source_uri, table, frame, difference, first_line(exc),
+                        "align the file's column names and types with the table, or ingest it into a new table "
+                        "with --table") from exc
+        except Exception as exc:
+            raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, source_uri=source_uri,
+                                 table=table.qualified) from exc
+
+    def add_columns(self, table: TableRef, branch: str, frame: Any, new: tuple[str, ...]) -> None:
+        """Add the file's new columns to the table on the branch (a schema commit there, not on main)."""
+        try:
+            jvm = self.spark.sparkContext._jvm
+            added = jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(frame.select(*new)._jdf.schema())
+            self.iceberg_table(table, branch).updateSchema().unionByNameWith(added).commit()
+        except Exception as exc:
+            raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"adding columns {', '.join(new)} to {table} "
+                                 f"on {branch!r}", table=table.qualified) from exc
+
+    def iceberg_table(self, table: TableRef, ref: str) -> Any:
+        """The Iceberg (Java) table on `ref`, loaded through the session's catalog (one catalog call, no job)."""
+        gateway = self.spark.sparkContext._gateway
+        namespace = gateway.new_array(gateway.jvm.java.lang.String, 1)
+        namespace[0] = table.namespace
+        identifier = gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, f"{table.name}@{ref}")
+        catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog(CATALOG)
+        return catalog.loadTable(identifier).table()
+
+    def last_append(
+        self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...], added: tuple[str, ...] = ()
+    ) -> AppendResult | None:
+        """The snapshot the write just committed on the branch (ours alone writes there), or None if it committed
+        none (an empty file)."""
+        try:
+            snapshot = self.iceberg_table(table, branch).currentSnapshot()
+            if snapshot is None:
+                return None
+            parent = snapshot.parentId()
+            records = snapshot.summary().get("added-records")
+            return AppendResult(rows=int(records or 0), snapshot_id=int(snapshot.snapshotId()),
+                                parent_snapshot_id=None if parent is None else int(parent), table_created=created,
+                                columns=columns, added_columns=added)
+        except Exception as exc:
+            raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"reading the new snapshot of {table} on "
+                                 f"{branch!r}", table=table.qualified) from exc
+
+    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
+        """One read of the table's `snapshots` metadata table on `ref` for all the identities. They come from
+        object keys: compared as literal values, never put into SQL."""
+        from pyspark.sql import functions as F
+
+        if not identities:
+            return {}
+        ident = table_identifier(table, ref)
+        doing = f"looking for {len(identities)} source(s) in {table} on {ref!r}"
+        try:
+            entry = F.explode(F.map_entries("summary")).alias("entry")
+            rows = (self.spark.table(f"{ident}.snapshots").select("snapshot_id", "parent_id", "summary", entry)
+                    .filter(F.col("entry.key").startswith(lineage.IDENTITY) & F.col("entry.value").isin(
+                        list(identities))).collect())
+            if not rows:
+                return {}
+            columns = tuple(self.spark.table(ident).columns)
+        except Exception as exc:
+            if _not_found(exc):
+                return {}
+            raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, table=table.qualified) from exc
+        found: dict[str, AppendResult] = {}
+        for row in rows:
+            key, identity, summary = row["entry"]["key"], row["entry"]["value"], row["summary"]
+            if not lineage.carries_identity(key):
+                continue
+            rows_of = lineage.identities_in_snapshot(summary)
+            parent = row["parent_id"]
+            found.setdefault(identity, AppendResult(
+                rows=rows_of.get(identity, 0), snapshot_id=int(row["snapshot_id"]),
+                parent_snapshot_id=None if parent is None else int(parent), table_created=parent is None,
+                columns=columns))
+        return found
+
+
+def schema_difference(table: Any, file: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Column by column, the file's Spark schema against the table's (names compared case-insensitively): the
+    lines of the difference, and the names of the file's new columns."""
+    mine = {f.name.lower(): f for f in file.fields}
+    theirs = {f.name.lower(): f for f in table.fields}
+    lines = [f"missing {f.name} ({f.dataType.simpleString()})" for k, f in theirs.items() if k not in mine]
+    lines += [f"{f.name}: {theirs[k].dataType.simpleString()} in the table, {f.dataType.simpleString()} in the file"
+              for k, f in mine.items() if k in theirs and theirs[k].dataType != f.dataType]
+    new = tuple(f.name for k, f in mine.items() if k not in theirs)
+    lines += [f"new {f.name} ({f.dataType.simpleString()})" for k, f in mine.items() if k not in theirs]
+    return tuple(lines), new
+
+
+def drift(source_uri: str, table: TableRef, frame: Any, difference: tuple[str, ...], why: str,
+          fix: str) -> SchemaDriftError:
+    shown = "; ".join(difference) or "no column differs by name; a type or nullability does not fit"
+    return SchemaDriftError(
+        f"{source_uri}: its columns do not fit table {table} ({why}). Difference (file vs table): {shown}. "
+        f"File schema: {frame.schema.simpleString()}. Fix: {fix}.", difference,
+    )

@@ -1,0 +1,146 @@
+"""Lineage: the properties that say which source objects a snapshot or a merge commit carries. Defined once.
+
+Two places carry them:
+- the Iceberg snapshot of an append (its summary): one file appended alone carries `wap.source.*` (its rows are
+  the snapshot's `added-records`); a batch carries each file's identity and rows, numbered
+  (`wap.source.identity.<n>`, `wap.source.rows.<n>`). The exactly-once lookup reads them back.
+- the Nessie merge commit that published it: `wap.table`, `wap.rows` and either the file's `wap.source.*` or, for a
+  batch, `wap.files` and `wap.sources` (a JSON list of {bucket, key, identity, rows}). History and review read them.
+Every module that writes or reads these names imports them from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .models import SourceObject, TableRef
+
+SOURCE_PREFIX = "wap.source."
+BUCKET = f"{SOURCE_PREFIX}bucket"
+KEY = f"{SOURCE_PREFIX}key"
+IDENTITY = f"{SOURCE_PREFIX}identity"  # alone; `.<n>` on a batch snapshot
+ROWS = f"{SOURCE_PREFIX}rows"  # `.<n>` on a batch snapshot: that file's rows
+ETAG = f"{SOURCE_PREFIX}etag"
+VERSION_ID = f"{SOURCE_PREFIX}version-id"
+SIZE = f"{SOURCE_PREFIX}size"
+TABLE = "wap.table"  # on every merge commit the service makes: the table it published to
+TOTAL_ROWS = "wap.rows"
+FILES = "wap.files"
+SOURCES = "wap.sources"
+DECISION_PREFIX = "wap.decision."
+
+Loaded = tuple[SourceObject, int]  # a source object and the rows it added
+
+
+@dataclass(frozen=True)
+class PublishedFile:
+    """One file a merge commit published (alone, or as part of a batch)."""
+
+    bucket: str
+    key: str
+    identity: str
+    rows: int | None
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
+
+def source_properties(source: SourceObject) -> dict[str, str]:
+    """The identity of one object version, as stamped on a lone file's snapshot and merge commit."""
+    props = {BUCKET: source.bucket, KEY: source.key, IDENTITY: source.identity}
+    if source.etag:
+        props[ETAG] = source.etag.strip('"')
+    if source.version_id:
+        props[VERSION_ID] = source.version_id
+    if source.size is not None:
+        props[SIZE] = str(source.size)
+    return props
+
+
+def snapshot_properties(files: Sequence[Loaded]) -> dict[str, str]:
+    """What the append's snapshot carries: the lone file's identity, or each file of a batch, numbered."""
+    if len(files) == 1:
+        return source_properties(files[0][0])
+    props: dict[str, str] = {}
+    for n, (source, rows) in enumerate(files):
+        props[f"{IDENTITY}.{n}"] = source.identity
+        props[f"{ROWS}.{n}"] = str(rows)
+    return props
+
+
+def merge_properties(table: TableRef, files: Sequence[Loaded]) -> dict[str, str]:
+    """What the merge commit into main carries (what `wap history` shows)."""
+    total = {TABLE: table.qualified, TOTAL_ROWS: str(sum(rows for _, rows in files))}
+    if len(files) == 1:
+        return source_properties(files[0][0]) | total
+    listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows} for s, rows in files]
+    return total | {FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":"))}
+
+
+def identities_in_snapshot(summary: Mapping[str, str]) -> dict[str, int]:
+    """identity -> rows for every source a snapshot summary carries (a lone file's rows: `added-records`)."""
+    found: dict[str, int] = {}
+    for key, value in summary.items():
+        if key == IDENTITY:
+            found.setdefault(value, _int(summary.get("added-records")))
+        elif key.startswith(f"{IDENTITY}."):
+            n = key.removeprefix(f"{IDENTITY}.")
+            found.setdefault(value, _int(summary.get(f"{ROWS}.{n}")))
+    return found
+
+
+def carries_identity(key: str) -> bool:
+    """True for the summary keys that hold a source identity (alone or numbered)."""
+    return key == IDENTITY or (key.startswith(f"{IDENTITY}.") and key.removeprefix(f"{IDENTITY}.").isdigit())
+
+
+def published_files(properties: Mapping[str, str]) -> list[PublishedFile]:
+    """The files a merge commit published: the lone file, or each entry of a batch's list; [] for other commits."""
+    if SOURCES in properties:
+        try:
+            listed = json.loads(properties[SOURCES])
+        except ValueError:
+            return []
+        if not isinstance(listed, list):
+            return []
+        return [PublishedFile(str(f.get("bucket", "")), str(f.get("key", "")), str(f.get("identity", "")),
+                              _int_or_none(f.get("rows"))) for f in listed if isinstance(f, dict)]
+    if IDENTITY in properties:
+        return [PublishedFile(properties.get(BUCKET, ""), properties.get(KEY, ""), properties[IDENTITY],
+                              _int_or_none(properties.get(TOTAL_ROWS)))]
+    return []
+
+
+def is_batch(properties: Mapping[str, str]) -> bool:
+    return SOURCES in properties
+
+
+def load_rows(properties: Mapping[str, str]) -> list[int]:
+    """The rows of each file a merge published (a batch merge counts each of its files as one load)."""
+    if is_batch(properties):
+        return [f.rows for f in published_files(properties) if f.rows is not None]
+    rows = _int_or_none(properties.get(TOTAL_ROWS))
+    return [] if rows is None else [rows]
+
+
+def source_uri(properties: Mapping[str, str]) -> str | None:
+    bucket, key = properties.get(BUCKET), properties.get(KEY)
+    return f"s3://{bucket}/{key}" if bucket and key else None
+
+
+def source_of(properties: Mapping[str, str]) -> dict[str, str]:
+    """Only the `wap.source.*` properties (what a reviewed publish copies onto its merge commit)."""
+    return {k: v for k, v in properties.items() if k.startswith(SOURCE_PREFIX)}
+
+
+def _int(value: object) -> int:
+    found = _int_or_none(value)
+    return 0 if found is None else found
+
+
+def _int_or_none(value: object) -> int | None:
+    text = str(value) if value is not None else ""
+    return int(text) if text.isdigit() else None

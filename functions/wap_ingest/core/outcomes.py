@@ -1,0 +1,71 @@
+"""The outcomes the pipeline settles a file with, and how each is logged and worded."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from .errors import BadInputError, SchemaDriftError, WapError
+from .models import (
+    AppendResult,
+    AuditReport,
+    CheckResult,
+    CheckStatus,
+    IngestOutcome,
+    OutcomeStatus,
+    SourceObject,
+    TableRef,
+)
+from .ports import ReportStore
+
+log = logging.getLogger(__name__)
+
+
+def about(source: SourceObject, table: TableRef | None = None, branch: str | None = None) -> dict[str, object]:
+    """The fields a structured log line about one object carries (the entry point adds its correlation id)."""
+    return {"object_key": source.key, "bucket": source.bucket, "table": table.qualified if table else None,
+            "branch": branch}
+
+
+def invalid(source: SourceObject, exc: BadInputError, table: TableRef | None = None, note: str = "") -> IngestOutcome:
+    """The file (or its key) is the problem: consumed, alerted once, never retried. A schema that does not fit the
+    table is INVALID too (such rows cannot go on a branch without changing the table in a way the suite forbids);
+    its report shows the difference column by column."""
+    log.warning("invalid input: %s%s", exc, note, extra=about(source, table))
+    report = None
+    if isinstance(exc, SchemaDriftError) and table is not None:
+        report = AuditReport(table.qualified, 0, (CheckResult(
+            "schema", "columns", CheckStatus.FAILED, "; ".join(exc.difference) or str(exc),
+            "the table's columns and types"),))
+    return IngestOutcome(source=source, status=OutcomeStatus.INVALID, table=table.qualified if table else None,
+                         message=f"{exc}{note}", report=report)
+
+
+def duplicate(source: SourceObject, target: TableRef, published: AppendResult, note: str = "") -> IngestOutcome:
+    """At most once: this version is on main already (its left-over attempts were cleaned up)."""
+    log.info("already published: %s in %s", source.uri, target, extra=about(source, target))
+    return IngestOutcome(
+        source=source, status=OutcomeStatus.DUPLICATE, table=target.qualified, rows=published.rows,
+        message=f"{source.uri} is already published in {target} (snapshot {published.snapshot_id}); "
+        f"nothing to do{note}",
+    )
+
+
+def rejected(
+    source: SourceObject, target: TableRef, branch: str, rows: int, report: AuditReport, reports: ReportStore | None
+) -> IngestOutcome:
+    """The audit failed: the branch stays open with the rows; the report is kept for `wap show`."""
+    failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
+    log.warning("audit failed for %s on branch %s: %s", target, branch, failed, extra=about(source, target, branch))
+    outcome = IngestOutcome(
+        source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch, rows=rows, report=report,
+        message=f"audit failed: {failed}. The rows stay on branch {branch!r}; main is unchanged.",
+    )
+    if reports is None:
+        return outcome
+    try:
+        kept = f" Report: {reports.save(branch, outcome.to_dict())}."
+    except WapError as exc:  # the branch and the alert still carry the facts
+        log.warning("could not keep the audit report of %s: %s", branch, exc)
+        kept = f" (the audit report could not be stored: {exc})"
+    return replace(outcome, message=outcome.message + kept)

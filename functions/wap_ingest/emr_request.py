@@ -1,0 +1,107 @@
+"""The EMR Serverless job request for one large file, made from the Settings (a pure function): the entry point
+and its arguments, the pinned jars, the Python archive and package, the catalog settings without credentials,
+and the driver's environment, which names the secret parameters and never holds a secret.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+from typing import Any
+
+from wap_ingest.adapters.emr import digest_of
+from wap_ingest.adapters.spark_session import spark_conf_for
+from wap_ingest.config import EmrSettings, Settings
+from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.models import SourceObject, TableRef
+
+ENTRY_POINT = "emr_job.py"
+PACKAGE = "wap_ingest.zip"
+PYTHON_ARCHIVE = "wap-pyenv.tar.gz"
+AUDITS = "audits.yml"
+EXECUTION_TIMEOUT_MINUTES = 180
+# Spark settings that describe the local process, not the cluster's (EMR sizes its own driver and disks).
+_LOCAL_ONLY = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions")
+
+
+def job_environment(settings: Settings) -> dict[str, str]:
+    values = {
+        "LAKE_BUCKET": settings.lake_bucket,
+        "SOURCE_BUCKET": settings.source_bucket or "",
+        "WAP_SOURCE_BUCKETS": ",".join(sorted(settings.source_buckets)),
+        "NESSIE_ENDPOINT": settings.nessie_endpoint,
+        "WAP_NAMESPACE": settings.namespace,
+        "WAP_WAREHOUSE": settings.warehouse,
+        "WAP_MAIN_BRANCH": settings.main_branch,
+        "WAP_HTTP_TIMEOUT": str(settings.http_timeout),
+        "SLACK_CHANNEL": settings.slack_channel or "",
+        "WAP_SLACK_TOKEN_PARAMETER": settings.slack_token_parameter or "",
+        "WAP_SLACK_BASE_URL": settings.slack_base_url or "",
+        "AWS_REGION": settings.aws_region,
+        "AWS_ENDPOINT_URL": settings.aws_endpoint_url or "",
+        "WAP_AUDITS_FILE": AUDITS,  # shipped with spark.files into the driver's working directory
+        "WAP_STAGE": "s3",
+    }
+    auth = settings.nessie_auth
+    if auth is not None:
+        if auth.client_secret_parameter is None:
+            raise ConfigError("a large file cannot go to EMR with WAP_NESSIE_CLIENT_SECRET set directly: the job "
+                              "would need the secret in its request. Fix: use WAP_NESSIE_CLIENT_SECRET_PARAMETER.")
+        values |= {"WAP_NESSIE_TOKEN_ENDPOINT": auth.token_endpoint, "WAP_NESSIE_CLIENT_ID": auth.client_id,
+                   "WAP_NESSIE_CLIENT_SECRET_PARAMETER": auth.client_secret_parameter,
+                   "WAP_NESSIE_SCOPE": auth.scope or ""}
+    return {k: v for k, v in values.items() if v}
+
+
+def job_spark_conf(settings: Settings, emr: EmrSettings) -> dict[str, str]:
+    """The job's Spark settings: the pinned jars, the Python archive and package, the Iceberg/Nessie catalog
+    (without credentials: the job adds them in-process), and the driver's and executors' environment."""
+    from wap_ingest.bootstrap import spark_settings_for
+
+    catalog = spark_conf_for(spark_settings_for(replace(settings, nessie_auth=None), jars=False))
+    conf = {k: v for k, v in catalog.items() if k not in _LOCAL_ONLY}
+    jars = [f"{emr.artifacts}/jars/{jar.name}" for jar in settings.spark_jars()]
+    conf |= {
+        "spark.jars": ",".join(jars),
+        "spark.archives": f"{emr.artifacts}/{PYTHON_ARCHIVE}#environment",
+        "spark.submit.pyFiles": f"{emr.artifacts}/{PACKAGE}",
+        "spark.files": f"{emr.artifacts}/{AUDITS}",
+        "spark.emr-serverless.driverEnv.PYSPARK_PYTHON": "python3.11",
+        "spark.emr-serverless.driverEnv.PYTHONPATH": "./environment",
+        "spark.executorEnv.PYSPARK_PYTHON": "python3.11",
+        "spark.executorEnv.PYTHONPATH": "./environment",
+    }
+    for name, value in job_environment(settings).items():
+        conf[f"spark.emr-serverless.driverEnv.{name}"] = value
+    return conf
+
+
+def job_request(settings: Settings, emr: EmrSettings, source: SourceObject, table: TableRef) -> dict[str, Any]:
+    """The `start_job_run` arguments for one object version (deterministic: the same version, the same request)."""
+    arguments = ["--bucket", source.bucket, "--key", source.key, "--table", table.qualified]
+    for flag, value in (("--size", source.size), ("--etag", source.etag), ("--version-id", source.version_id)):
+        if value is not None:
+            arguments += [flag, str(value).strip('"')]
+    conf = job_spark_conf(settings, emr)
+    digest = digest_of(source)
+    return {
+        "applicationId": emr.application_id,
+        "clientToken": digest[:64],
+        "executionRoleArn": emr.execution_role_arn,
+        "name": f"wap-{table.qualified}-{digest[:16]}",
+        "jobDriver": {"sparkSubmit": {
+            "entryPoint": f"{emr.artifacts}/{ENTRY_POINT}",
+            "entryPointArguments": arguments,
+            "sparkSubmitParameters": " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items()),
+        }},
+        "configurationOverrides": {"monitoringConfiguration": {"s3MonitoringConfiguration": {"logUri": emr.logs}}},
+        "executionTimeoutMinutes": EXECUTION_TIMEOUT_MINUTES,
+        "tags": {"project": "wap-lake", "wap:table": table.qualified, "wap:object-digest": digest[:32]},
+    }
+
+
+def job_request_for(settings: Settings, source: SourceObject, table: TableRef) -> dict[str, Any]:
+    if settings.emr is None:
+        raise ConfigError("EMR Serverless is not configured. Fix: set WAP_EMR_APPLICATION_ID and "
+                          "WAP_EMR_EXECUTION_ROLE_ARN.")
+    return job_request(settings, settings.emr, source, table)
