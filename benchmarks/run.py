@@ -366,7 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["WAP_AUDITS_FILE"] = str(audits_with_large_tables(audits, config.state_dir / "audits.yml"))
     state = start_stack(config)
     try:
-        env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work")}
+        env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work"),
+                                                               "WAP_SOURCE_BUCKETS": "bench-inbox"}
         os.environ.update(env)
         bench = Bench(env, state)
         results, spent = run_workloads(bench, args, chosen, env, config.state_dir / "large")

@@ -53,6 +53,7 @@ def stack_env(local_stack: StackState, tmp_path_factory: pytest.TempPathFactory)
     env = stack_environment(local_stack) | {
         "WAP_WORK_DIR": str(tmp_path_factory.mktemp("work")),
         "WAP_AUDITS_FILE": str(AUDITS),
+        "WAP_SOURCE_BUCKETS": Lake.inbox_bucket,  # tests run the pipeline on files uploaded there (no event)
     }
     patch = pytest.MonkeyPatch()
     for name, value in env.items():

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wap_ingest.core.errors import UnreadableSourceError
+from wap_ingest.core.errors import EngineLostError, UnreadableSourceError
 from wap_ingest.core.models import FileFormat
 
-from .spark_errors import EngineStep, engine_failure
+from .spark_errors import EngineStep, engine_failure, first_line
 
 
 def read_source(spark: Any, paths: Sequence[str], fmt: FileFormat, *, source_uri: str, table: str) -> Any:
@@ -24,9 +24,11 @@ def read_source(spark: Any, paths: Sequence[str], fmt: FileFormat, *, source_uri
     except Exception as exc:
         failure = engine_failure(exc, step=EngineStep.READ, doing=f"reading {source_uri}", source_uri=source_uri,
                                  table=table)
-        if type(failure).__name__ == "EngineError":
-            raise UnreadableSourceError(f"{source_uri}: cannot be read as {fmt.value}. Fix: check the file.") from exc
-        raise failure from exc
+        if isinstance(failure, EngineLostError):
+            raise failure from exc
+        raise UnreadableSourceError(f"{source_uri}: cannot be read as {fmt.value} ({first_line(exc)}). Fix: check the "
+                                    f"file is a valid {fmt.value} file (CSV needs a header row) and upload it again."
+                                    ) from exc
 
 
 def header_of(path: Path, fmt: FileFormat) -> str | None:

@@ -1,0 +1,143 @@
+"""One behaviour suite for the TableWriter port (the engine), run against the in-memory fake and the real Spark +
+Iceberg + Nessie adapter: one file or several in one snapshot, each file measured, lineage found again by identity,
+schema drift refused (or allowed on the branch), files that cannot join the others left out, never raised."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable
+from wap_ingest.core.errors import BadInputError, SchemaDriftError
+from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
+from wap_ingest.core.ports import CatalogBranches, TableWriter
+
+Rows = list[dict[str, Any]]
+PLAN = MeasurementPlan(null_count_columns=("b",))
+
+
+@dataclass
+class Harness:
+    writer: TableWriter
+    catalog: CatalogBranches
+    put_rows: Any  # (key, rows) -> SourceObject
+    put_garbage: Any  # key -> SourceObject
+    table: TableRef
+
+    def branch(self) -> str:
+        name = f"contract_{uuid.uuid4().hex[:10]}"
+        main = self.catalog.ensure_namespace("main", self.table.namespace)
+        return self.catalog.create_branch(name, main).name
+
+    def files(self, *sources: SourceObject) -> list[tuple[SourceObject, FileFormat]]:
+        return [(s, FileFormat.PARQUET) for s in sources]
+
+
+def rows(n: int, *, start: int = 0, nulls: int = 0, extra: str | None = None) -> Rows:
+    made: Rows = [{"a": start + i, "b": None if i < nulls else f"v{i}"} for i in range(n)]
+    if extra:
+        for row in made:
+            row[extra] = 1.5
+    return made
+
+
+def _parquet(content: Rows) -> bytes:
+    columns = list(content[0]) if content else ["a", "b"]
+    types = {"a": pa.int64(), "b": pa.string()}
+    table = pa.table({c: pa.array([r.get(c) for r in content], types.get(c, pa.float64())) for c in columns})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+@pytest.fixture(params=["fake", pytest.param("spark", marks=[pytest.mark.stack, pytest.mark.spark])])
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    table = TableRef("wap", f"contract_{uuid.uuid4().hex[:10]}")
+    if request.param == "fake":
+        catalog, objects = FakeCatalog(), FakeObjectStore()
+        yield Harness(FakeWriter(catalog, objects), catalog,
+                      lambda key, content: objects.put("inbox", key, content),
+                      lambda key: objects.put("inbox", key, Unreadable()), table)
+        return
+    lake = request.getfixturevalue("lake")
+
+    def put(key: str, body: bytes) -> SourceObject:
+        lake.s3.put_object(Bucket=lake.inbox_bucket, Key=key, Body=body)
+        return lake.service.objects.head(lake.inbox_bucket, key)  # with its ETag: the identity of this version
+
+    yield Harness(lake.service.ports.writer, lake.service.ports.catalog,
+                  lambda key, content: put(key, _parquet(content)), lambda key: put(key, b"PAR1 not parquet"), table)
+
+
+def test_one_file_is_one_snapshot_measured_and_found_again_by_its_identity(harness: Harness) -> None:
+    branch = harness.branch()
+    source = harness.put_rows(f"{harness.table.name}/one.parquet", rows(5, nulls=2))
+    appended = harness.writer.append(harness.files(source), harness.table, branch, PLAN)
+    assert appended.snapshot is not None and appended.snapshot.rows == 5 and appended.snapshot.table_created
+    assert appended.written == (source,) and dict(appended.left_out) == {}
+    measured = appended.measured[source.identity]
+    assert measured.row_count == 5 and measured.null_counts["b"] == 2
+    found = harness.writer.find_appends(harness.table, branch, [source.identity, "other#x"])
+    assert list(found) == [source.identity] and found[source.identity].rows == 5
+    assert found[source.identity].snapshot_id == appended.snapshot.snapshot_id
+    assert harness.writer.find_appends(harness.table, "main", [source.identity]) == {}  # the table is not on main
+    again = harness.writer.measure_appended(harness.table, branch, found[source.identity], PLAN)
+    assert again.row_count == 5 and again.null_counts["b"] == 2
+
+
+def test_several_files_are_one_snapshot_and_keep_leaves_refused_files_out(harness: Harness) -> None:
+    branch = harness.branch()
+    sources = [harness.put_rows(f"{harness.table.name}/f{i}.parquet", rows(3 + i, start=100 * i, nulls=i % 2))
+               for i in range(3)]
+    appended = harness.writer.append(harness.files(*sources), harness.table, branch, PLAN,
+                                     keep=lambda _s, m: m.null_counts.get("b", 0) == 0)
+    kept = [sources[0], sources[2]]
+    assert appended.snapshot is not None and appended.snapshot.rows == 3 + 5
+    assert set(appended.written) == set(kept)
+    assert {i: m.row_count for i, m in appended.measured.items()} == {s.identity: 3 + n for n, s in enumerate(sources)}
+    assert appended.measured[sources[1].identity].null_counts["b"] == 1  # measured, though not written
+    found = harness.writer.find_appends(harness.table, branch, [s.identity for s in sources])
+    assert {i: a.rows for i, a in found.items()} == {sources[0].identity: 3, sources[2].identity: 5}
+
+
+def test_a_file_that_cannot_join_the_others_is_left_out_not_raised(harness: Harness) -> None:
+    branch = harness.branch()
+    good = [harness.put_rows(f"{harness.table.name}/g{i}.parquet", rows(2, start=10 * i)) for i in range(2)]
+    odd = harness.put_rows(f"{harness.table.name}/odd.parquet", rows(2, extra="c"))
+    broken = harness.put_garbage(f"{harness.table.name}/broken.parquet")
+    appended = harness.writer.append(harness.files(*good, odd, broken), harness.table, branch, PLAN)
+    assert set(appended.written) == set(good) and appended.snapshot is not None and appended.snapshot.rows == 4
+    assert set(appended.left_out) == {odd.identity, broken.identity}
+
+
+def test_one_unreadable_file_raises_a_bad_input_error(harness: Harness) -> None:
+    broken = harness.put_garbage(f"{harness.table.name}/broken.parquet")
+    with pytest.raises(BadInputError, match=r"broken\.parquet"):
+        harness.writer.append(harness.files(broken), harness.table, harness.branch(), PLAN)
+
+
+def test_a_file_without_rows_writes_nothing(harness: Harness) -> None:
+    empty = harness.put_rows(f"{harness.table.name}/empty.parquet", [])
+    appended = harness.writer.append(harness.files(empty), harness.table, harness.branch(), PLAN)
+    assert appended.written == () and (appended.snapshot is None or appended.snapshot.rows == 0)
+    assert appended.measured[empty.identity].row_count == 0
+
+
+def test_new_columns_are_refused_with_the_difference_or_added_on_the_branch_only(harness: Harness) -> None:
+    branch = harness.branch()
+    harness.writer.append(harness.files(harness.put_rows(f"{harness.table.name}/base.parquet", rows(2))),
+                          harness.table, branch, PLAN)
+    wider = harness.put_rows(f"{harness.table.name}/wider.parquet", rows(2, start=50, extra="c"))
+    with pytest.raises(SchemaDriftError) as refused:
+        harness.writer.append(harness.files(wider), harness.table, branch, PLAN)
+    assert any("new c" in line for line in refused.value.difference)
+    appended = harness.writer.append(harness.files(wider), harness.table, branch, PLAN, allow_new_columns=True)
+    assert appended.snapshot is not None and appended.snapshot.added_columns == ("c",)
+    assert appended.written == (wider,)
