@@ -37,6 +37,7 @@ def local_stack(stack_config: StackConfig) -> Iterator[StackState]:
     patch = pytest.MonkeyPatch()
     patch.setenv("WAP_AUDITS_FILE", str(AUDITS))  # the function under the emulator inherits it
     patch.setenv("WAP_LARGE_FILE_BYTES", str(LARGE_FILE_BYTES))  # so does the routing threshold
+    patch.setenv("WAP_SOURCE_BUCKETS", "inbox")  # and the second source bucket (no notifications) tests use
     try:
         state = start_stack(config)
         try:
@@ -53,7 +54,7 @@ def stack_env(local_stack: StackState, tmp_path_factory: pytest.TempPathFactory)
     env = stack_environment(local_stack) | {
         "WAP_WORK_DIR": str(tmp_path_factory.mktemp("work")),
         "WAP_AUDITS_FILE": str(AUDITS),
-        "WAP_SOURCE_BUCKETS": Lake.inbox_bucket,  # tests run the pipeline on files uploaded there (no event)
+        "WAP_SOURCE_BUCKETS": "inbox",  # tests run the pipeline on files uploaded there (no event)
     }
     patch = pytest.MonkeyPatch()
     for name, value in env.items():

@@ -66,10 +66,9 @@ def test_keys_with_spaces_and_unicode(lake: Lake, table_name: str) -> None:
 
 def test_one_sqs_batch_with_a_bad_file_publishes_the_others(lake: Lake, local_stack: StackState,
                                                             table_name: str) -> None:
-    """Three notifications in one SQS batch (objects in a bucket without notifications, so only these
+    """Three notifications in one SQS batch (objects in a source bucket without notifications, so only these
     messages announce them): the worker hands them to the function in one invocation."""
-    staging = f"staging-{table_name.replace('_', '-')}"
-    lake.s3.create_bucket(Bucket=staging)
+    staging = lake.inbox_bucket
     other = f"{table_name}_b"
     keys = {f"{table_name}/1.parquet": parquet_bytes(3), f"{other}/2.parquet": parquet_bytes(4, nulls=1),
             f"{table_name}/3.parquet": parquet_bytes(5)}
@@ -86,7 +85,7 @@ def test_one_sqs_batch_with_a_bad_file_publishes_the_others(lake: Lake, local_st
     def batch_line() -> dict[str, Any] | None:
         for line in (local_stack.state_dir / "logs" / "worker.log").read_text().splitlines()[1:]:
             entry = json.loads(line)
-            if entry["event"] == "batch" and any(staging in o["object"] for o in entry["objects"]):
+            if entry["event"] == "batch" and any(table_name in o["object"] for o in entry["objects"]):
                 return entry
         return None
 

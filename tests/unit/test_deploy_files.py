@@ -315,7 +315,7 @@ def test_queue_settings_fit_the_function() -> None:
     env = serverless_config()["provider"]["environment"]
     assert env["WAP_MAX_RECEIVES"] == "${file(./infra/ingest-queue.yml):max_receive_count}"
     assert event["sqs"]["functionResponseType"] == "ReportBatchItemFailures"
-    # above 10 messages AWS requires a batching window; the handler batches per table (core.batch)
+    # above 10 messages AWS requires a batching window; the handler batches per table (core.pipeline)
     assert event["sqs"]["batchSize"] == 100 and 1 <= event["sqs"]["maximumBatchingWindow"] <= 300
     assert function["memorySize"] >= 2048 and function["ephemeralStorageSize"] >= 2048
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from wap_ingest.core import lineage
-from wap_ingest.core.errors import BadInputError, WapError
+from wap_ingest.core.errors import BadInputError, EngineLostError, WapError
 from wap_ingest.core.models import (
     Appended,
     AppendResult,
@@ -30,7 +30,7 @@ from wap_ingest.core.ports import TableWriter
 
 from .spark_audit import added_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
-from .spark_errors import EngineStep, engine_failure
+from .spark_errors import EngineStep, engine_failure, first_line, gateway_alive
 from .spark_read import read_source
 from .spark_session import SparkEngine
 from .spark_tables import IcebergTables, table_identifier
@@ -62,18 +62,23 @@ class SparkIcebergWriter(TableWriter):
         allow_new_columns: bool = False,
     ) -> Appended:
         tables = IcebergTables(self.spark)
-        if len(files) == 1:
-            source, fmt = files[0]
-            return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns)
-        return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns)
+        with _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
+            if len(files) == 1:
+                source, fmt = files[0]
+                return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns)
+            return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns)
 
     def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
-        return IcebergTables(self.spark).find_appends(table, ref, identities)
+        tables = IcebergTables(self.spark)
+        with _engine_lost_is_infrastructure(tables.spark, f"looking for sources in {table}"):
+            return tables.find_appends(table, ref, identities)
 
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
     ) -> Measurements:
-        return self._measure(IcebergTables(self.spark), table, branch, appended, plan)
+        tables = IcebergTables(self.spark)
+        with _engine_lost_is_infrastructure(tables.spark, f"auditing the new rows of {table}"):
+            return self._measure(tables, table, branch, appended, plan)
 
     def _append_one(
         self, tables: IcebergTables, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
@@ -190,6 +195,19 @@ class SparkIcebergWriter(TableWriter):
         finally:
             with contextlib.suppress(Exception):  # a dead engine has nothing to free
                 frame.unpersist()
+
+
+@contextlib.contextmanager
+def _engine_lost_is_infrastructure(spark: Any, doing: str) -> Iterator[None]:
+    """Whatever a failure looked like (a Py4J error, an unreadable file), if the engine is dead afterwards the file
+    was not the problem: it is an infrastructure failure, retried, and the next use starts a fresh engine."""
+    try:
+        yield
+    except Exception as exc:
+        if spark is not None and not gateway_alive(spark):
+            raise EngineLostError(f"{doing}: the Spark engine died ({first_line(exc)}); the file will be retried "
+                                  f"and this process starts a fresh engine.") from exc
+        raise
 
 
 def remove_local(staged: Path | str) -> None:
