@@ -52,3 +52,17 @@ def imported_modules_from_source(source: str, path: Path) -> set[str]:
 def test_adapters_do_not_import_entrypoints() -> None:
     for path in sorted((PACKAGE / "adapters").rglob("*.py")):
         assert not any("entrypoints" in name for name in imported_modules(path)), path.name
+
+
+def test_adapters_get_plain_values_not_the_settings_nor_the_wiring() -> None:
+    """The composition root (bootstrap) reads config.Settings and hands adapters clients and plain values."""
+    offenders = [f"{path.name}: {name}" for path in sorted((PACKAGE / "adapters").rglob("*.py"))
+                 for name in imported_modules(path) if name in ("wap_ingest.config", "wap_ingest.bootstrap")]
+    assert offenders == []
+
+
+def test_the_wap_steps_are_defined_once() -> None:
+    """Branch, write, audit and merge are called from the one pipeline module; no other core module drives them."""
+    callers = {path.name for path in (PACKAGE / "core").rglob("*.py")
+               if ".create_branch(" in path.read_text(encoding="utf-8")}
+    assert callers == {"pipeline.py"}

@@ -241,10 +241,10 @@ class _Run:
             main_hash = catalog.ensure_namespace(main, target.namespace)
             if not self.dry_run:
                 published = writer.find_appends(target, main, [r.source.identity for _, r in pending])
-                for index, item in pending:
-                    if item.source.identity in published:
-                        note = self.branches.clean_up(target, [item.source])
-                        self.settled[index] = duplicate(item.source, target, published[item.source.identity], note)
+                done = [(i, r) for i, r in pending if r.source.identity in published]
+                note = self.branches.clean_up(target, [r.source for _, r in done]) if done else ""
+                for index, item in done:  # on main already; its left-over attempts are gone now
+                    self.settled[index] = duplicate(item.source, target, published[item.source.identity], note)
             todo = [(i, r) for i, r in pending if i not in self.settled]
             if not todo:
                 return []
