@@ -61,7 +61,7 @@ class Kind(enum.Enum):
     LONG_VALUE = "a value is longer than the engine accepts"
     ENCODING = "its text is not valid UTF-8"
     MISSING = "the file disappeared while it was read"
-    READ_FAILED = "it cannot be decoded as its format"  # a Spark file-read error with no more specific cause
+    READ_FAILED = "its data cannot be decoded"  # a Spark file-read error with no more specific cause
 
 
 INFRASTRUCTURE = (Kind.LOST, Kind.AUTH, Kind.CATALOG_DOWN, Kind.STORE_DOWN, Kind.BRANCH_GONE, Kind.CONFLICT)
@@ -165,7 +165,8 @@ _FIXES: dict[Kind, str] = {
     Kind.ENCODING: "re-save the file as UTF-8 and upload it again",
     Kind.TRUNCATED: "upload the complete file again",
     Kind.MISSING: "upload the file again",
-    Kind.READ_FAILED: "check that a complete, valid file of its format was uploaded, and upload it again",
+    Kind.READ_FAILED: "write the file again from the original data (it is damaged, or not of the format its name "
+                      "says) and upload it again",
 }
 
 
@@ -346,24 +347,31 @@ def _python_cause(exc: BaseException) -> Cause:
     return Cause(f"{type(exc).__module__}.{type(exc).__qualname__}", str(message))
 
 
-def _detail(chain: list[Cause]) -> str:
-    """The chain's messages, first lines only, without Spark's wrappers and repeats: "could not read page ... in col
-    [name] ...: gzip stream CRC failure"."""
+_SENTENCE_END = re.compile(r"(?<=[a-z)\]])\.\s+(?=[A-Z])")
+
+
+def _detail(chain: list[Cause], limit: int = 300) -> str:
+    """The chain's messages, first lines only, without Spark's wrappers, repeats and local file URIs; the root causes
+    are kept when it is too long: "could not read page ... in col [name] ...: gzip stream CRC failure"."""
     parts: list[str] = []
     for cause in chain:
         line = next((x.strip() for x in cause.message.splitlines() if x.strip()), "")
-        line = re.sub(r"^\[[A-Z_.0-9]+\]\s*", "", line)
         line = re.sub(r"^(?:[a-z]+\.)+[A-Za-z]*(?:Exception|Error): ", "", line)
+        line = re.sub(r"^\[[A-Z_.0-9]+\]\s*", "", line)
+        line = re.sub(r"\bfile:/+[^\s,;]*[^\s,;.]", "the file", line)  # a staged copy's path: the object is named
         if (not line or line.startswith(("Job aborted due to stage failure", "Exception thrown in awaitResult",
                                          "Encountered error while reading file", "An error occurred while calling"))
                 or line.endswith("Details:")):
             continue
+        line = _SENTENCE_END.split(line, maxsplit=1)[0].rstrip(".")  # Spark's advice follows the first sentence
+        line = line if len(line) <= 200 else line[:197] + "..."
         if parts and (line in parts[-1] or parts[-1] in line):
             parts[-1] = max(parts[-1], line, key=len)
             continue
         parts.append(line)
-    text = ": ".join(parts) or (chain[0].name.rsplit(".", 1)[-1] if chain else "no detail")
-    return text if len(text) <= 300 else text[:297] + "..."
+    while len(parts) > 1 and len(": ".join(parts)) > limit:
+        parts.pop(0)  # the outer wrappers go first: the root cause says the most
+    return ": ".join(parts) or (chain[0].name.rsplit(".", 1)[-1] if chain else "no detail")
 
 
 _INFRA_ERRORS: dict[Kind, Callable[[str], WapError]] = {

@@ -109,10 +109,11 @@ def csv_header(path: Path, what: str = "the file", *, max_bytes: int = MAX_HEADE
     return next(csv.reader([text], escapechar="\\"), [])
 
 
-def check_csv_text(path: Path, what: str = "the file", *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+def check_csv_text(path: Path, what: str = "the file", *, max_line_bytes: int | None = None) -> None:
     """One streaming pass over a local CSV file, memory bounded by `max_line_bytes`: UTF-8, no NUL byte, no line
     longer than `max_line_bytes`, every quote opened on a line closed on it. Raises UnreadableSourceError naming the
-    byte offset or the line."""
+    byte offset or the line. `max_line_bytes` defaults to MAX_LINE_BYTES."""
+    limit = MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     offset, line_no, carry = 0, 1, b""
     with path.open("rb") as handle:
@@ -129,19 +130,24 @@ def check_csv_text(path: Path, what: str = "the file", *, max_line_bytes: int = 
                                 data[at: at + 1]) from exc
             if (nul := chunk.find(b"\x00")) >= 0:
                 raise _not_utf8(what, offset + nul, line_no + data.count(b"\n", 0, len(carry) + nul), b"\x00")
+            offset += len(chunk)
+            if b"\n" not in chunk:  # inside a long line: nothing to split, only its length to check
+                carry = data
+                if len(carry) > limit:
+                    raise _long_line(what, line_no, limit)
+                continue
             lines = data.split(b"\n")
             carry = lines.pop()
-            _check_lines(lines, line_no, what, max_line_bytes)
-            if len(carry) > max_line_bytes:
-                raise _long_line(what, line_no + len(lines), max_line_bytes)
+            _check_lines(lines, line_no, what, limit)
+            if len(carry) > limit:
+                raise _long_line(what, line_no + len(lines), limit)
             line_no += len(lines)
-            offset += len(chunk)
     pending = len(decoder.getstate()[0])
     try:
         decoder.decode(b"", final=True)
     except UnicodeDecodeError as exc:
         raise _not_utf8(what, offset - pending + exc.start, line_no, carry[len(carry) - pending:][:1]) from exc
-    _check_lines([carry], line_no, what, max_line_bytes)
+    _check_lines([carry], line_no, what, limit)
 
 
 # --- internals --------------------------------------------------------------------------------------------------
@@ -178,7 +184,7 @@ def _refuse_columns(names: Sequence[str], what: str, table: str) -> None:
     if problems:
         raise InvalidColumnError(
             f"{what}: cannot be ingested into {table}: its header has column names Spark cannot address: "
-            f"{'; '.join(problems)}. Fix: rename those columns in the file and upload it again."
+            f"{'; '.join(problems)}. Then upload the file again."
         )
 
 
