@@ -20,6 +20,7 @@ from tests import bad_inputs
 from wap_ingest.adapters import spark_read
 from wap_ingest.adapters.spark_errors import EngineStep, engine_failure
 from wap_ingest.adapters.spark_read import read_source
+from wap_ingest.core.columns import column_problems
 from wap_ingest.core.errors import (
     EmptySourceError,
     InvalidColumnError,
@@ -132,6 +133,15 @@ def test_a_parquet_header_spark_cannot_address_is_refused_from_the_footer(spark:
     pq.write_table(pa.table({"id": [1], "a.b": [2]}), sink)
     error = decode_fully(spark, [staged(tmp_path, sink.getvalue(), FileFormat.PARQUET)], FileFormat.PARQUET)
     assert type(error) is InvalidColumnError and "column 2 ('a.b')" in str(error)
+
+
+@pytest.mark.parametrize("case", bad_inputs.BAD_HEADERS)
+def test_a_header_spark_reads_itself_is_checked_as_written(spark: Any, tmp_path: Path, case: str) -> None:
+    """The path for files Spark reaches itself (s3:// on EMR): the raw header row, before Spark renames it."""
+    path = staged(tmp_path, bad_inputs.csv_header(bad_inputs.BAD_HEADERS[case]), FileFormat.CSV)
+    names = spark_read.spark_csv_header(spark, path, URI, "wap.t")
+    assert names == bad_inputs.BAD_HEADERS[case]
+    assert column_problems(names)
 
 
 def test_corrupt_pages_fail_the_iceberg_append_as_the_files_fault_and_leave_the_table(

@@ -188,9 +188,6 @@ class FakeThrowable:
     def getName(self) -> str:  # noqa: N802
         return self.name
 
-    def getMessage(self) -> str:  # noqa: N802
-        return self.message
-
     def getCause(self) -> FakeThrowable | None:  # noqa: N802
         return self.cause
 
@@ -199,8 +196,12 @@ class FakeThrowable:
             raise Py4JError("Method getErrorClass([]) does not exist")
         return self.error_class
 
-    def equals(self, other: object) -> bool:
-        return self is other
+    broken = False
+
+    def getMessage(self) -> str:  # noqa: N802
+        if self.broken:
+            raise Py4JError("An error occurred while calling o7.getMessage")
+        return self.message
 
 
 def java_error(*links: tuple[str, str] | tuple[str, str, str], dead: bool = False) -> Py4JJavaError:
@@ -263,6 +264,14 @@ def test_a_bare_py4j_error_is_engine_lost_only_when_the_gateway_is_really_gone()
 def test_the_gateway_dying_while_the_chain_is_read_is_engine_lost_not_the_files_fault() -> None:
     exc = java_error(("org.apache.spark.SparkException", "x", "MALFORMED_RECORD_IN_PARSING"), dead=True)
     assert isinstance(fail(exc, EngineStep.READ), EngineLostError)
+
+
+def test_a_walk_broken_by_an_error_answer_is_engine_lost_only_if_the_gateway_is_gone() -> None:
+    exc = java_error(("org.apache.spark.SparkException", "x"), ("java.io.IOException", "y"))
+    assert exc.java_exception.cause is not None
+    exc.java_exception.cause.broken = True
+    assert isinstance(fail(exc, spark=FakeSpark(alive=False)), EngineLostError)
+    assert type(fail(exc, spark=FakeSpark(alive=True))) is EngineError
 
 
 def test_gateway_alive_answers_from_one_round_trip() -> None:

@@ -112,3 +112,13 @@ def test_header_of_reads_the_header_or_the_footer(tmp_path: Path) -> None:
     assert header_of(csv_path, FileFormat.CSV) == "id,name"
     assert "id: int64" in str(header_of(parquet, FileFormat.PARQUET))
     assert header_of(tmp_path / "missing.csv", FileFormat.CSV) is None
+
+
+def test_in_a_batch_the_message_names_the_file_at_fault(tmp_path: Path) -> None:
+    good, bad = tmp_path / "1.csv", tmp_path / "2.csv"
+    good.write_bytes(bad_inputs.GOOD_CSV)
+    bad.write_bytes(bad_inputs.csv_latin1())
+    names = {str(good): "s3://in/t/good.csv", str(bad): "s3://in/t/latin.csv"}
+    with pytest.raises(UnreadableSourceError, match=r"^s3://in/t/latin\.csv: byte 0xE9"):
+        read_source(UnusedSpark(), [str(good), str(bad)], FileFormat.CSV, source_uri="2 files", table="wap.t",
+                    names=names)

@@ -220,11 +220,10 @@ def engine_failure(
     `spark`: the session, to check the gateway when Py4J gives no network type (default: PySpark's active one)."""
     if isinstance(exc, WapError):
         return exc
-    chain, lost = _chain_of(exc)
-    if lost or (_is_bare_py4j_error(exc) and not gateway_alive(spark)):
-        return _error_for(Kind.LOST, chain or [_python_cause(exc)], doing, source_uri, table)
-    kind = classify(chain, step)
-    return _error_for(kind, chain, doing, source_uri, table)
+    chain, lost, broken = _chain_of(exc)
+    if lost or ((broken or _is_bare_py4j_error(exc)) and not gateway_alive(spark)):
+        return _error_for(Kind.LOST, chain, doing, source_uri, table)
+    return _error_for(classify(chain, step), chain, doing, source_uri, table)
 
 
 def gateway_alive(spark: Any = None) -> bool:
@@ -281,50 +280,37 @@ def _is_bare_py4j_error(exc: BaseException) -> bool:
     """A Py4JError that is not a Java exception: py4j raises it when the answer was an error, which is how a dead
     gateway shows on the first call after the JVM died ("An error occurred while calling o15.sc",
     "x does not exist in the JVM")."""
-    try:
-        from py4j.protocol import Py4JError, Py4JJavaError
-    except ImportError:
-        return False
+    from py4j.protocol import Py4JError, Py4JJavaError
+
     return isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError)
 
 
-def _chain_of(exc: BaseException) -> tuple[list[Cause], bool]:
-    """Every link, Python and Java, outermost first; True when the engine is gone (a Py4J network error or a
-    refused socket in the Python chain, or raised while walking the Java one)."""
+def _chain_of(exc: BaseException) -> tuple[list[Cause], bool, bool]:
+    """Every link, Python and Java, outermost first; whether the engine is certainly gone (a Py4J network error or
+    a refused socket, in the Python chain or while walking the Java one); whether a Java walk broke off."""
     from py4j.protocol import Py4JNetworkError
 
     chain: list[Cause] = []
     seen: set[int] = set()
+    broken = False
     current: BaseException | None = exc
     while current is not None and id(current) not in seen and len(chain) < 40:
         seen.add(id(current))
         if isinstance(current, (Py4JNetworkError, *_LOST_PYTHON)):
-            return [*chain, _python_cause(current)], True
+            return [*chain, _python_cause(current)], True, broken
         java = getattr(current, "java_exception", None) or getattr(current, "_origin", None)
-        if java is not None:
-            try:
-                chain += _java_chain(java)
-            except (Py4JNetworkError, *_LOST_PYTHON):
-                return [*chain, _python_cause(current)], True
-            except Exception:  # the JVM answered with an error: keep what was read
-                chain.append(_python_cause(current))
-        else:
-            chain.append(_python_cause(current))
+        chain.append(_python_cause(current))
+        try:
+            while java is not None and len(chain) < 40:  # the Java cause chain, one round trip per call
+                name = str(java.getClass().getName())
+                chain.append(Cause(name, str(java.getMessage() or ""), _error_class(java, name)))
+                java = java.getCause()  # null at the root (Throwable never returns itself)
+        except (Py4JNetworkError, *_LOST_PYTHON):
+            return chain, True, True
+        except Exception:  # an error answer: a dying gateway, or a method the object lacks; the caller checks
+            broken = True
         current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
-    return chain, False
-
-
-def _java_chain(throwable: Any) -> list[Cause]:
-    links: list[Cause] = []
-    while throwable is not None and len(links) < 20:
-        name = str(throwable.getClass().getName())
-        message = str(throwable.getMessage() or "")
-        links.append(Cause(name, message, _error_class(throwable, name)))
-        cause = throwable.getCause()
-        if cause is not None and cause.equals(throwable):
-            break
-        throwable = cause
-    return links
+    return chain, False, broken
 
 
 def _error_class(throwable: Any, name: str) -> str | None:
@@ -374,25 +360,16 @@ def _detail(chain: list[Cause], limit: int = 300) -> str:
     return ": ".join(parts) or (chain[0].name.rsplit(".", 1)[-1] if chain else "no detail")
 
 
-_INFRA_ERRORS: dict[Kind, Callable[[str], WapError]] = {
-    Kind.LOST: EngineLostError,
-    Kind.AUTH: ConfigError,
-    Kind.CATALOG_DOWN: CatalogUnavailableError,
-    Kind.STORE_DOWN: ObjectStoreUnavailableError,
-    Kind.BRANCH_GONE: BranchNotFoundError,
-    Kind.CONFLICT: StaleHashError,
-}
-_INFRA_ADVICE: dict[Kind, str] = {
-    Kind.LOST: "The file is retried on a fresh engine; nothing reached main. If it recurs, check the function's "
-               "memory (WAP_SPARK_DRIVER_MEMORY) and its log for the JVM's last words",
-    Kind.AUTH: "Fix: check WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and the client secret "
-               "(WAP_NESSIE_CLIENT_SECRET_PARAMETER)",
-    Kind.CATALOG_DOWN: "The file is retried; nothing reached main. If it persists, check the Nessie server and "
-                       "its URL (NESSIE_ENDPOINT)",
-    Kind.STORE_DOWN: "The file is retried; nothing reached main. If it persists, check S3 (or AWS_ENDPOINT_URL) "
-                     "and the function's permissions",
-    Kind.BRANCH_GONE: "The run is retried on a new branch",
-    Kind.CONFLICT: "The run is retried on a new branch",
+_INFRA: dict[Kind, tuple[Callable[[str], WapError], str]] = {  # the error, and what to check if it persists
+    Kind.LOST: (EngineLostError, "A fresh engine is needed. If it recurs, check the function's memory "
+                                 "(WAP_SPARK_DRIVER_MEMORY) and the JVM's last log lines"),
+    Kind.AUTH: (ConfigError, "Fix: check WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and the client secret "
+                             "(WAP_NESSIE_CLIENT_SECRET_PARAMETER)"),
+    Kind.CATALOG_DOWN: (CatalogUnavailableError, "If it persists, check the Nessie server (NESSIE_ENDPOINT)"),
+    Kind.STORE_DOWN: (ObjectStoreUnavailableError, "If it persists, check S3 (AWS_ENDPOINT_URL locally) and the "
+                                                   "function's permissions"),
+    Kind.BRANCH_GONE: (BranchNotFoundError, "Another process deleted it; a new attempt starts from a new branch"),
+    Kind.CONFLICT: (StaleHashError, "Another commit landed first; a new attempt starts from a new branch"),
 }
 
 
@@ -400,10 +377,11 @@ def _error_for(kind: Kind | None, chain: list[Cause], doing: str, source_uri: st
                table: str | None) -> WapError:
     detail = _detail(chain)
     if kind is None:
-        return EngineError(f"{doing}: Spark failed ({detail}). The file is retried; nothing reached main.")
-    if kind in _INFRA_ERRORS:
-        return _INFRA_ERRORS[kind](f"{doing}: {kind.value} ({detail}). {_INFRA_ADVICE[kind]}.")
+        return EngineError(f"{doing}: Spark failed ({detail}). If it persists, check the function's log.")
+    if kind in _INFRA:
+        error, advice = _INFRA[kind]
+        return error(f"{doing}: {kind.value} ({detail}). {advice}.")
     what = source_uri or "the source file"
     into = f" into {table}" if table else ""
-    error = SourceNotFoundError if kind is Kind.MISSING else UnreadableSourceError
-    return error(f"{what}: cannot be ingested{into}: {kind.value} ({detail}). Fix: {_FIXES[kind]}.")
+    bad = SourceNotFoundError if kind is Kind.MISSING else UnreadableSourceError
+    return bad(f"{what}: cannot be ingested{into}: {kind.value} ({detail}). Fix: {_FIXES[kind]}.")

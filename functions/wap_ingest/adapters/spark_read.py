@@ -73,7 +73,7 @@ def read_source(
         if local is not None:
             _check_local(local, fmt, what, table)
         elif fmt is FileFormat.CSV:
-            _refuse_columns(_remote_csv_header(spark, path, what, table), what, table)
+            _refuse_columns(spark_csv_header(spark, path, what, table), what, table)
     frame: DataFrame
     try:
         if fmt is FileFormat.PARQUET:
@@ -188,7 +188,7 @@ def _refuse_columns(names: Sequence[str], what: str, table: str) -> None:
         )
 
 
-def _remote_csv_header(spark: Any, path: str, what: str, table: str) -> list[str]:
+def spark_csv_header(spark: Any, path: str, what: str, table: str) -> list[str]:
     """The raw header of a CSV file Spark reaches itself (s3://): one row read without header handling, so the
     names are as written (Spark renames empty and duplicate ones when it takes them as a header)."""
     options = CSV_OPTIONS | {"header": "false", "inferSchema": "false"}
