@@ -46,9 +46,10 @@ CSV_OPTIONS: dict[str, str] = {
     "unescapedQuoteHandling": "STOP_AT_DELIMITER",  # Spark's default, stated: `5'11"` is a value, not an error
 }
 
-_FIELD = rb'(?:"(?:[^"\\]|\\.)*+"[^,]*+|[^,"][^,]*+|)'  # quoted (closed on the line, junk to the comma), or plain
-_BALANCED_LINE = re.compile(_FIELD + rb"(?:," + _FIELD + rb")*+")
-_QUOTED_LINE = re.compile(rb'^[^\n]*"[^\n]*$', re.MULTILINE)
+# A field quoted and closed on its line (then anything to the comma, as Spark's STOP_AT_DELIMITER reads it), or plain;
+# possessive and unrolled: one pass over the block, no backtracking.
+_FIELD = rb'(?:"[^"\\\n]*+(?:\\[^\n][^"\\\n]*+)*+"[^,\n]*+|[^,"\n][^,\n]*+|)'
+_BALANCED_LINES = re.compile(rb"(?:" + _FIELD + rb"(?:," + _FIELD + rb")*+\n)*+")
 _BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xff\xfe", "UTF-16"),
          (b"\xfe\xff", "UTF-16"))
 
@@ -257,14 +258,14 @@ def _check_lines(lines: list[bytes], first: int, what: str, limit: int) -> None:
         return
     if max(map(len, lines)) > limit:
         raise _long_line(what, first + next(i for i, x in enumerate(lines) if len(x) > limit), limit)
-    block = b"\n".join(lines)
+    block = b"\n".join(lines) + b"\n"
     if b'"' not in block:
         return
-    for found in _QUOTED_LINE.finditer(block):
-        if _BALANCED_LINE.fullmatch(found.group()) is None:
-            line = first + block.count(b"\n", 0, found.start())
-            raise UnreadableSourceError(
-                f"{what}: line {line} opens a quoted value that is not closed on that line (Spark reads CSV one "
-                f"line at a time, so a quoted value cannot span lines). Fix: close the quote, or remove the line "
-                f"breaks inside quoted values, and upload it again."
-            )
+    balanced = _BALANCED_LINES.match(block)
+    if balanced is not None and balanced.end() < len(block):
+        line = first + block.count(b"\n", 0, balanced.end())
+        raise UnreadableSourceError(
+            f"{what}: line {line} opens a quoted value that is not closed on that line (Spark reads CSV one "
+            f"line at a time, so a quoted value cannot span lines). Fix: close the quote, or remove the line "
+            f"breaks inside quoted values, and upload it again."
+        )
