@@ -23,6 +23,7 @@ from wap_ingest.adapters.spark_read import read_source
 from wap_ingest.core.columns import column_problems
 from wap_ingest.core.errors import (
     EmptySourceError,
+    EngineError,
     InvalidColumnError,
     UnreadableSourceError,
     WapError,
@@ -52,7 +53,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2").getOrCreate()
     )
-    session.sparkContext.setLogLevel("OFF")  # the failures below are expected; their traces are noise here
+    if existing is None:
+        session.sparkContext.setLogLevel("OFF")  # the failures below are expected; their traces are noise here
     session.conf.set(f"spark.sql.catalog.{CATALOG}", "org.apache.iceberg.spark.SparkCatalog")
     session.conf.set(f"spark.sql.catalog.{CATALOG}.type", "hadoop")
     session.conf.set(f"spark.sql.catalog.{CATALOG}.warehouse", tmp_path_factory.mktemp("warehouse").as_uri())
@@ -144,28 +146,29 @@ def test_a_header_spark_reads_itself_is_checked_as_written(spark: Any, tmp_path:
     assert column_problems(names)
 
 
-def test_corrupt_pages_fail_the_iceberg_append_as_the_files_fault_and_leave_the_table(
-    spark: Any, tmp_path: Path
-) -> None:
-    """As the engine appends (WRITE step): the footer reads, the data page fails inside the append job."""
+def test_corrupt_pages_fail_the_iceberg_append_on_a_branch_as_the_files_fault(spark: Any, tmp_path: Path) -> None:
+    """As the engine appends (WRITE step), on a branch: the footer reads, the data page fails inside the append job,
+    and neither the branch nor main gets a snapshot."""
     good = read_source(spark, [staged(tmp_path, bad_inputs.good_parquet(10), FileFormat.PARQUET)],
                        FileFormat.PARQUET, source_uri=URI, table="wap.t")
     ident = f"{CATALOG}.wap.corrupt_pages"
     good.writeTo(ident).create()
-    before = spark.sql(f"SELECT count(*) AS n FROM {ident}.snapshots").collect()[0]["n"]
+    spark.sql(f"ALTER TABLE {ident} CREATE BRANCH wap_attempt")
+    snapshots = f"SELECT count(*) AS n FROM {ident}.snapshots"
+    before = spark.sql(snapshots).collect()[0]["n"]
     path = tmp_path / "bad" / "staged.parquet"
     path.parent.mkdir()
     path.write_bytes(bad_inputs.parquet_corrupt_page())
     frame = read_source(spark, [str(path)], FileFormat.PARQUET, source_uri=URI, table="wap.t")
     with pytest.raises(Exception) as caught:
-        frame.writeTo(ident).append()
+        frame.writeTo(f"{ident}.branch_wap_attempt").append()
     error = engine_failure(caught.value, step=EngineStep.WRITE, doing="appending", source_uri=URI, table="wap.t",
                            spark=spark)
     assert type(error) is UnreadableSourceError and "in col [name]" in str(error)
-    assert spark.sql(f"SELECT count(*) AS n FROM {ident}.snapshots").collect()[0]["n"] == before
-    assert spark.table(ident).count() == 10
+    assert spark.sql(snapshots).collect()[0]["n"] == before
+    assert spark.table(f"{ident}.branch_wap_attempt").count() == spark.table(ident).count() == 10
     # the same failure while measuring is the engine's (our table), not the file's
-    assert type(engine_failure(caught.value, step=EngineStep.MEASURE, doing="auditing")).__name__ == "EngineError"
+    assert type(engine_failure(caught.value, step=EngineStep.MEASURE, doing="auditing")) is EngineError
 
 
 def test_a_long_line_without_newline_fails_before_spark_with_bounded_memory(
