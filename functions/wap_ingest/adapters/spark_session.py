@@ -18,7 +18,7 @@ from typing import Any
 
 from wap_ingest.adapters.oauth2 import ClientCredentials
 
-from .spark_errors import gateway_alive
+from .spark_errors import forget_session, gateway_alive
 
 log = logging.getLogger(__name__)
 
@@ -153,25 +153,3 @@ class SparkEngine:
                 self._session = self._start()
                 log.info("Spark session started in %.2fs (once per process)", time.monotonic() - started)
             return self._session
-
-
-def forget_session() -> None:
-    """Drop PySpark's process-wide references to a dead session and gateway, so the next builder launches a new
-    JVM instead of returning the dead one."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        try:
-            gateway.shutdown()
-        except Exception as exc:  # already gone: nothing to close
-            log.debug("closing the dead gateway: %s", exc)
-        process = getattr(gateway, "proc", None)
-        if process is not None and process.poll() is None:
-            process.kill()
-    SparkContext._active_spark_context = None
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    SparkSession._instantiatedSession = None
-    SparkSession._activeSession = None

@@ -158,7 +158,8 @@ class SparkIcebergWriter(TableWriter):
         apart = {s.identity: why for s, _, _ in together}
         try:
             frame = read_source(spark, [str(p) for _, _, p in together], together[0][1],
-                                source_uri=together[0][0].uri, table=table.qualified)
+                                source_uri=f"{len(together)} files for {table}", table=table.qualified,
+                                names={str(p): s.uri for s, _, p in together})
             frame = frame.withColumn(FILE_COLUMN, F.input_file_name()).persist()
         except BadInputError:  # one of them is bad: each alone says which and why
             return Appended(None, (), {}, left_out | apart)
