@@ -16,7 +16,6 @@ from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials
 from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack import token_from_parameter
-from wap_ingest.adapters.spark_errors import EngineStep, engine_failure
 from wap_ingest.adapters.spark_session import spark_conf_for
 from wap_ingest.config import KNOWN_VARIABLES, Settings
 from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
@@ -122,20 +121,7 @@ def test_spark_conf_with_auth_configures_the_nessie_oauth2_client(jars: dict[str
     assert [k for k, v in conf.items() if SECRET in v] == [f"{CAT}.authentication.oauth2.client-secret"]
 
 
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("An error occurred while calling o85.table.\n: org.projectnessie.client.auth.oauth2.OAuth2Exception: Request "
-         'to https://idp/token failed with HTTP/401 and error code "invalid_client"\n\tat org.projectnessie...',
-         "(org.projectnessie.client.auth.oauth2.OAuth2Exception: Request to https://idp/token failed with HTTP/401"),
-        ("org.projectnessie.error.NessieNotAuthorizedException: Unauthorized (HTTP/401): ",
-         "(org.projectnessie.error.NessieNotAuthorizedException: Unauthorized (HTTP/401):)"),
-    ],
-)
-def test_spark_auth_failures_are_configuration_errors_showing_the_java_error(text: str, shown: str) -> None:
-    error = engine_failure(RuntimeError(text), step=EngineStep.WRITE, doing="appending s3://b/k to wap.t on 'b'")
-    assert isinstance(error, ConfigError) and "WAP_NESSIE_CLIENT_ID" in str(error)
-    assert shown in str(error)
+# (Spark's authentication failures, classified by their Java classes, are in tests/unit/test_spark_errors.py.)
 
 
 # --- the secret's sources ------------------------------------------------------------------------------
