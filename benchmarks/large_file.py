@@ -183,14 +183,14 @@ class LargeFile:
         does; seconds are the spark-submit's wall time (JVM start included, as a job run's)."""
         from wap_ingest.core.models import SourceObject, TableRef
 
-        if service.jobs is None:
+        if service.large_files is None:
             raise RuntimeError("the service has no EMR jobs port: the stack did not register EMR Serverless")
         key = "bench_emr/flights.parquet"
         self.upload(key)
         head = self.s3.head_object(Bucket=INBOX, Key=key)
         source = SourceObject(INBOX, key, size=int(head["ContentLength"]), etag=str(head["ETag"]).strip('"'),
                               version_id=head.get("VersionId"))
-        run = service.jobs.submit(source, TableRef("wap", "bench_emr"))
+        run = service.large_files.jobs.submit(source, TableRef("wap", "bench_emr"))
         measured = run_measured(_worker("emr", "--application-id", run.application_id, "--job-run-id",
                                         run.job_run_id, "--work-dir", str(self.work / "emr"), "--jars", str(jars)),
                                 self.env, cwd=self.logs)

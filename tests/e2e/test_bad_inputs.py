@@ -23,8 +23,8 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark]
 
 # (case, suffix, bytes, words the INVALID message must contain)
 FILES: list[tuple[str, str, bytes, tuple[str, ...]]] = [
-    ("corrupt_page", "parquet", bad_inputs.parquet_corrupt_page(), ("cannot be read",)),
-    ("truncated", "parquet", bad_inputs.parquet_truncated(), ("cannot be read",)),
+    ("corrupt_page", "parquet", bad_inputs.parquet_corrupt_page(), ("cannot be ingested", "Fix")),
+    ("truncated", "parquet", bad_inputs.parquet_truncated(), ("cannot be ingested", "Fix")),
     ("unbalanced_quote", "csv", bad_inputs.csv_unbalanced_quote(), ("Fix",)),
     ("extra_fields", "csv", bad_inputs.csv_extra_fields(), ("Fix",)),
     ("latin1", "csv", bad_inputs.csv_latin1(), ("UTF-8",)),

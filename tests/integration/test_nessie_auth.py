@@ -26,7 +26,8 @@ from tests.oidc_issuer import Issuer, running_issuer
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
-from wap_ingest.bootstrap import _nessie_client, catalog_for, nessie_tokens_for, reader_for
+from wap_ingest.adapters.nessie_credentials import nessie_client
+from wap_ingest.bootstrap import catalog_for, nessie_tokens_for, reader_for
 from wap_ingest.config import Settings
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.models import Branch, TableRef
@@ -133,7 +134,7 @@ def test_branches_and_the_rest_v2_merge_work_with_tokens(
     settings: Settings, issuer: Issuer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)  # botocore logs every response body at DEBUG: the secret must not be one
-    _nessie_client.cache_clear()
+    nessie_client.cache_clear()
     catalog = catalog_for(settings)  # the client secret read from SSM by bootstrap
     assert "GetParameter" in caplog.text
     before = len(issuer.requests)

@@ -76,7 +76,7 @@ def test_merge_commit_carries_the_source_identity(lake: Lake, table_name: str) -
 @pytest.mark.parametrize(
     ("key", "body", "phrase"),
     [
-        ("{t}/garbage.parquet", b"this is not parquet at all", "cannot be read as parquet"),
+        ("{t}/garbage.parquet", b"this is not parquet at all", "not a complete Parquet file"),
         ("{t}/empty.parquet", b"", "the object is empty"),
         ("{t}/header_only.csv", b"my_col_0,my_col_1,my_col_2\n", "no rows"),
         ("no_prefix_{t}.parquet", b"x", "no table prefix"),

@@ -108,8 +108,8 @@ def published_files(properties: Mapping[str, str]) -> list[PublishedFile]:
             return []
         return [PublishedFile(str(f.get("bucket", "")), str(f.get("key", "")), str(f.get("identity", "")),
                               _int_or_none(f.get("rows"))) for f in listed if isinstance(f, dict)]
-    if IDENTITY in properties:
-        return [PublishedFile(properties.get(BUCKET, ""), properties.get(KEY, ""), properties[IDENTITY],
+    if IDENTITY in properties or KEY in properties:
+        return [PublishedFile(properties.get(BUCKET, ""), properties.get(KEY, ""), properties.get(IDENTITY, ""),
                               _int_or_none(properties.get(TOTAL_ROWS)))]
     return []
 
