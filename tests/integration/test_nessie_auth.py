@@ -25,8 +25,8 @@ from tests.integration.auth_stack import SECRET_PARAMETER, AuthLake, running_aut
 from tests.oidc_issuer import Issuer, running_issuer
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
-from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
 from wap_ingest.adapters.nessie_credentials import nessie_client
+from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
 from wap_ingest.bootstrap import catalog_for, nessie_tokens_for, reader_for
 from wap_ingest.config import Settings
 from wap_ingest.core.errors import ConfigError

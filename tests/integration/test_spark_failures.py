@@ -41,6 +41,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The process's session if one runs (the stack's), else a local one with the pinned jars, which is stopped at
     the end. The Iceberg catalog is added at runtime either way."""
     from pyspark.sql import SparkSession
+
     from wap_ingest.adapters.spark_session import EXTENSIONS
 
     existing = SparkSession.getActiveSession()
