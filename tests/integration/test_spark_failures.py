@@ -30,37 +30,21 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.models import FileFormat
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.stack, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
 URI = "s3://inbox/t/bad-file"
 CATALOG = "failures"
 
 
 @pytest.fixture(scope="module")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The process's session if one runs (the stack's), else a local one with the pinned jars, which is stopped at
-    the end. The Iceberg catalog is added at runtime either way."""
-    from pyspark.sql import SparkSession
-
-    from wap_ingest.adapters.spark_session import EXTENSIONS
-
-    existing = SparkSession.getActiveSession()
-    jars_dir = Path(os.environ.get("WAP_JARS_DIR") or ROOT / ".cache" / "jars" / "spark")
-    session = existing or (
-        SparkSession.builder.master("local[2]").appName("spark-failures")
-        .config("spark.jars", ",".join(str(p) for p in sorted(jars_dir.glob("*.jar"))))
-        .config("spark.sql.extensions", EXTENSIONS)
-        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2").getOrCreate()
-    )
-    if existing is None:
-        session.sparkContext.setLogLevel("OFF")  # the failures below are expected; their traces are noise here
+def spark(lake: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The process's one session (the service's engine, started with the stack's environment: a JVM started before
+    it would lack the stack's credentials for the rest of the run), with a Hadoop Iceberg catalog added at runtime."""
+    session = lake.service.ports.writer.spark
     session.conf.set(f"spark.sql.catalog.{CATALOG}", "org.apache.iceberg.spark.SparkCatalog")
     session.conf.set(f"spark.sql.catalog.{CATALOG}.type", "hadoop")
     session.conf.set(f"spark.sql.catalog.{CATALOG}.warehouse", tmp_path_factory.mktemp("warehouse").as_uri())
     yield session
-    if existing is None:
-        session.stop()
 
 
 def staged(tmp_path: Path, data: bytes, fmt: FileFormat) -> str:
