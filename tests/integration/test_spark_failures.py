@@ -1,7 +1,7 @@
 """Each bad input of issue 13 (item 6) read for real by `read_source` and fully decoded (the `noop` sink, or an
 Iceberg append as the engine does), and the class `engine_failure` gives; and the engine's death, by SIGKILL of a
-throw-away session's JVM in a child process. A local SparkSession with the pinned jars and a Hadoop-catalog Iceberg
-warehouse in a temporary folder: no stack is needed."""
+throw-away session's JVM in a child process. The process's session, with a Hadoop-catalog Iceberg warehouse in a
+temporary folder added at runtime."""
 
 from __future__ import annotations
 
