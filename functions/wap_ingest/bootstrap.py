@@ -26,6 +26,7 @@ from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_conf_for, spark_session_for
 from wap_ingest.adapters.spark_writer import SparkIcebergWriter
+from wap_ingest.adapters.sqs import SqsRetries
 from wap_ingest.config import Settings
 from wap_ingest.core.audits import AuditSuites
 from wap_ingest.core.dry_run import audit_branch
@@ -54,6 +55,7 @@ class Service:
     notifier: Notifier
     large_files: LargeFiles | None = None  # None: EMR is not configured (or this is the EMR job): all runs here
     engine: SparkEngine | None = None  # the process's Spark, started on first use
+    retries: SqsRetries | None = None  # delays a failed SQS message's next attempt (the function's own queue)
 
     def ingest_all(self, items: Sequence[Item], out_of_time: Callable[[], bool] = lambda: False) -> list[Result]:
         """The entry points' one call: route, run, alert; one result per item (an outcome, or the error that
@@ -168,6 +170,7 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
         ports=Ports(catalog=catalog_for(settings), writer=writer, objects=objects, reports=reports_for(settings, s3)),
         suites=suites, config=config, objects=objects, notifier=notifier_for(settings), engine=engine,
         large_files=None if jobs is None else LargeFiles(jobs, settings.large_file_bytes),
+        retries=None if submitted else SqsRetries(boto3_client("sqs", settings)),
     )
 
 

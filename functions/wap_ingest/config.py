@@ -50,6 +50,9 @@ KNOWN_VARIABLES: dict[str, str] = {
     "that do not fit the free disk now go back to the queue as deferred",
     "WAP_ABANDONED_BRANCH_SECONDS": "a batch branch older than this belongs to a run that died and is deleted by the "
     "table's next run (default: 960, the function's longest run plus a margin)",
+    "WAP_RETRY_BASE_SECONDS": "a failed or deferred SQS message comes back after this many seconds, doubled per "
+    "receive (default 30)",
+    "WAP_RETRY_MAX_SECONDS": "the longest back-off between two attempts of a message (default 900; at most 43200)",
     "WAP_LARGE_FILE_BYTES": "objects larger than this run on EMR Serverless, not in the function (default: 1 GiB)",
     "WAP_EMR_APPLICATION_ID": "EMR Serverless application for large files; unset: every file runs in the function",
     "WAP_EMR_EXECUTION_ROLE_ARN": "the role EMR Serverless job runs assume (setup_aws.py creates it)",
@@ -234,6 +237,8 @@ class Settings:
     source_buckets: frozenset[str] = frozenset()
     staging_budget_bytes: int = DEFAULT_LARGE_FILE_BYTES  # what one group of files may stage on local disk at once
     abandoned_branch_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
+    retry_base_seconds: float = 30.0  # a failed or deferred message's first retry; doubled per receive
+    retry_max_seconds: float = 900.0  # the longest a retry is delayed
 
     @property
     def nessie_api_v1(self) -> str:
@@ -319,6 +324,8 @@ class Settings:
             staging_budget_bytes=int(_positive(env, "WAP_STAGING_BUDGET_BYTES", DEFAULT_LARGE_FILE_BYTES,
                                                "1073741824")),
             abandoned_branch_seconds=_positive(env, "WAP_ABANDONED_BRANCH_SECONDS", 960.0, "960"),
+            retry_base_seconds=_positive(env, "WAP_RETRY_BASE_SECONDS", 30.0, "30"),
+            retry_max_seconds=_retry_max(env),
         )
 
     def spark_jars(self) -> list[Path]:
@@ -329,6 +336,14 @@ class Settings:
                 f"from docker/pom.xml with mvn) or point WAP_JARS_DIR at them."
             )
         return jars
+
+
+def _retry_max(env: Mapping[str, str]) -> float:
+    value = _positive(env, "WAP_RETRY_MAX_SECONDS", 900.0, "900")
+    if value > 43_200:
+        raise ConfigError(f"WAP_RETRY_MAX_SECONDS={value:g} is above SQS's 12-hour visibility limit. Fix: export "
+                          f"WAP_RETRY_MAX_SECONDS=900 (or any value up to 43200).")
+    return value
 
 
 def source_buckets_from(env: Mapping[str, str], source: str | None, lake: str) -> frozenset[str]:

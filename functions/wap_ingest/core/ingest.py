@@ -45,6 +45,12 @@ class Delivery:
 UNKNOWN_DELIVERY = Delivery()
 
 
+def retry_delay_seconds(receive_count: int, base_seconds: float, max_seconds: float) -> int:
+    """A failed or deferred message's next attempt: a capped exponential back-off from its receive count (the 1st
+    retry after `base_seconds`, then twice as long each time, never more than `max_seconds`)."""
+    return int(min(max_seconds, base_seconds * 2 ** max(0, receive_count - 1)))
+
+
 @dataclass(frozen=True)
 class Item:
     """One object an entry point was told about: how it was delivered, and an explicit table (`wap ingest

@@ -38,7 +38,7 @@ from wap_ingest.adapters.metrics import OutcomeMetrics
 from wap_ingest.bootstrap import Service, service
 from wap_ingest.core.alerts import alert_for_unreadable_event
 from wap_ingest.core.errors import DeferredError, WapError
-from wap_ingest.core.ingest import Delivery, Item
+from wap_ingest.core.ingest import Delivery, Item, retry_delay_seconds
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
 from wap_ingest.core.pipeline import Result
 
@@ -48,6 +48,16 @@ metrics = OutcomeMetrics()
 
 class InvocationFailedError(WapError):
     """Some objects of a direct invocation failed; Lambda should retry the event."""
+
+
+@dataclass(frozen=True)
+class _Message:
+    """An SQS message as the event source handed it over: what the retry back-off needs."""
+
+    message_id: str
+    queue_arn: str
+    receipt_handle: str
+    receive_count: int
 
 
 @dataclass(frozen=True)
@@ -91,8 +101,9 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     kind = event_kind(event)
     logger.info("invocation", extra={"event_kind": kind.value})
     failed: dict[str, str] = {}  # message id -> why (SQS)
+    messages: dict[str, _Message] = {}
     if kind is EventKind.SQS:
-        received = _from_sqs(event, svc, failed)
+        received = _from_sqs(event, svc, failed, messages)
     else:
         origin = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
         sources = objects_from_s3_event(event) if kind is EventKind.S3 else objects_from_eventbridge(event)
@@ -109,17 +120,21 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             if got.message_id is not None:
                 failed.setdefault(got.message_id, error)
     if kind is EventKind.SQS:
+        _back_off(svc, [messages[m] for m in failed if m in messages])
         return {"batchItemFailures": [{"itemIdentifier": m} for m in failed], "objects": summaries}
     if errors:
         raise InvocationFailedError(f"{len(errors)} of {len(summaries)} objects failed: {'; '.join(errors)}")
     return {"objects": summaries}
 
 
-def _from_sqs(event: dict[str, Any], svc: Service, failed: dict[str, str]) -> list[_Received]:
+def _from_sqs(event: dict[str, Any], svc: Service, failed: dict[str, str], messages: dict[str, _Message]
+              ) -> list[_Received]:
     """Every message's objects; an unreadable message is alerted and failed on its own."""
     received = []
     for record in (SQSRecord(r) for r in event["Records"]):
         delivery = Delivery(int(record.attributes.approximate_receive_count or 1), svc.settings.max_receives)
+        messages[record.message_id] = _Message(record.message_id, record.event_source_arn, record.receipt_handle,
+                                               delivery.attempt or 1)
         try:
             sources = unique_objects(objects_from_sqs_body(record.body))
         except UnreadableEventError as exc:
@@ -132,6 +147,19 @@ def _from_sqs(event: dict[str, Any], svc: Service, failed: dict[str, str]) -> li
                                                 correlation_id_for(record.message_id, s))), record.message_id)
                      for s in sources]
     return received
+
+
+def _back_off(svc: Service, failed: list[_Message]) -> None:
+    """Each failed or deferred message comes back after a capped exponential back-off from its receive count, not
+    after the queue's whole visibility timeout (the event source mapping leaves that alone)."""
+    if svc.retries is None:
+        return
+    for message in failed:
+        delay = retry_delay_seconds(message.receive_count, svc.settings.retry_base_seconds,
+                                    svc.settings.retry_max_seconds)
+        if svc.retries.back_off(message.queue_arn, message.receipt_handle, delay):
+            logger.info("retry delayed", extra={"message_id": message.message_id, "seconds": delay,
+                                                "receive_count": message.receive_count})
 
 
 def _deadline(context: Any, settings: Any) -> Callable[[], bool]:
