@@ -72,6 +72,14 @@ class ResourceNames:
         return f"{self.prefix}-ingest-dlq"
 
     @property
+    def alarm_topic(self) -> str:
+        return f"{self.prefix}-alarms"
+
+    @property
+    def dead_letter_alarm(self) -> str:
+        return f"{self.prefix}-ingest-dead-letters"
+
+    @property
     def function(self) -> str:
         return f"{self.prefix}-ingest"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from infra.provision import auth, emr, nessie, queues, registry, roles, secrets, storage
+from infra.provision import alarms, auth, emr, nessie, queues, registry, roles, secrets, storage
 from infra.provision.context import Context, Outcome
 
 
@@ -22,6 +22,8 @@ STEPS: tuple[Step, ...] = (
     Step("events", queues.ensure_dead_letter_queue, queues.remove_dead_letter_queue),
     Step("events", queues.ensure_ingest_queue, queues.remove_ingest_queue),
     Step("events", storage.ensure_notification, storage.remove_notification),
+    Step("events", alarms.ensure_alarm_topic, alarms.remove_alarm_topic),
+    Step("events", alarms.ensure_dead_letter_alarm, alarms.remove_dead_letter_alarm),
     Step("image", registry.ensure_repository, registry.remove_repository),
     Step("emr", emr.ensure_application, emr.remove_application),
     Step("emr", emr.ensure_artifacts, emr.remove_artifacts),

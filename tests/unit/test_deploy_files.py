@@ -276,12 +276,14 @@ def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() 
     names = fake_context(config["params"]["default"]["prefix"]).names
     defined = set(config.get("resources", {}).get("Resources", {}))
     function = config["functions"]["ingest"]
-    [event] = function["events"]
+    [event, alarms] = function["events"]
 
     assert function["name"] == names.function
     assert config["provider"]["iam"]["role"]["Fn::Sub"].endswith(f":role/{names.lambda_role}")
     join = event["sqs"]["arn"]["Fn::Join"][1]
     assert join[2] == "sqs" and join[-1] == names.queue
+    topic = alarms["sns"]["arn"]["Fn::Join"][1]  # the dead-letter alarm's topic, made by setup_aws.py
+    assert topic[2] == "sns" and topic[-1] == names.alarm_topic == alarms["sns"]["topicName"]
     env = config["provider"]["environment"]
     assert env["WAP_SLACK_TOKEN_PARAMETER"] == names.slack_token_parameter
     assert env["WAP_NESSIE_CLIENT_SECRET_PARAMETER"] == names.nessie_client_secret_parameter
@@ -308,7 +310,7 @@ def _collect(value: Any, key: str) -> Iterator[Any]:
 def test_queue_settings_fit_the_function() -> None:
     function = serverless_config()["functions"]["ingest"]
     settings = documents.load("ingest-queue.yml")
-    [event] = function["events"]
+    event = next(e for e in function["events"] if "sqs" in e)
 
     assert int(settings["queue"]["VisibilityTimeout"]) >= 6 * function["timeout"]
     assert settings["max_receive_count"] == 5
@@ -317,6 +319,8 @@ def test_queue_settings_fit_the_function() -> None:
     assert event["sqs"]["functionResponseType"] == "ReportBatchItemFailures"
     # above 10 messages AWS requires a batching window; the handler batches per table (core.pipeline)
     assert event["sqs"]["batchSize"] == 100 and 1 <= event["sqs"]["maximumBatchingWindow"] <= 300
+    # the function delays a failed message itself: well before the queue's visibility timeout, five attempts in minutes
+    assert int(env["WAP_RETRY_MAX_SECONDS"]) < int(settings["queue"]["VisibilityTimeout"])
     assert function["memorySize"] >= 2048 and function["ephemeralStorageSize"] >= 2048
 
 

@@ -20,6 +20,7 @@ from urllib.parse import unquote_plus
 
 from aws_lambda_powertools.utilities.data_classes import S3Event, S3EventBridgeNotificationEvent
 
+from wap_ingest.core.dead_letters import QueueAlarm
 from wap_ingest.core.errors import BadInputError
 from wap_ingest.core.models import SourceObject
 
@@ -32,6 +33,7 @@ class EventKind(enum.StrEnum):
     S3 = "s3"
     SQS = "sqs"
     EVENTBRIDGE = "eventbridge"
+    ALARM = "alarm"  # a CloudWatch alarm (the dead-letter queue's depth) delivered by SNS
 
 
 def event_kind(event: Mapping[str, Any]) -> EventKind:
@@ -42,6 +44,8 @@ def event_kind(event: Mapping[str, Any]) -> EventKind:
             return EventKind.SQS
         if source == "aws:s3":
             return EventKind.S3
+        if isinstance(records[0], Mapping) and records[0].get("EventSource") == "aws:sns":
+            return EventKind.ALARM
     if event.get("source") == "aws.s3" and "detail" in event:
         return EventKind.EVENTBRIDGE
     raise UnreadableEventError(f"unrecognised event (keys: {sorted(event)[:8]}); expected S3, SQS or EventBridge.")
@@ -100,6 +104,22 @@ def objects_from_sqs_body(body: str) -> list[SourceObject]:
     except (KeyError, TypeError) as exc:
         raise UnreadableEventError(f"malformed S3 notification: missing {exc}") from exc
     raise UnreadableEventError(f"an SQS message inside an SQS message: {body[:120]!r}")
+
+
+def alarms_from_sns(event: Mapping[str, Any]) -> list[QueueAlarm]:
+    """The CloudWatch alarm state changes an SNS event carries (other SNS messages are refused)."""
+    alarms = []
+    for record in event.get("Records") or []:
+        try:
+            message = json.loads(record["Sns"]["Message"])
+            dimensions = message.get("Trigger", {}).get("Dimensions") or []
+            queue = next((d.get("value") for d in dimensions if d.get("name") == "QueueName"), None)
+            alarms.append(QueueAlarm(str(message["AlarmName"]), str(message["NewStateValue"]),
+                                     str(message.get("NewStateReason", "")), queue,
+                                     str(message.get("StateChangeTime", ""))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UnreadableEventError(f"an SNS message that is not a CloudWatch alarm: missing {exc}") from exc
+    return alarms
 
 
 def unique_objects(objects: Iterable[SourceObject]) -> list[SourceObject]:

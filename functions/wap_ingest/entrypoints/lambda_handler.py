@@ -28,6 +28,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from wap_ingest.adapters.events import (
     EventKind,
     UnreadableEventError,
+    alarms_from_sns,
     event_kind,
     objects_from_eventbridge,
     objects_from_s3_event,
@@ -37,6 +38,7 @@ from wap_ingest.adapters.events import (
 from wap_ingest.adapters.metrics import OutcomeMetrics
 from wap_ingest.bootstrap import Service, service
 from wap_ingest.core.alerts import alert_for_unreadable_event
+from wap_ingest.core.dead_letters import alert_for_alarm
 from wap_ingest.core.errors import DeferredError, WapError
 from wap_ingest.core.ingest import Delivery, Item, retry_delay_seconds
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
@@ -100,6 +102,14 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     svc = service()
     kind = event_kind(event)
     logger.info("invocation", extra={"event_kind": kind.value})
+    if kind is EventKind.ALARM:
+        alarms = alarms_from_sns(event)
+        for alarm in alarms:
+            alert = alert_for_alarm(alarm)
+            logger.warning("alarm", extra={"alarm": alarm.name, "state": alarm.state, "queue": alarm.queue})
+            if alert is not None:
+                svc.notifier.notify(alert)
+        return {"alarms": [a.name for a in alarms]}
     failed: dict[str, str] = {}  # message id -> why (SQS)
     messages: dict[str, _Message] = {}
     if kind is EventKind.SQS:

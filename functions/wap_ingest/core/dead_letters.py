@@ -1,0 +1,38 @@
+"""The dead-letter queue's alarm, as the on-call engineer reads it: how many messages, since when, what to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .alerts import Alert, AlertKind
+
+
+@dataclass(frozen=True)
+class QueueAlarm:
+    """A CloudWatch alarm's state change, as SNS delivers it."""
+
+    name: str
+    state: str  # ALARM | OK | INSUFFICIENT_DATA
+    reason: str
+    queue: str | None  # the QueueName dimension
+    changed_at: str
+
+
+def alert_for_alarm(alarm: QueueAlarm) -> Alert | None:
+    """An alert when the alarm fires (ALARM) or clears (OK); None for INSUFFICIENT_DATA."""
+    queue = alarm.queue or "the dead-letter queue"
+    if alarm.state == "OK":
+        return Alert(kind=AlertKind.MAINTENANCE, title=f":white_check_mark: {queue} is empty again",
+                     summary=f"Alarm {alarm.name} is back to OK.", fields=(("Alarm", alarm.name),
+                                                                           ("Since", alarm.changed_at)))
+    if alarm.state != "ALARM":
+        return None
+    return Alert(
+        kind=AlertKind.INFRASTRUCTURE,
+        title=f":rotating_light: messages in {queue}",
+        summary=("Events failed every attempt and were dead-lettered: their files are not ingested. Each was "
+                 "alerted on its first and last attempt; find the cause there, fix it, then replay them."),
+        fields=(("Alarm", alarm.name), ("Queue", queue), ("Since", alarm.changed_at)),
+        details=(alarm.reason,),
+        commands=(("See them", "wap dlq list"), ("Replay them (after the fix)", "wap dlq redrive")),
+    )
