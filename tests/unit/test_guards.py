@@ -14,7 +14,7 @@ import pytest
 
 from tests.fakes import FakeObjectStore, rows_on
 from tests.unit.test_handler_scale import RecordingJobs
-from tests.unit.test_lambda_handler import ROWS, World, fixture, s3_body, sqs_event
+from tests.unit.test_lambda_handler import ROWS, World, failing_for, fixture, s3_body, sqs_event
 from wap_ingest.core.alerts import AlertKind
 from wap_ingest.core.dry_run import DryRunStatus, audit_without_publishing
 from wap_ingest.core.ingest import LargeFiles
@@ -160,14 +160,7 @@ def test_files_that_do_not_fit_the_free_disk_are_deferred_without_an_alert(world
 def test_an_unexpected_error_fails_only_its_own_files(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     world.objects.put("source", "customer_data_log/ok.parquet", ROWS)
     world.objects.put("source", "orders/boom.parquet", ROWS)
-    original = world.writer.append
-
-    def boom(files, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if files[0][0].key.startswith("orders/"):
-            raise OSError(28, "No space left on device")
-        return original(files, *args, **kwargs)
-
-    monkeypatch.setattr(world.writer, "append", boom)
+    failing_for(world, monkeypatch, "orders/", OSError(28, "No space left on device"))
     result = world.invoke(sqs_event(s3_body("customer_data_log/ok.parquet"), s3_body("orders/boom.parquet")))
     assert [o["status"] for o in result["objects"]] == ["published", "failed"]
     assert "unexpected OSError" in result["objects"][1]["message"]

@@ -72,6 +72,18 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     return w
 
 
+def failing_for(world: World, monkeypatch: pytest.MonkeyPatch, prefix: str, error: Exception) -> None:
+    """The engine raises `error` for the files whose keys start with `prefix` (and works for the others)."""
+    original = world.writer.append
+
+    def flaky(files, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if files[0][0].key.startswith(prefix):
+            raise error
+        return original(files, *args, **kwargs)
+
+    monkeypatch.setattr(world.writer, "append", flaky)
+
+
 def fixture(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / name).read_text())
 
@@ -129,14 +141,7 @@ def test_sqs_batch_one_bad_file_does_not_block_the_others(world: World) -> None:
 def test_sqs_infrastructure_failure_is_a_partial_batch_failure(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     world.objects.put("source", "customer_data_log/ok.parquet", ROWS)
     world.objects.put("source", "broken_table/x.parquet", ROWS)
-    original = world.writer.append
-
-    def flaky(files, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if files[0][0].key.startswith("broken_table/"):
-            raise CatalogUnavailableError("Nessie is down")
-        return original(files, *args, **kwargs)
-
-    monkeypatch.setattr(world.writer, "append", flaky)
+    failing_for(world, monkeypatch, "broken_table/", CatalogUnavailableError("Nessie is down"))
     result = world.invoke(sqs_event(s3_body("customer_data_log/ok.parquet"), s3_body("broken_table/x.parquet")))
     assert result["batchItemFailures"] == [{"itemIdentifier": "m1"}]
     assert [o["status"] for o in result["objects"]] == ["published", "failed"]

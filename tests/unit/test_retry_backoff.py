@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.unit.test_lambda_handler import ROWS, World, s3_body, sqs_event
+from tests.unit.test_lambda_handler import ROWS, World, failing_for, s3_body, sqs_event
 from wap_ingest.adapters.sqs import SqsRetries, queue_url_parts
 from wap_ingest.core.errors import CatalogUnavailableError
 from wap_ingest.core.ingest import retry_delay_seconds
@@ -43,14 +43,7 @@ def test_only_the_failed_message_is_delayed_by_its_receive_count(world: World, m
                                                                 receive_count: int, delay: int) -> None:
     world.objects.put("source", "customer_data_log/ok.parquet", ROWS)
     world.objects.put("source", "broken_table/x.parquet", ROWS)
-    original = world.writer.append
-
-    def flaky(files, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if files[0][0].key.startswith("broken_table/"):
-            raise CatalogUnavailableError("Nessie is down")
-        return original(files, *args, **kwargs)
-
-    monkeypatch.setattr(world.writer, "append", flaky)
+    failing_for(world, monkeypatch, "broken_table/", CatalogUnavailableError("Nessie is down"))
     event = sqs_event(s3_body("customer_data_log/ok.parquet"), s3_body("broken_table/x.parquet"),
                       receive_count=receive_count)
     result = world.invoke(event)
