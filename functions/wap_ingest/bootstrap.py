@@ -25,6 +25,7 @@ from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_conf_for, spark_session_for
+from wap_ingest.adapters.spark_sql_guard import check_custom_sql
 from wap_ingest.adapters.spark_writer import SparkIcebergWriter
 from wap_ingest.adapters.sqs import SqsRetries
 from wap_ingest.config import Settings
@@ -156,7 +157,8 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
     else:
         stage = lambda src: objects.download(src, downloads)  # noqa: E731
     conf = spark_conf_for(spark, credentials, local_jars=not submitted)
-    engine = SparkEngine(lambda: spark_session_for(conf, submitted=submitted, work_dir=settings.work_dir))
+    engine = SparkEngine(lambda: spark_session_for(conf, submitted=submitted, work_dir=settings.work_dir),
+                         on_start=lambda session: check_custom_sql(session, suites))
     writer = SparkIcebergWriter(engine, stage, cleanup=cleanup)
     jobs = None if submitted else jobs_for(settings, s3)
     config = PipelineConfig(

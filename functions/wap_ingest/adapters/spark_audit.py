@@ -23,6 +23,8 @@ from typing import Any
 from wap_ingest.core.audits import NEW_ROWS_VIEW
 from wap_ingest.core.models import MeasurementPlan, Measurements, RowRule, Sample, sample_key
 
+from .spark_sql_guard import require_read_only
+
 MAX_VALUE_CHARS = 80
 _NUMERIC = {"INTEGER", "LONG", "FLOAT", "DOUBLE", "DECIMAL"}
 _TEMPORAL = {"DATE", "TIMESTAMP", "TIMESTAMP_NANO"}
@@ -244,6 +246,7 @@ def measure_frame(
         frame.createOrReplaceTempView(NEW_ROWS_VIEW)
         try:
             for query in plan.queries:
+                require_read_only(spark, query)  # parsed, never run, unless it only reads the new rows
                 result = spark.sql(query)
                 query_rows[query] = int(result.count())
                 if query_rows[query]:

@@ -131,8 +131,11 @@ class SparkEngine:
     """The process's session, started on first use (listing objects or refusing a bad key needs no JVM), checked
     before each use, and replaced when its JVM or gateway died."""
 
-    def __init__(self, start: Callable[[], Any]) -> None:
+    def __init__(self, start: Callable[[], Any], on_start: Callable[[Any], None] | None = None) -> None:
+        """`on_start(session)`: checks to run once on each new session (the audits' custom SQL); what it raises
+        is raised by that call."""
         self._start = start
+        self._on_start = on_start
         self._session: Any = None
         self._lock = threading.Lock()
         self.restarts = 0
@@ -152,4 +155,6 @@ class SparkEngine:
                 started = time.monotonic()
                 self._session = self._start()
                 log.info("Spark session started in %.2fs (once per process)", time.monotonic() - started)
+                if self._on_start is not None:
+                    self._on_start(self._session)
             return self._session
