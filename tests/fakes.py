@@ -134,8 +134,7 @@ class FakeCatalog(CatalogBranches):
         return self.commit(on, {namespace: {"type": "namespace"}}, f"create namespace {namespace}")
 
     def merge(self, branch: Branch, onto: str, expected_hash: str, message: str, properties: Mapping[str, str]) -> str:
-        """As Nessie: merges the branch's commit `branch.hash` (not necessarily its head); a branch that changed
-        nothing makes no commit; an `expected_hash` that is not on `onto` is not found."""
+        """As Nessie: merges `branch.hash` (maybe not the head); nothing changed, no commit; an unknown hash 404s."""
         self.calls.append(f"merge {branch.name} -> {onto}")
         self._head(branch.name)
         if branch.hash not in self.commits:
@@ -195,14 +194,12 @@ class FakeObjectStore(ObjectStore):
         if (bucket, key) not in self.objects:
             raise SourceNotFoundError(f"s3://{bucket}/{key}: no such object")
         content = self.objects[(bucket, key)]
-        if isinstance(content, bytes):  # S3's size and single-part ETag (the MD5 of the body)
-            return SourceObject(bucket, key, size=len(content), etag=hashlib.md5(content).hexdigest())
-        etag = hashlib.md5(repr(content).encode()).hexdigest()
-        return SourceObject(bucket, key, size=100 + len(repr(content)), etag=etag)
+        body = content if isinstance(content, bytes) else repr(content).encode()
+        size = len(content) if isinstance(content, bytes) else 100 + len(repr(content))
+        return SourceObject(bucket, key, size=size, etag=hashlib.md5(body).hexdigest())  # S3's single-part ETag
 
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
-        """In key order, without folder markers (keys ending in `/`), as S3ObjectStore lists."""
-        return [self.head(b, k) for (b, k) in sorted(self.objects)
+        return [self.head(b, k) for (b, k) in sorted(self.objects)  # as S3ObjectStore: without folder markers
                 if b == bucket and k.startswith(prefix) and not k.endswith("/")]
 
     def download(self, source: SourceObject, directory: Path) -> Path:  # pragma: no cover - parity only
@@ -341,8 +338,7 @@ class FakeDecisionLog(DecisionLog):
         self.records: list[DecisionRecord] = []
 
     def record(self, decision: DecisionRecord) -> str:
-        """One record per table, branch and instant, as S3DecisionLog's keys: never overwritten."""
-        when = parse_time(decision.decided_at)
+        when = parse_time(decision.decided_at)  # one record per table, branch and instant (S3DecisionLog's keys)
         if any((r.table, r.branch, parse_time(r.decided_at)) == (decision.table, decision.branch, when)
                for r in self.records):
             raise WapError(f"a decision on {decision.branch!r} at {decision.decided_at} is already recorded")
@@ -371,27 +367,22 @@ class FakeNotifier(Notifier):
 class FakeJobs(LargeFileJobs):
     """EMR Serverless in memory, as EmrServerlessJobs: one run per object version and table, newest first."""
 
-    def __init__(self, application_id: str = "app-fake") -> None:
-        self.application_id = application_id
-        self.submitted: list[JobRun] = []
-        self.refuse: Exception | None = None  # set to make the engine refuse the next submissions
-        self._ids = itertools.count(1)
-        self._identity_of: dict[str, str] = {}  # run id -> the object version it ingests
+    def __init__(self) -> None:
+        self.started: dict[tuple[str, str], JobRun] = {}  # (table, object version) -> its run
+        self.refuse: Exception | None = None  # the engine refuses the next submissions with it
 
     def submit(self, source: SourceObject, table: TableRef) -> JobRun:
-        for run in self.submitted:
-            if (run.table, self._identity_of[run.job_run_id]) == (table.qualified, source.identity):
-                return replace(run, already_submitted=True)
+        if (found := self.started.get((table.qualified, source.identity))) is not None:
+            return replace(found, already_submitted=True)
         if self.refuse is not None:
             raise self.refuse
-        run = JobRun(f"fake-run-{next(self._ids):06d}", self.application_id, SourceObject(source.bucket, source.key),
+        run = JobRun(f"fake-run-{len(self.started) + 1:06d}", "app-fake", SourceObject(source.bucket, source.key),
                      table.qualified, "SUBMITTED", datetime.now(UTC).isoformat(timespec="microseconds"))
-        self._identity_of[run.job_run_id] = source.identity
-        self.submitted.append(run)
+        self.started[(table.qualified, source.identity)] = run
         return run
 
     def runs(self, table: TableRef | None = None) -> list[JobRun]:
-        mine = [r for r in self.submitted if table is None or r.table == table.qualified]
+        mine = [r for r in self.started.values() if table is None or r.table == table.qualified]
         return sorted(mine, key=lambda r: r.submitted_at, reverse=True)
 
 
