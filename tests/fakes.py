@@ -5,22 +5,27 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from wap_ingest.core import lineage
+from wap_ingest.core.alerts import Alert
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
+    CatalogError,
     MergeConflictError,
     SchemaDriftError,
     SchemaMismatchError,
     SourceNotFoundError,
     StaleHashError,
     UnreadableSourceError,
+    WapError,
 )
 from wap_ingest.core.models import (
     Appended,
@@ -28,6 +33,7 @@ from wap_ingest.core.models import (
     Branch,
     DecisionRecord,
     FileFormat,
+    JobRun,
     MeasurementPlan,
     Measurements,
     Publication,
@@ -37,12 +43,16 @@ from wap_ingest.core.models import (
 from wap_ingest.core.ports import (
     CatalogBranches,
     DecisionLog,
+    LargeFileJobs,
+    Notifier,
     ObjectStore,
     ReportStore,
     TableWriter,
 )
+from wap_ingest.core.review import parse_time
 
 Rows = list[dict[str, Any]]
+_REF_NAME = re.compile(r"[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9_-])?")  # Nessie's reference names
 
 
 @dataclass(frozen=True)
@@ -92,18 +102,24 @@ class FakeCatalog(CatalogBranches):
             cursor = self.commits[cursor].parent
         return changed if cursor == ancestor else None
 
-    # the port
-    def reference_hash(self, name: str) -> str:
-        self.calls.append(f"reference_hash {name}")
+    def _head(self, name: str) -> str:
         if name not in self.refs:
             raise BranchNotFoundError(f"reference {name!r} not found")
         return self.refs[name]
+
+    # the port
+    def reference_hash(self, name: str) -> str:
+        self.calls.append(f"reference_hash {name}")
+        return self._head(name)
 
     def find_branch(self, name: str) -> Branch | None:
         return Branch(name, self.refs[name]) if name in self.refs else None
 
     def create_branch(self, name: str, from_hash: str) -> Branch:
         self.calls.append(f"create_branch {name}")
+        if not _REF_NAME.fullmatch(name):
+            raise CatalogError(f"reference name {name!r}: must start with a letter, then letters, digits or ./_-, "
+                               f"without '..', not ending in '.' or '/'")
         if name in self.refs:
             raise BranchExistsError(f"reference {name!r} already exists")
         if from_hash not in self.commits:
@@ -113,19 +129,24 @@ class FakeCatalog(CatalogBranches):
         return Branch(name, from_hash)
 
     def ensure_namespace(self, on: str, namespace: str) -> str:
-        if namespace in self.contents(on):
+        if namespace in self.commits[self._head(on)].contents:
             return self.refs[on]
         return self.commit(on, {namespace: {"type": "namespace"}}, f"create namespace {namespace}")
 
     def merge(self, branch: Branch, onto: str, expected_hash: str, message: str, properties: Mapping[str, str]) -> str:
+        """As Nessie: merges `branch.hash` (maybe not the head); nothing changed, no commit; an unknown hash 404s."""
         self.calls.append(f"merge {branch.name} -> {onto}")
-        if self.refs.get(branch.name) != branch.hash:
-            raise StaleHashError(f"{branch.name} is not at {branch.hash}")
-        base = self.bases.get(branch.name, expected_hash)
-        ours = self._changed_since(branch.hash, base) or set()
-        theirs = self._changed_since(self.refs[onto], expected_hash)
-        if theirs is None or ours & theirs:
-            raise MergeConflictError(f"{onto} changed {sorted(ours & (theirs or ours))} since {expected_hash[:8]}")
+        self._head(branch.name)
+        if branch.hash not in self.commits:
+            raise BranchNotFoundError(f"commit {branch.hash} not found on {branch.name!r}")
+        theirs = self._changed_since(self._head(onto), expected_hash)
+        if theirs is None:
+            raise BranchNotFoundError(f"commit {expected_hash} not found on {onto!r}")
+        ours = self._changed_since(branch.hash, self.bases.get(branch.name, expected_hash)) or set()
+        if ours & theirs:
+            raise MergeConflictError(f"{onto} changed {sorted(ours & theirs)} since {expected_hash[:8]}")
+        if not ours:
+            return self.refs[onto]
         changes = {k: self.commits[branch.hash].contents[k] for k in ours}
         return self.commit(onto, changes, message, properties)
 
@@ -142,7 +163,8 @@ class FakeCatalog(CatalogBranches):
         return self.times.get(self.reference_hash(name))
 
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
-        found, cursor = [], self.refs[on]
+        found: list[Publication] = []
+        cursor: str | None = self._head(on)
         while cursor is not None and len(found) < limit:
             commit = self.commits[cursor]
             if commit.properties.get("wap.table") == table.qualified:
@@ -172,11 +194,13 @@ class FakeObjectStore(ObjectStore):
         if (bucket, key) not in self.objects:
             raise SourceNotFoundError(f"s3://{bucket}/{key}: no such object")
         content = self.objects[(bucket, key)]
+        body = content if isinstance(content, bytes) else repr(content).encode()
         size = len(content) if isinstance(content, bytes) else 100 + len(repr(content))
-        return SourceObject(bucket, key, size=size, etag=hashlib.md5(repr(content).encode()).hexdigest())
+        return SourceObject(bucket, key, size=size, etag=hashlib.md5(body).hexdigest())  # S3's single-part ETag
 
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
-        return [self.head(b, k) for (b, k) in sorted(self.objects) if b == bucket and k.startswith(prefix)]
+        return [self.head(b, k) for (b, k) in sorted(self.objects)  # as S3ObjectStore: without folder markers
+                if b == bucket and k.startswith(prefix) and not k.endswith("/")]
 
     def download(self, source: SourceObject, directory: Path) -> Path:  # pragma: no cover - parity only
         raise NotImplementedError
@@ -301,7 +325,7 @@ class FakeReportStore(ReportStore):
         self.saved: dict[str, Mapping[str, object]] = {}
 
     def save(self, branch: str, document: Mapping[str, object]) -> str:
-        self.saved[branch] = document
+        self.saved[branch] = json.loads(json.dumps(document, default=str))  # kept as S3ReportStore keeps it: JSON
         return f"memory://{branch}.json"
 
     def load(self, branch: str) -> dict[str, object] | None:
@@ -314,12 +338,52 @@ class FakeDecisionLog(DecisionLog):
         self.records: list[DecisionRecord] = []
 
     def record(self, decision: DecisionRecord) -> str:
+        when = parse_time(decision.decided_at)  # one record per table, branch and instant (S3DecisionLog's keys)
+        if any((r.table, r.branch, parse_time(r.decided_at)) == (decision.table, decision.branch, when)
+               for r in self.records):
+            raise WapError(f"a decision on {decision.branch!r} at {decision.decided_at} is already recorded")
         self.records.append(decision)
         return f"memory://{len(self.records)}"
 
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         mine = [r for r in self.records if r.table == table.qualified]
         return sorted(mine, key=lambda r: r.decided_at, reverse=True)[:limit]
+
+
+class FakeNotifier(Notifier):
+    """Alerts kept in memory; `down` plays an unreachable Slack: nothing delivered, False, never raised."""
+
+    def __init__(self) -> None:
+        self.alerts: list[Alert] = []
+        self.down = False
+
+    def notify(self, alert: Alert) -> bool:
+        if self.down:
+            return False
+        self.alerts.append(alert)
+        return True
+
+
+class FakeJobs(LargeFileJobs):
+    """EMR Serverless in memory, as EmrServerlessJobs: one run per object version and table, newest first."""
+
+    def __init__(self) -> None:
+        self.started: dict[tuple[str, str], JobRun] = {}  # (table, object version) -> its run
+        self.refuse: Exception | None = None  # the engine refuses the next submissions with it
+
+    def submit(self, source: SourceObject, table: TableRef) -> JobRun:
+        if (found := self.started.get((table.qualified, source.identity))) is not None:
+            return replace(found, already_submitted=True)
+        if self.refuse is not None:
+            raise self.refuse
+        run = JobRun(f"fake-run-{len(self.started) + 1:06d}", "app-fake", SourceObject(source.bucket, source.key),
+                     table.qualified, "SUBMITTED", datetime.now(UTC).isoformat(timespec="microseconds"))
+        self.started[(table.qualified, source.identity)] = run
+        return run
+
+    def runs(self, table: TableRef | None = None) -> list[JobRun]:
+        mine = [r for r in self.started.values() if table is None or r.table == table.qualified]
+        return sorted(mine, key=lambda r: r.submitted_at, reverse=True)
 
 
 def run_one(source: SourceObject, **kwargs: Any) -> Any:

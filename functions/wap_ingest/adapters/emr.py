@@ -154,5 +154,5 @@ class EmrServerlessJobs(LargeFileJobs):
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")  # runs sort newest first by it, even within a second
 
