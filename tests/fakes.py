@@ -25,7 +25,6 @@ from wap_ingest.core.errors import (
     SourceNotFoundError,
     StaleHashError,
     UnreadableSourceError,
-    WapError,
 )
 from wap_ingest.core.models import (
     Appended,
@@ -341,7 +340,7 @@ class FakeDecisionLog(DecisionLog):
         when = parse_time(decision.decided_at)  # one record per table, branch and instant (S3DecisionLog's keys)
         if any((r.table, r.branch, parse_time(r.decided_at)) == (decision.table, decision.branch, when)
                for r in self.records):
-            raise WapError(f"a decision on {decision.branch!r} at {decision.decided_at} is already recorded")
+            raise CatalogError(f"a decision on {decision.branch!r} at {decision.decided_at} is already recorded")
         self.records.append(decision)
         return f"memory://{len(self.records)}"
 

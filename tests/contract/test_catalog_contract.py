@@ -283,10 +283,7 @@ def test_a_merge_from_a_missing_branch_or_onto_an_unknown_hash_is_not_found(cata
 NESSIE_PAGE = 250  # the most log entries Nessie returns in one page
 
 
-def test_publications_beyond_one_page_of_history(catalog: CatalogBranches, request: pytest.FixtureRequest) -> None:
-    if not isinstance(catalog, FakeCatalog):  # a known violation: the xfail turns into a failure once it is fixed
-        request.applymarker(pytest.mark.xfail(strict=True, reason="NessieBranches.publications reads one page of "
-                                              "history (250 entries) and drops the rest, whatever the limit"))
+def test_publications_beyond_one_page_of_history(catalog: CatalogBranches) -> None:
     table = TableRef(unique("ns"), "t")
     for n in range(NESSIE_PAGE + 5):
         publish(catalog, table, f"publish {n}")

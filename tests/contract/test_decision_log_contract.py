@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.fakes import FakeDecisionLog
-from wap_ingest.core.errors import WapError
+from wap_ingest.core.errors import CatalogError
 from wap_ingest.core.models import DecisionRecord, TableRef
 from wap_ingest.core.ports import DecisionLog
 
@@ -61,6 +61,6 @@ def test_an_earlier_decision_is_never_overwritten(log: DecisionLog) -> None:
     later = decision(table, 1, "published", branch="wap-same")
     log.record(later)  # the same branch decided again later: both are kept
     clash = DecisionRecord(first.table, first.branch, "published", "other", "someone@x", first.decided_at)
-    with pytest.raises(WapError):
-        log.record(clash)  # the same branch at the same instant: refused, the first one stays
+    with pytest.raises(CatalogError):  # refused, never retried as an outage: the first one stays
+        log.record(clash)
     assert log.decisions(table) == [later, first]

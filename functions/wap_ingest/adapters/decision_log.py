@@ -18,7 +18,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import ConfigError, ObjectStoreUnavailableError, WapError
+from wap_ingest.core.errors import CatalogError, ConfigError, ObjectStoreUnavailableError, WapError
 from wap_ingest.core.models import DecisionRecord, TableRef
 from wap_ingest.core.ports import DecisionLog
 from wap_ingest.core.review import parse_time
@@ -75,6 +75,9 @@ class S3DecisionLog(DecisionLog):
             if code in ("AccessDenied", "403"):
                 raise ConfigError(f"{doing}: access to s3://{self._bucket}/{self._prefix}/ denied. Fix: allow "
                                   f"s3:PutObject, s3:GetObject and s3:ListBucket there for the operator.") from exc
+            if code in ("PreconditionFailed", "ConditionalRequestConflict"):  # never retried: it can never succeed
+                raise CatalogError(f"{doing}: a decision on the same branch at the same instant is already recorded; "
+                                   f"decisions are never overwritten. Fix: decide again (a new instant).") from exc
             raise ObjectStoreUnavailableError(f"{doing}: S3 failed ({code or exc}).") from exc
         except BotoCoreError as exc:
             raise ObjectStoreUnavailableError(f"{doing}: S3 is unreachable ({type(exc).__name__}).") from exc

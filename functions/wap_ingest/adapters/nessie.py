@@ -138,21 +138,30 @@ class NessieBranches(CatalogBranches):
         # `table` is a validated identifier (letters, digits, `_`, one `.`), safe inside the CEL string.
         cel = f"'wap.table' in commit.properties && commit.properties['wap.table'] == '{table.qualified}'"
         url = f"{self._endpoint}/api/v2/trees/{on}/history"
-        try:
-            response = self._http.get(url, params={"filter": cel, "maxRecords": str(limit)}, timeout=self._timeout)
-        except requests.RequestException as exc:
-            raise self._unavailable(f"reading the history of {on!r}", exc) from exc
-        if response.status_code in (401, 403):
-            raise self._refused(f"reading the history of {on!r}", response.status_code)
-        if response.status_code >= 400:
-            raise CatalogError(f"reading the history of {on!r}: HTTP {response.status_code} {response.text[:200]}")
-        found = []
-        for entry in json_object(response).get("logEntries", [])[:limit]:
-            meta = entry.get("commitMeta", {})
-            props = {k: v[-1] for k, v in meta.get("allProperties", {}).items() if v}
-            found.append(Publication(str(meta.get("hash")), str(meta.get("commitTime")), str(meta.get("message")),
-                                     props))
-        return found
+        found: list[Publication] = []
+        params = {"filter": cel, "max-records": str(min(limit, 250))}
+        while len(found) < limit:  # Nessie pages its history (250 entries at most per page)
+            try:
+                response = self._http.get(url, params=params, timeout=self._timeout)
+            except requests.RequestException as exc:
+                raise self._unavailable(f"reading the history of {on!r}", exc) from exc
+            if response.status_code in (401, 403):
+                raise self._refused(f"reading the history of {on!r}", response.status_code)
+            if response.status_code == 404:
+                raise BranchNotFoundError(f"reading the history of {on!r}: no such reference. Fix: check the name "
+                                          f"(wap branches lists the open ones).")
+            if response.status_code >= 400:
+                raise CatalogError(f"reading the history of {on!r}: HTTP {response.status_code} {response.text[:200]}")
+            page = json_object(response)
+            for entry in page.get("logEntries", []):
+                meta = entry.get("commitMeta", {})
+                props = {k: v[-1] for k, v in meta.get("allProperties", {}).items() if v}
+                found.append(Publication(str(meta.get("hash")), str(meta.get("commitTime")), str(meta.get("message")),
+                                         props))
+            if not page.get("hasMore") or not page.get("token"):
+                break
+            params = params | {"page-token": str(page["token"])}
+        return found[:limit]
 
     # --- writes ------------------------------------------------------------------------------------
 
