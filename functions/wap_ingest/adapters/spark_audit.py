@@ -259,7 +259,7 @@ def measure_frame(
                                       for c in plan.null_count_columns
                                       if nulls.get(names.get(c.lower(), ""), 0) > 0]
     failing += [(r.key, _violation(frame, r, c)) for r, c in rules if violations.get(r.key)]
-    if failing:  # one limited pass for the samples of every failed row rule
+    if failing and plan.samples:  # one limited pass for the samples of every failed row rule
         text = [frame[c].cast("string").alias(c) for c in columns]
         parts = [frame.filter(condition).select(F.lit(key).alias("__check"), *text).limit(plan.samples)
                  for key, condition in failing]
@@ -268,12 +268,12 @@ def measure_frame(
             mine = [r for r in collected if r["__check"] == key]
             samples[key] = tuple({c: _text(r[c]) for c in columns} for r in mine)
     for k in unique_sets:
-        if duplicates.get(k):
+        if duplicates.get(k) and plan.samples:
             groups = frame.groupBy(*[frame[c] for c in resolved[k]]).count()
             repeated = groups.filter(F.col("count") > 1).limit(plan.samples).collect()
             samples[sample_key("unique", ",".join(k))] = _samples(repeated)
     for k, matched in matches.items():
-        if existing.get(k):
+        if existing.get(k) and plan.samples:
             samples[sample_key("unique_vs_main", ",".join(k))] = _samples(matched.limit(plan.samples).collect())
 
     return Measurements(

@@ -8,7 +8,7 @@ audits file lists it), the format, and reads the object's head.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from .audits import AuditSuites
@@ -41,10 +41,8 @@ def route(
     """Raises a BadInputError naming the object and the fix; infrastructure errors of the store propagate."""
     check_bucket(source.bucket, source.uri, source_buckets=source_buckets, refused_buckets=refused_buckets)
     target = table or table_for_key(source.key, default_namespace=default_namespace, bucket=source.bucket)
-    if table is None:
-        check_listed: Callable[[TableRef, str], None] | None = getattr(suites, "check_listed", None)
-        if check_listed is not None:
-            check_listed(target, source.uri)
+    if table is None:  # an explicit --table is the operator's choice
+        suites.check_listed(target, source.uri)
     fmt = format_for_key(source.key, bucket=source.bucket)
     current = objects.head(source.bucket, source.key)
     if current.size == 0:
