@@ -86,7 +86,7 @@ def spark_settings_for(settings: Settings, *, jars: bool = True) -> SparkSetting
 def notifier_for(settings: Settings) -> Notifier:
     token = settings.slack_token
     if token is None and settings.slack_token_parameter:
-        token = token_from_parameter(settings.slack_token_parameter)
+        token = token_from_parameter(settings.slack_token_parameter, timeout=settings.http_timeout)
     if token is None or settings.slack_channel is None:
         return LogNotifier()
     client = slack_client_for(token, settings.slack_base_url, settings.http_timeout)
@@ -136,7 +136,7 @@ def jobs_for(settings: Settings, s3: Any | None = None) -> EmrServerlessJobs | N
 
 
 def reader_for(settings: Settings) -> IcebergRestReader:
-    return IcebergRestReader(settings.nessie_endpoint, nessie_tokens_for(settings))
+    return IcebergRestReader(settings.nessie_endpoint, nessie_tokens_for(settings), timeout=settings.http_timeout)
 
 
 def build_service(settings: Settings, *, submitted: bool = False) -> Service:

@@ -279,10 +279,7 @@ class Settings:
         )
         if not re.fullmatch(r"\d+[mMgG]", memory):
             raise ConfigError(f"WAP_SPARK_DRIVER_MEMORY={memory!r}: use a size such as 1536m or 2g.")
-        try:
-            timeout = float(env.get("WAP_HTTP_TIMEOUT", "30"))
-        except ValueError as exc:
-            raise ConfigError("WAP_HTTP_TIMEOUT must be a number of seconds, e.g. 30.") from exc
+        timeout = _positive(env, "WAP_HTTP_TIMEOUT", 30.0, "30")
         endpoint = env.get("AWS_ENDPOINT_URL_S3", "").strip() or env.get("AWS_ENDPOINT_URL", "").strip()
         token = env.get("SLACK_TOKEN", "").strip() or None
         parameter = env.get("WAP_SLACK_TOKEN_PARAMETER", "").strip() or None
@@ -292,10 +289,7 @@ class Settings:
         base_url = env.get("WAP_SLACK_BASE_URL", "").strip() or None
         if base_url:
             base_url = _url(env, "WAP_SLACK_BASE_URL", "use http(s)://host:port/api/") + "/"
-        try:
-            max_receives = int(env.get("WAP_MAX_RECEIVES", "5"))
-        except ValueError as exc:
-            raise ConfigError("WAP_MAX_RECEIVES must be an integer (the queue's maxReceiveCount).") from exc
+        max_receives = _positive_int(env, "WAP_MAX_RECEIVES", 5, "the queue's maxReceiveCount")
         return cls(
             lake_bucket=lake,
             source_bucket=source,
@@ -336,6 +330,15 @@ class Settings:
                 f"from docker/pom.xml with mvn) or point WAP_JARS_DIR at them."
             )
         return jars
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int, why: str) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ConfigError(f"{name}={raw!r} must be a positive whole number. Fix: export {name}={default} ({why}).")
+    return int(raw)
 
 
 def _retry_max(env: Mapping[str, str]) -> float:

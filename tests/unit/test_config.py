@@ -33,9 +33,9 @@ def test_nessie_endpoint_accepts_seed_style_urls(suffix: str) -> None:
         ({"WAP_WAREHOUSE": "/tmp/x"}, "WAP_WAREHOUSE='/tmp/x' must be an s3:// location"),
         ({"WAP_AUDITS_FILE": "/nope.yml"}, "WAP_AUDITS_FILE: /nope.yml does not exist"),
         ({"WAP_SPARK_DRIVER_MEMORY": "lots"}, "WAP_SPARK_DRIVER_MEMORY='lots'"),
-        ({"WAP_HTTP_TIMEOUT": "soon"}, "WAP_HTTP_TIMEOUT must be a number"),
+        ({"WAP_HTTP_TIMEOUT": "soon"}, "WAP_HTTP_TIMEOUT='soon' must be a positive number"),
         ({"SLACK_TOKEN": "t"}, "SLACK_CHANNEL is not set"),
-        ({"WAP_MAX_RECEIVES": "x"}, "WAP_MAX_RECEIVES must be an integer"),
+        ({"WAP_MAX_RECEIVES": "x"}, "WAP_MAX_RECEIVES='x' must be a positive whole number"),
     ],
 )
 def test_invalid_settings_name_the_variable(env: dict[str, str], phrase: str) -> None:
@@ -66,3 +66,17 @@ def test_every_variable_read_is_documented() -> None:
     read |= set(re.findall(r'_(?:bucket|require|url)\(env, "([A-Z_]+)"', source))
     aliases = {"AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_REGION", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"}
     assert "LAKE_BUCKET" in read and read - set(KNOWN_VARIABLES) <= aliases
+
+
+@pytest.mark.parametrize(("name", "value"), [("WAP_HTTP_TIMEOUT", "0"), ("WAP_HTTP_TIMEOUT", "-3"),
+                                             ("WAP_HTTP_TIMEOUT", "soon"), ("WAP_MAX_RECEIVES", "0"),
+                                             ("WAP_MAX_RECEIVES", "-1"), ("WAP_MAX_RECEIVES", "2.5"),
+                                             ("WAP_RETRY_MAX_SECONDS", "50000"), ("WAP_RETRY_BASE_SECONDS", "0")])
+def test_a_zero_or_negative_setting_stops_start_up_naming_it_and_the_fix(name: str, value: str) -> None:
+    from wap_ingest.config import Settings
+    from wap_ingest.core.errors import ConfigError
+
+    env = {"LAKE_BUCKET": "lake", "NESSIE_ENDPOINT": "http://127.0.0.1:1", "WAP_AUDITS_FILE": AUDITS, name: value}
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env)
+    assert name in str(info.value) and "Fix: export" in str(info.value)

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import requests
+from requests.adapters import HTTPAdapter
+
 from wap_ingest.adapters.oauth2 import TokenProvider
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
@@ -44,14 +47,39 @@ class TokenAuthManager:
         return f"Bearer {self._tokens.token()}"
 
 
+class _Bounded(HTTPAdapter):
+    """Every request through it gets `timeout` unless it names one (PyIceberg's REST client sets none)."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__()
+        self._timeout = timeout
+
+    def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if kwargs.get("timeout") is None:
+            kwargs["timeout"] = (min(self._timeout, 10.0), self._timeout)
+        return super().send(request, **kwargs)
+
+
+def bounded_session(timeout: float) -> requests.Session:
+    session = requests.Session()
+    adapter = _Bounded(timeout)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
 class IcebergRestReader:
-    def __init__(self, nessie_endpoint: str, tokens: TokenProvider | None = None) -> None:
+    def __init__(self, nessie_endpoint: str, tokens: TokenProvider | None = None, *, timeout: float = 30.0) -> None:
+        """`timeout` bounds every call to the catalog (WAP_HTTP_TIMEOUT) and, through the FileIO's settings, to S3."""
         self._endpoint = nessie_endpoint.rstrip("/")
         self._tokens = tokens
+        self._timeout = timeout
         self._catalogs: dict[str, Any] = {}
 
     def _properties(self) -> dict[str, Any]:
-        properties: dict[str, Any] = {"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO"}
+        properties: dict[str, Any] = {"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
+                                      "s3.connect-timeout": str(min(self._timeout, 10.0)),
+                                      "s3.request-timeout": str(self._timeout)}
         if self._tokens is not None:
             impl = f"{TokenAuthManager.__module__}.{TokenAuthManager.__qualname__}"
             properties["auth"] = {"type": "custom", "impl": impl, "custom": {"tokens": self._tokens}}
@@ -64,9 +92,17 @@ class IcebergRestReader:
 
         try:
             if ref not in self._catalogs:
-                self._catalogs[ref] = load_catalog(
-                    f"nessie-{ref}", type="rest", uri=f"{self._endpoint}/iceberg/{ref}", **self._properties()
-                )
+                uri = f"{self._endpoint}/iceberg/{ref}"
+                # PyIceberg's REST client sets no timeout and fetches its config while it is built: reach the
+                # server within the timeout first, then bound every later call on the client's session.
+                bounded_session(self._timeout).get(f"{uri}/v1/config")
+                catalog = load_catalog(f"nessie-{ref}", type="rest", uri=uri, **self._properties())
+                session = getattr(catalog, "_session", None)
+                if isinstance(session, requests.Session):
+                    adapter = _Bounded(self._timeout)
+                    session.mount("http://", adapter)
+                    session.mount("https://", adapter)
+                self._catalogs[ref] = catalog
             return call(self._catalogs[ref])
         except (NoSuchTableError, NoSuchNamespaceError):
             return None
@@ -79,7 +115,7 @@ class IcebergRestReader:
             ) from exc
         except ForbiddenError as exc:
             raise CatalogError(f"{doing} on {ref!r}: Nessie at {self._endpoint} denied it (HTTP 403).") from exc
-        except OSError as exc:
+        except (OSError, requests.RequestException) as exc:
             raise CatalogUnavailableError(f"{doing} on {ref!r} from {self._endpoint}: {exc}") from exc
 
     def _table(self, table: TableRef, ref: str) -> Any:

@@ -24,7 +24,7 @@ def nessie_client(
         if secret_parameter is None:
             raise ConfigError("WAP_NESSIE_CLIENT_SECRET_PARAMETER is not set. Fix: name the SecureString/secret.")
         secret = secret_from_parameter(secret_parameter, variable="WAP_NESSIE_CLIENT_SECRET_PARAMETER",
-                                       what="the Nessie OAuth2 client secret")
+                                       what="the Nessie OAuth2 client secret", timeout=timeout)
     credentials = ClientCredentials(token_endpoint, client_id, secret, scope)
     log.info("Nessie client authentication: OAuth2 client %s, token endpoint %s", client_id, token_endpoint)
     return credentials, TokenProvider(credentials, timeout=timeout)

@@ -30,21 +30,26 @@ def _response_bodies_unlogged() -> Iterator[None]:
         logger.setLevel(previous)
 
 
-def secret_from_parameter(name: str, *, variable: str, what: str, ssm: Any = None, secrets: Any = None) -> str:
+def secret_from_parameter(name: str, *, variable: str, what: str, ssm: Any = None, secrets: Any = None,
+                          timeout: float = 30.0) -> str:
     """The value of `name`: a Secrets Manager secret if it is one's ARN, else an SSM (SecureString) parameter.
 
-    `variable` is the setting that named the parameter and `what` the secret it holds, for the error message.
+    `variable` is the setting that named the parameter and `what` the secret it holds, for the error message;
+    `timeout` bounds each call (WAP_HTTP_TIMEOUT), as every other network call of the service.
     """
     import boto3  # imported here: boto3 is slow to import and only needed when a parameter is configured
+    from botocore.config import Config
     from botocore.exceptions import BotoCoreError, ClientError
 
+    bounded = Config(connect_timeout=min(timeout, 10), read_timeout=timeout,
+                     retries={"max_attempts": 2, "mode": "standard"})
     try:
         with _response_bodies_unlogged():
             if name.startswith(SECRETS_MANAGER_ARN):
-                client = secrets or boto3.client("secretsmanager")
+                client = secrets or boto3.client("secretsmanager", config=bounded)
                 value = str(client.get_secret_value(SecretId=name)["SecretString"]).strip()
             else:
-                client = ssm or boto3.client("ssm")
+                client = ssm or boto3.client("ssm", config=bounded)
                 value = str(client.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]).strip()
     except (BotoCoreError, ClientError) as exc:
         raise ConfigError(

