@@ -38,6 +38,8 @@ def local_stack(stack_config: StackConfig) -> Iterator[StackState]:
     patch.setenv("WAP_AUDITS_FILE", str(AUDITS))  # the function under the emulator inherits it
     patch.setenv("WAP_LARGE_FILE_BYTES", str(LARGE_FILE_BYTES))  # so does the routing threshold
     patch.setenv("WAP_SOURCE_BUCKETS", "inbox")  # and the second source bucket (no notifications) tests use
+    patch.setenv("WAP_RETRY_BASE_SECONDS", "1")  # a failed message's back-off: seconds in tests, as in AWS minutes
+    patch.setenv("WAP_RETRY_MAX_SECONDS", "4")
     try:
         state = start_stack(config)
         try:
