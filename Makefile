@@ -32,7 +32,7 @@ $(JARS)/.fetched: docker/pom.xml
 
 rie: $(RIE)
 
-$(RIE): $(VENV)/.installed
+$(RIE): | $(VENV)/.installed
 	mkdir -p .cache/rie
 	$(PY) -m pip download -q --no-deps aws-sam-cli==$(SAM_CLI_VERSION) -d .cache/rie
 	$(PY) scripts/extract_rie.py .cache/rie/aws_sam_cli-$(SAM_CLI_VERSION)-py3-none-any.whl $@

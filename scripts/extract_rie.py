@@ -15,9 +15,11 @@ from pathlib import Path
 def main(wheel: str, target: str) -> int:
     arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine().lower()]
     out = Path(target)
+    staged = out.with_name(out.name + ".new")
     with zipfile.ZipFile(wheel) as archive:
-        out.write_bytes(archive.read(f"samcli/local/rapid/aws-lambda-rie-{arch}"))
-    out.chmod(out.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        staged.write_bytes(archive.read(f"samcli/local/rapid/aws-lambda-rie-{arch}"))
+    staged.chmod(staged.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    staged.replace(out)  # atomic: an emulator running from the old file keeps it ("text file busy" otherwise)
     print(f"extracted the {arch} emulator to {out}")
     return 0
 
