@@ -5,9 +5,12 @@ the page's text and HTML and take a screenshot. `websockets` comes with streamli
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -61,12 +64,13 @@ def render(url: str, *, markers: tuple[str, ...], screenshot: Path, timeout: flo
            height: int = 2400) -> Rendered:
     """Load `url`, wait until the page's text contains every marker (TimeoutError with the text seen otherwise).
     Components render lazily: give markers from the last parts of the page."""
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
+    # Chromium's helper processes may still write to the profile as it exits: the profile's removal is best effort
+    with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
             [chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
              "--hide-scrollbars", "--no-first-run", f"--user-data-dir={profile}", "--remote-debugging-port=0",
              f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )
         try:
             port_file = Path(profile) / "DevToolsActivePort"
@@ -95,9 +99,11 @@ def render(url: str, *, markers: tuple[str, ...], screenshot: Path, timeout: flo
                 shot = session.call("Page.captureScreenshot", format="png")
                 screenshot.write_bytes(base64.b64decode(shot["data"]))
                 return Rendered(text, html, seconds)
-        finally:
-            process.terminate()
+        finally:  # the whole process group: the browser and its helpers (renderer, GPU, crash handler)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                process.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
