@@ -136,3 +136,18 @@ def test_role_needs_a_stack_with_auth(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("WAP_STACK_DIR", str(tmp_path))
     code, _, err = wap("stack", "env", "--role", "reader")
     assert code != 0 and "wap stack" in err
+
+
+def test_decision_log_records_the_token_subject(auth_stack: tuple[StackConfig, StackState],
+                                                monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The ops commands record who the issuer says the caller is (the access token's `sub`), not WAP_ACTOR."""
+    from wap_ingest.entrypoints.ops_cli import _actor
+
+    monkeypatch.setenv("WAP_ACTOR", "somebody-else")
+    assert _actor(Settings.from_env(role_env("operator", monkeypatch, tmp_path))) == "wap-operator"
+    unauthenticated = {k: v for k, v in role_env("reader", monkeypatch, tmp_path).items()
+                       if not k.startswith("WAP_NESSIE_")}
+    for name in ("WAP_NESSIE_TOKEN_ENDPOINT", "WAP_NESSIE_CLIENT_ID", "WAP_NESSIE_CLIENT_SECRET_PARAMETER",
+                 "WAP_NESSIE_SCOPE"):
+        monkeypatch.delenv(name)
+    assert _actor(Settings.from_env(unauthenticated)) == "somebody-else (unverified: no Nessie client configured)"
