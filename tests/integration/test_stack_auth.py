@@ -151,3 +151,31 @@ def test_decision_log_records_the_token_subject(auth_stack: tuple[StackConfig, S
                  "WAP_NESSIE_SCOPE"):
         monkeypatch.delenv(name)
     assert _actor(Settings.from_env(unauthenticated)) == "somebody-else (unverified: no Nessie client configured)"
+
+
+@pytest.mark.spark
+def test_the_stacks_function_ingests_a_file_as_the_service(auth_stack: tuple[StackConfig, StackState],
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A file dropped in the source bucket goes through the event path (worker -> function, with the service
+    role's client) to `main`, where a reader sees the new table."""
+    import time
+
+    import boto3
+
+    from tests.conftest import parquet_bytes
+
+    _, state = auth_stack
+    env = role_env("reader", monkeypatch, tmp_path)
+    table = f"t_{secrets.token_hex(5)}"
+    s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"])
+    s3.put_object(Bucket=state.source_bucket, Key=f"{table}/a.parquet", Body=parquet_bytes(12))
+    settings = Settings.from_env(env)
+    tokens = nessie_tokens_for(settings)
+    assert tokens is not None
+    deadline, names = time.monotonic() + 240, set()
+    while time.monotonic() < deadline and f"wap.{table}" not in names:
+        time.sleep(2)
+        entries = requests.get(f"{settings.nessie_endpoint}/api/v2/trees/main/entries", auth=BearerAuth(tokens),
+                               timeout=10).json()["entries"]
+        names = {".".join(e["name"]["elements"]) for e in entries}
+    assert f"wap.{table}" in names, f"not published to main within 240 s; logs: {state.state_dir / 'logs'}"
