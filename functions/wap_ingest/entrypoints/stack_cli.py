@@ -109,6 +109,10 @@ def cmd_up(args: argparse.Namespace) -> int:
                   if state.emr_pid else "jobs are recorded, not run (WAP_EMR_MODE=local runs them)")
         print(f"  {'emr':<10} application {state.emr_application_id} on moto for files over WAP_LARGE_FILE_BYTES; "
               f"{runner}")
+    if config.auth:
+        issuer = role_environment(config.state_dir)["WAP_NESSIE_TOKEN_ENDPOINT"].removesuffix("/token")
+        print(f"  {'auth':<10} Nessie requires tokens of the local OIDC issuer {issuer} and applies the catalog's "
+              f"roles ({', '.join(ROLES)}); the function uses service. Another role: wap stack env --role operator")
     total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
     print(f"Local stack up in {total:.1f} s. Logs (one per component): {config.logs_dir}")
     print("Drop a file to ingest it:  .venv/bin/python data_loader.py --no-null  (then: wap stack alerts)")
