@@ -1,6 +1,8 @@
-"""Nessie authentication: a Cognito user pool as the OIDC identity provider, a resource server with the
-`nessie/catalog` scope, and one confidential app client (client-credentials grant) for the ingest
-function and EMR jobs. Its secret goes to SSM as a SecureString and is never printed."""
+"""Nessie authentication: a Cognito user pool as the OIDC identity provider, a resource server `nessie` with
+one scope per catalog role (service, operator, reader), and one confidential app client (client-credentials
+grant) per role: `<prefix>-ingest` (service: the function and EMR jobs), `<prefix>-operator`, `<prefix>-reader`.
+Each secret goes to SSM as a SecureString and is never printed. Existing resources are brought to these
+scopes (the resource server's scopes, each client's allowed scopes)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from botocore.exceptions import ClientError
 
 from infra.provision import documents, secrets
 from infra.provision.context import Client, Context, Outcome
+
+SERVICE = "service"
+ROLES = ("service", "operator", "reader")  # wap_ingest/catalog_authz.py's roles; scopes in infra/nessie-auth.yml
 
 _POOL = "cognito user pool"
 
@@ -79,32 +84,61 @@ def _ensure_domain(ctx: Context, idp: Client, pool_id: str | None) -> None:
 def _ensure_resource_server(ctx: Context, idp: Client, pool_id: str | None) -> None:
     spec = auth_settings()["resource_server"]
     kind, name = "cognito resource server", spec["Identifier"]
+    wanted = sorted(scope["ScopeName"] for scope in spec["Scopes"])
     if pool_id is not None:
         try:
-            idp.describe_resource_server(UserPoolId=pool_id, Identifier=spec["Identifier"])
+            found = idp.describe_resource_server(UserPoolId=pool_id, Identifier=spec["Identifier"])
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
                 raise
         else:
-            ctx.report(Outcome.UNCHANGED, kind, name)
+            have = sorted(scope["ScopeName"] for scope in found["ResourceServer"].get("Scopes", []))
+            changes = [f"scopes {', '.join(have) or '-'} -> {', '.join(wanted)}"] if have != wanted else []
+            ctx.converge(changes, lambda: idp.update_resource_server(UserPoolId=pool_id, **spec), kind, name)
             return
-    ctx.pending(lambda: idp.create_resource_server(UserPoolId=pool_id, **spec), kind, name, "scopes: catalog")
+    ctx.pending(lambda: idp.create_resource_server(UserPoolId=pool_id, **spec), kind, name,
+                f"scopes: {', '.join(wanted)}")
 
 
-def _ensure_client(ctx: Context, idp: Client, pool_id: str | None) -> str | None:
-    kind, name = "cognito app client", ctx.names.user_pool_client
+def client_name(ctx: Context, role: str) -> str:
+    return ctx.names.user_pool_client if role == SERVICE else f"{ctx.names.prefix}-{role}"
+
+
+def secret_parameter(ctx: Context, role: str) -> str:
+    if role == SERVICE:
+        return ctx.names.nessie_client_secret_parameter
+    return f"/{ctx.names.prefix}/nessie-{role}-client-secret"
+
+
+def _ensure_client(ctx: Context, idp: Client, pool_id: str | None, role: str) -> str | None:
+    kind, name = "cognito app client", client_name(ctx, role)
+    settings = auth_settings()["app_client"] | {"AllowedOAuthScopes": auth_settings()["roles"][role]}
     client_id = find_client(idp, pool_id, name) if pool_id is not None else None
     if client_id is not None:
-        ctx.report(Outcome.UNCHANGED, kind, name)
+        found = idp.describe_user_pool_client(UserPoolId=pool_id, ClientId=client_id)["UserPoolClient"]
+        have = sorted(found.get("AllowedOAuthScopes", []))
+        changes = [f"scopes {' '.join(have)} -> {' '.join(settings['AllowedOAuthScopes'])}"] if have != sorted(
+            settings["AllowedOAuthScopes"]) else []
+        update = {k: v for k, v in settings.items() if k != "GenerateSecret"}  # an update resets what it omits
+        ctx.converge(changes, lambda: idp.update_user_pool_client(UserPoolId=pool_id, ClientId=client_id,
+                                                                  ClientName=name, **update), kind, name)
         return client_id
     created: dict[str, str] = {}
 
     def create() -> None:
-        response = idp.create_user_pool_client(UserPoolId=pool_id, ClientName=name, **auth_settings()["app_client"])
+        response = idp.create_user_pool_client(UserPoolId=pool_id, ClientName=name, **settings)
         created["id"] = response["UserPoolClient"]["ClientId"]
 
-    ctx.pending(create, kind, name, "client credentials")
+    ctx.pending(create, kind, name, f"client credentials, role {role}")
     return created.get("id")
+
+
+def _store_secret(ctx: Context, idp: Client, pool_id: str | None, client_id: str | None, role: str) -> Outcome:
+    name = secret_parameter(ctx, role)
+    if pool_id is None or client_id is None:
+        return ctx.report(Outcome.WOULD_CREATE, "ssm parameter", name, "SecureString")
+    described = idp.describe_user_pool_client(UserPoolId=pool_id, ClientId=client_id)["UserPoolClient"]
+    return secrets.put_secret(ctx, name, str(described["ClientSecret"]), f"Nessie OAuth2 client secret ({role})")
 
 
 def ensure_nessie_auth(ctx: Context) -> Outcome:
@@ -112,18 +146,20 @@ def ensure_nessie_auth(ctx: Context) -> Outcome:
     pool_id = _ensure_pool(ctx, idp)
     _ensure_domain(ctx, idp, pool_id)
     _ensure_resource_server(ctx, idp, pool_id)
-    client_id = _ensure_client(ctx, idp, pool_id)
     ctx.state["UserPoolId"] = pool_id or "<pending>"
-    ctx.state["NessieClientId"] = client_id or "<pending>"
-    name = ctx.names.nessie_client_secret_parameter
-    if pool_id is None or client_id is None:
-        return ctx.report(Outcome.WOULD_CREATE, "ssm parameter", name, "SecureString")
-    described = idp.describe_user_pool_client(UserPoolId=pool_id, ClientId=client_id)["UserPoolClient"]
-    return secrets.put_secret(ctx, name, str(described["ClientSecret"]), "Nessie OAuth2 client secret (wap-lake)")
+    outcome = Outcome.UNCHANGED
+    for role in ROLES:  # the service first: its outcome is the step's
+        client_id = _ensure_client(ctx, idp, pool_id, role)
+        key = "NessieClientId" if role == SERVICE else f"Nessie{role.capitalize()}ClientId"
+        ctx.state[key] = client_id or "<pending>"
+        stored = _store_secret(ctx, idp, pool_id, client_id, role)
+        outcome = stored if role == SERVICE else outcome
+    return outcome
 
 
 def remove_nessie_auth(ctx: Context) -> Outcome:
-    secrets.remove_parameter(ctx, ctx.names.nessie_client_secret_parameter)
+    for role in ROLES:
+        secrets.remove_parameter(ctx, secret_parameter(ctx, role))
     idp = ctx.clients("cognito-idp")
     pool_id = find_pool(idp, ctx.names.user_pool)
     domain = ctx.names.user_pool_domain(ctx.account.account_id)

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.oidc_issuer import Issuer
+from wap_ingest.catalog_authz import nessie_environment
+from wap_ingest.local.oidc import Issuer
 from wap_ingest.local.processes import spawn, stop_processes, wait_ready
 from wap_ingest.local.stack import (  # the stack's public API (its modules are being reorganised)
     ACCESS_KEY,
@@ -77,6 +78,11 @@ class AuthLake:
         )
 
 
+def authorization_environment() -> dict[str, str]:
+    """The catalog's authorization rules as the deployed container gets them: environment variables."""
+    return nessie_environment()
+
+
 def authenticated_nessie_command(config: StackConfig, java: Path, issuer: Issuer) -> list[str]:
     """The local stack's Nessie command with authentication on (properties of Nessie 0.99's
     application.properties: `quarkus.oidc.tenant-enabled=${nessie.server.authentication.enabled}`)."""
@@ -91,7 +97,10 @@ def authenticated_nessie_command(config: StackConfig, java: Path, issuer: Issuer
 
 
 @contextmanager
-def running_auth_lake(state_dir: Path, issuer: Issuer, timeout: float = 90.0) -> Iterator[AuthLake]:
+def running_auth_lake(state_dir: Path, issuer: Issuer, timeout: float = 90.0, *, authorization: bool = False
+                      ) -> Iterator[AuthLake]:
+    """With `authorization`, Nessie also applies the catalog's rules (wap_ingest.catalog_authz), given in
+    environment variables as infra/nessie-service.yml gives them to the deployed container."""
     moto_port, nessie_port, management_port = free_ports(3)
     config = StackConfig(state_dir=state_dir, moto_port=moto_port, nessie_port=nessie_port,
                          nessie_management_port=management_port, startup_timeout=timeout)
@@ -109,7 +118,8 @@ def running_auth_lake(state_dir: Path, issuer: Issuer, timeout: float = 90.0) ->
         if not jar.is_file():
             raise FileNotFoundError(f"{jar} is missing: run `make jars`")
         nessie_log = config.log_for(NESSIE)
-        pids[NESSIE] = spawn(NESSIE, authenticated_nessie_command(config, java, issuer), nessie_log, os.environ)
+        env = os.environ | (authorization_environment() if authorization else {})
+        pids[NESSIE] = spawn(NESSIE, authenticated_nessie_command(config, java, issuer), nessie_log, env)
         wait_ready(NESSIE, pids[NESSIE], nessie_log, lambda: nessie_health(management_port), timeout)
         yield lake
     finally:

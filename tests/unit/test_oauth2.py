@@ -229,3 +229,17 @@ def test_form_body_is_what_the_endpoint_parses() -> None:
     provider(endpoint).token()
     body = requests.Request("POST", "http://x", data=endpoint.calls[0]["data"]).prepare().body
     assert parse_qs(str(body)) == {"grant_type": ["client_credentials"], "scope": ["nessie/catalog"]}
+
+
+def test_subject_of_reads_the_sub_claim_of_a_jwt() -> None:
+    import base64
+    import json
+
+    from wap_ingest.adapters.oauth2 import subject_of
+
+    def part(value: dict[str, str]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    assert subject_of(f"{part({'alg': 'RS256'})}.{part({'sub': 'client-7'})}.sig") == "client-7"
+    assert subject_of(f"{part({'alg': 'RS256'})}.{part({'scope': 'x'})}.sig") is None
+    assert subject_of("opaque-token") is None

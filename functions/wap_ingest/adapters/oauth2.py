@@ -11,6 +11,8 @@ setting to fix. The client secret is never logged and never part of an error mes
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import threading
 import time
@@ -87,6 +89,12 @@ class TokenProvider:
             if cached is None or self._clock() >= cached.refresh_at:
                 cached = self._cached = self._fetch()
             return cached.token
+
+    def subject(self) -> str:
+        """Who the issuer says this client is: the `sub` claim of a current access token (Cognito: the app
+        client id), for the decision log. The token is not verified here (it came from the configured token
+        endpoint; Nessie verifies it); a token that is not a JWT with a `sub` gives the client id."""
+        return subject_of(self.token()) or self.client_id
 
     def invalidate(self, token: str | None = None) -> None:
         """Forget the cached token (only if it is still `token`, when given): the next call fetches a new one."""
@@ -184,6 +192,19 @@ class BearerAuth(AuthBase):
 
         request.hooks["response"].append(forget_refused)  # what register_hook does (untyped)
         return request
+
+
+def subject_of(token: str) -> str | None:
+    """The `sub` claim of a JWT's payload (not verified), or None."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return None
+    sub = claims.get("sub") if isinstance(claims, dict) else None
+    return sub if isinstance(sub, str) and sub else None
 
 
 def _lifetime(expires_in: object) -> float:

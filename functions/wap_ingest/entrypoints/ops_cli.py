@@ -29,6 +29,7 @@ from wap_ingest.bootstrap import (
     catalog_for,
     decisions_for,
     jobs_for,
+    nessie_tokens_for,
     notifier_for,
     reader_for,
     reauditor_for,
@@ -58,8 +59,14 @@ from wap_ingest.entrypoints.audit_cli import audit_report_lines
 from .ops_schema import SCHEMA_VERSION, SCHEMAS
 
 
-def _actor() -> str:
-    return os.environ.get("WAP_ACTOR") or getpass.getuser()
+def _actor(settings: Settings) -> str:
+    """Who the decision log records: the `sub` of the access token this command's OAuth2 client obtains (the
+    identity the catalog authorized). Without a Nessie client configured (a catalog without authentication) there
+    is no verified identity: WAP_ACTOR or the login name, marked as unverified."""
+    tokens = nessie_tokens_for(settings)
+    if tokens is not None:
+        return tokens.subject()
+    return f"{os.environ.get('WAP_ACTOR') or getpass.getuser()} (unverified: no Nessie client configured)"
 
 
 def _print(payload: dict[str, Any], as_json: bool, text: str) -> None:
@@ -113,13 +120,13 @@ def cmd_prune(args: argparse.Namespace) -> int:
     now = datetime.now(UTC)
     stale = open_branches(catalog, now=now, table=table, older_than=older_than)
     result = prune_branches(catalog, stale, dry_run=args.dry_run, decisions=decisions_for(settings), reason=reason,
-                            actor=_actor())
+                            actor=_actor(settings))
     rows = [_row(b, now) for b in result.discarded]
     skipped = [_row(b, now) | {"error": why} for b, why in result.skipped]
     unrecorded = [_row(b, now) | {"error": why} for b, why in result.unrecorded]
     if result.discarded and not args.dry_run:
         notifier_for(settings).notify(alert_for_prune(
-            [(b.name, b.table.qualified) for b in result.discarded], reason=reason, actor=_actor(),
+            [(b.name, b.table.qualified) for b in result.discarded], reason=reason, actor=_actor(settings),
             skipped=len(skipped)))
     verb = "would discard  " if args.dry_run else "discarded  "
     lines = [_listing(rows, verb)] if rows else [f"No open WAP branches older than {args.older_than}."]
@@ -127,7 +134,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     lines += [f"NOT RECORDED  {u['branch']} was discarded but not recorded: {u['error']}" for u in unrecorded]
     if args.dry_run and rows:
         lines.append(f"Dry run: nothing was deleted. Run without --dry-run to discard ({reason}).")
-    payload = {"dry_run": args.dry_run, "older_than": args.older_than, "reason": reason, "actor": _actor(),
+    payload = {"dry_run": args.dry_run, "older_than": args.older_than, "reason": reason, "actor": _actor(settings),
                "discarded": [] if args.dry_run else rows, "would_discard": rows if args.dry_run else [],
                "skipped": skipped, "unrecorded": unrecorded}
     _print(payload, args.json, "\n".join(lines))
@@ -191,7 +198,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     try:
         decision = publish_branch(
-            catalog_for(settings), args.branch, reason=args.reason, actor=_actor(),
+            catalog_for(settings), args.branch, reason=args.reason, actor=_actor(settings),
             source_of=source_reader_for(settings), reaudit=reauditor_for(settings) if args.reaudit else None,
             decisions=decisions_for(settings), main=settings.main_branch,
         )
@@ -200,7 +207,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
             raise
         print(f"wap: {exc}", file=sys.stderr)
         _print({"branch": args.branch, "table": exc.report.table, "action": "refused", "reason": args.reason,
-                "actor": _actor(), "merged_hash": None, "already": False, "reaudit": exc.report.to_dict(),
+                "actor": _actor(settings), "merged_hash": None, "already": False, "reaudit": exc.report.to_dict(),
                 "source": None, "recorded_at": None, "error": str(exc)}, True, "")
         return 1
     return _decided(decision, args.json)
@@ -208,7 +215,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def cmd_discard(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    decision = discard_branch(catalog_for(settings), args.branch, reason=args.reason, actor=_actor(),
+    decision = discard_branch(catalog_for(settings), args.branch, reason=args.reason, actor=_actor(settings),
                               decisions=decisions_for(settings), source_of=source_reader_for(settings))
     return _decided(decision, args.json)
 

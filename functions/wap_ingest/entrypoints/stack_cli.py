@@ -6,11 +6,14 @@ under the Lambda Runtime Interface Emulator, one per worker; alerts -> a local S
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
 
+from wap_ingest.catalog_authz import ROLES
 from wap_ingest.core.errors import ConfigError, WapError
+from wap_ingest.local.auth import auth_enabled, role_environment
 from wap_ingest.local.slack_sink import read_messages
 from wap_ingest.local.stack import (
     LABELS,
@@ -46,14 +49,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "its jar (WAP_NESSIE_JAR).",
     )
     commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env,alerts}", required=True)
-    commands.add_parser(
+    up = commands.add_parser(
         "up", help="start the lake (moto, Nessie) and the event path (queue, worker, Lambda runtime, Slack sink)"
-    ).set_defaults(func=cmd_up)
+    )
+    up.add_argument("--auth", action="store_true", help="Nessie with authentication and the catalog's roles "
+                    "(service, operator, reader), tokens from a local OIDC issuer; the stack's function uses the "
+                    "service role (also WAP_STACK_AUTH=1)")
+    up.set_defaults(func=cmd_up)
     commands.add_parser("down", help="stop everything and discard the local lake").set_defaults(func=cmd_down)
     status = commands.add_parser("status", help="show pids, URLs, health and logs (exit 1 unless healthy)")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(func=cmd_status)
-    commands.add_parser("env", help=f"print export lines for the running stack: {ENV_HINT}").set_defaults(func=cmd_env)
+    env = commands.add_parser("env", help=f"print export lines for the running stack: {ENV_HINT}")
+    env.add_argument("--role", choices=ROLES, default=None,
+                     help="with `up --auth`: the catalog role whose client credentials to print (default: service)")
+    env.set_defaults(func=cmd_env)
     alerts = commands.add_parser("alerts", help="print the alerts the local Slack sink received")
     alerts.add_argument("--json", action="store_true", help="print them as JSON")
     alerts.set_defaults(func=cmd_alerts)
@@ -67,6 +77,7 @@ def _fail(exc: WapError) -> int:
 def cmd_up(args: argparse.Namespace) -> int:
     try:
         config = StackConfig.from_env()
+        config = dataclasses.replace(config, auth=True) if args.auth else config
         ensure_not_running(config)
         print(f"Starting the local stack (logs in {config.logs_dir}) ...", flush=True)
         state = start_stack(config)
@@ -98,6 +109,10 @@ def cmd_up(args: argparse.Namespace) -> int:
                   if state.emr_pid else "jobs are recorded, not run (WAP_EMR_MODE=local runs them)")
         print(f"  {'emr':<10} application {state.emr_application_id} on moto for files over WAP_LARGE_FILE_BYTES; "
               f"{runner}")
+    if config.auth:
+        issuer = role_environment(config.state_dir)["WAP_NESSIE_TOKEN_ENDPOINT"].removesuffix("/token")
+        print(f"  {'auth':<10} Nessie requires tokens of the local OIDC issuer {issuer} and applies the catalog's "
+              f"roles ({', '.join(ROLES)}); the function uses service. Another role: wap stack env --role operator")
     total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
     print(f"Local stack up in {total:.1f} s. Logs (one per component): {config.logs_dir}")
     print("Drop a file to ingest it:  .venv/bin/python data_loader.py --no-null  (then: wap stack alerts)")
@@ -165,7 +180,12 @@ def cmd_env(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    for name, value in stack_environment(state).items():
+    if args.role is not None and not auth_enabled(config.state_dir):
+        print(f"wap: --role {args.role}: the local stack runs without authentication. Fix: wap stack down, then "
+              "wap stack up --auth", file=sys.stderr)
+        return 2
+    environment = stack_environment(state) | role_environment(config.state_dir, args.role or "service")
+    for name, value in environment.items():
         print(f"export {name}={shlex.quote(value)}")
     return 0
 

@@ -27,9 +27,10 @@ SLACK = "slack"
 LAMBDA = "lambda"
 WORKER = "worker"
 EMR = "emr"  # the local EMR Serverless runner (WAP_EMR_MODE=local)
+OIDC = "oidc"  # the local OIDC issuer of `wap stack up --auth`
 LAKE_COMPONENTS = (MOTO, NESSIE)
 TRIGGER_COMPONENTS = (SLACK, LAMBDA, WORKER, EMR)
-COMPONENTS = LAKE_COMPONENTS + TRIGGER_COMPONENTS
+COMPONENTS = LAKE_COMPONENTS + TRIGGER_COMPONENTS + (OIDC,)
 LABELS = {
     MOTO: "moto (S3, SQS)",
     NESSIE: "Nessie",
@@ -37,6 +38,7 @@ LABELS = {
     LAMBDA: "Lambda runtime (emulator + awslambdaric)",
     WORKER: "SQS worker",
     EMR: "EMR Serverless runner (spark-submit)",
+    OIDC: "OIDC issuer (local tokens for Nessie)",
 }
 
 EVENTS_QUEUE = "wap-events"

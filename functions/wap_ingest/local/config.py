@@ -56,6 +56,9 @@ class StackConfig:
     # The EMR Serverless application is always registered on moto (submissions are recorded); "local" also runs
     # each submitted job with spark-submit against the stack (WAP_EMR_MODE=local).
     emr_mode: str = "record"
+    # Nessie with authentication and the catalog's authorization rules, tokens from a local OIDC issuer
+    # (`wap stack up --auth`, or WAP_STACK_AUTH=1; see local/auth.py).
+    auth: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
@@ -76,6 +79,7 @@ class StackConfig:
             rie=_path(env, "WAP_RIE") or defaults.rie,
             workers=_count(env, "WAP_STACK_WORKERS", defaults.workers),
             emr_mode=_emr_mode(env),
+            auth=env.get("WAP_STACK_AUTH", "").strip().lower() in ("1", "true", "yes"),
         )
 
     def environment_ports(self) -> list[tuple[int, int]]:

@@ -16,7 +16,18 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
-from wap_ingest.local.components import HOST, LAMBDA, MOTO, NESSIE, SLACK, WORKER, StackError, component_of, label
+from wap_ingest.local.components import (
+    HOST,
+    LAMBDA,
+    MOTO,
+    NESSIE,
+    OIDC,
+    SLACK,
+    WORKER,
+    StackError,
+    component_of,
+    label,
+)
 
 # A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
 _MARKERS = {
@@ -25,6 +36,7 @@ _MARKERS = {
     SLACK: "wap_ingest.local.slack_sink",
     LAMBDA: "--runtime-interface-emulator-address",
     WORKER: "wap_ingest.local.worker",
+    OIDC: "wap_ingest.local.oidc",
 }
 _STOP_GRACE = 10.0
 _POLL = 0.2

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
-from wap_ingest.local import nessie, trigger
+from wap_ingest.local import auth, nessie, trigger
 from wap_ingest.local.components import (
     ACCESS_KEY,
     HOST,
@@ -256,6 +256,8 @@ def _start(config: StackConfig) -> StackState:
             config.startup_timeout,
         )
         _create_buckets(config)  # before Nessie: its readiness includes the object store
+        if config.auth:  # Nessie checks tokens of a local issuer and applies the catalog's rules
+            record["nessie_command"] = command = auth.with_auth(command, auth.start_issuer(config))
         record["moto_seconds"] = round(time.monotonic() - began, 2)
         began = time.monotonic()
         record["nessie_pid"] = nessie.launch(config, command)
@@ -269,6 +271,7 @@ def _start(config: StackConfig) -> StackState:
         write_record(config, {"complete": True, **state.to_json()})
     except BaseException:
         stop_processes(recorded_pids(record))
+        auth.stop_issuer(config)
         config.state_file.unlink(missing_ok=True)
         nessie.reset_store(config)
         raise
@@ -280,6 +283,7 @@ def stop_stack(config: StackConfig) -> bool:
     True if any process was stopped."""
     record = read_record(config)
     stopped = stop_processes(recorded_pids(record)) if record is not None else False
+    auth.stop_issuer(config)
     nessie.reset_store(config)  # the catalog goes with the object store (moto's S3 was in memory)
     config.state_file.unlink(missing_ok=True)
     return stopped

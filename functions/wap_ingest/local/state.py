@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
+from wap_ingest.local.auth import role_environment
 from wap_ingest.local.components import (
     ACCESS_KEY,
     ALERT_CHANNEL,
@@ -244,7 +245,7 @@ def stack_environment(state: StackState) -> dict[str, str]:
         env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url}
     if state.emr_application_id and state.emr_role_arn:
         env |= {"WAP_EMR_APPLICATION_ID": state.emr_application_id, "WAP_EMR_EXECUTION_ROLE_ARN": state.emr_role_arn}
-    return env
+    return env | role_environment(state.state_dir)  # with --auth: the service role's client
 
 
 # --- state file -------------------------------------------------------------------------------------

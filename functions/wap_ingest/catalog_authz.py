@@ -1,0 +1,82 @@
+"""Who may do what in the Nessie catalog: three roles, and the Nessie authorization rules (CEL) that enforce them.
+
+Used by the deployed Nessie service (infra/provision/nessie.py renders `nessie_environment()` into the
+container's environment) and by the local stack (`wap stack up --auth` passes `nessie_properties()`).
+
+Roles come from the access token's `scope` claim: Quarkus OIDC maps each scope to a role of the request's
+security identity (`quarkus.oidc.roles.role-claim-path=scope`, split on spaces), and Nessie 0.99 hands those
+roles to the rules as the list `roles` (`role` is the principal's name, i.e. the token's subject). A Cognito
+resource server `nessie` with the scopes `service`, `operator` and `reader` gives the scopes `nessie/service`, ...
+
+- service (the function and the EMR job): read everything; create, commit to and delete `wap-*` branches;
+  merge into `main`.
+- operator: read everything; merge `wap-*` branches into `main`; delete `wap-*` branches.
+- reader: read `main` only.
+Nobody may reassign (ASSIGN_REFERENCE_TO_HASH) or delete `main`, or create, reassign or delete any branch or
+tag other than `wap-*` ones: no rule grants it.
+
+Limit (Nessie 0.99, checked in its TreeApiImpl): a merge into `main` is authorized with exactly the checks of
+a direct commit to `main` (COMMIT_CHANGE_AGAINST_REFERENCE on `main`, then CREATE_ENTITY/UPDATE_ENTITY/
+DELETE_ENTITY per changed key on `main`), and the rule inputs (ref, path, role, roles, op) do not say which
+it is. So a role that may merge may also commit to `main` directly. The closest safe rule: the roles that
+merge get only what a WAP merge needs on `main` (commit, create and update entities), never DELETE_ENTITY
+(no table or namespace can be dropped from `main`), never assign or delete `main`; readers get nothing there.
+"""
+
+from __future__ import annotations
+
+SERVICE = "service"
+OPERATOR = "operator"
+READER = "reader"
+ROLES = (SERVICE, OPERATOR, READER)
+RESOURCE_SERVER = "nessie"  # the Cognito resource server identifier: scopes are nessie/<role>
+MAIN = "main"
+WAP_PREFIX = "wap-"
+
+READ_OPS = ("VIEW_REFERENCE", "READ_ENTRIES", "LIST_COMMIT_LOG", "READ_CONTENT_KEY", "READ_ENTITY_VALUE")
+# What a merge of a WAP branch needs on `main` (and therefore, see the module's note, a direct commit too).
+MERGE_OPS = ("COMMIT_CHANGE_AGAINST_REFERENCE", "CREATE_ENTITY", "UPDATE_ENTITY")
+WAP_BRANCH_OPS = ("CREATE_REFERENCE", "COMMIT_CHANGE_AGAINST_REFERENCE", "CREATE_ENTITY", "UPDATE_ENTITY",
+                  "DELETE_ENTITY", "DELETE_REFERENCE")
+
+
+def scope_for(role: str) -> str:
+    """The OAuth2 scope (and so the Nessie role) of `role`: `nessie/service`, ..."""
+    if role not in ROLES:
+        raise ValueError(f"unknown catalog role {role!r}: use one of {', '.join(ROLES)}")
+    return f"{RESOURCE_SERVER}/{role}"
+
+
+def _has(*roles: str) -> str:
+    return "(" + " || ".join(f"'{scope_for(role)}' in roles" for role in roles) + ")"
+
+
+def _ops(ops: tuple[str, ...]) -> str:
+    return "op in [" + ", ".join(f"'{op}'" for op in ops) + "]"
+
+
+# Rule ids are lower-case letters only: as environment variables (NESSIE_SERVER_AUTHORIZATION_RULES_<ID>) they
+# map back to the same key. Only `op`, `ref` and `roles` appear: they are bound for every kind of check (a rule
+# naming `contentType` fails on repository-config checks, where it is unbound). A request is allowed when any
+# rule is true.
+RULES: dict[str, str] = {
+    "readall": f"{_has(SERVICE, OPERATOR)} && {_ops(READ_OPS)}",
+    "readmain": f"{_has(READER)} && ref == '{MAIN}' && {_ops(READ_OPS)}",
+    "readconfig": f"{_has(*ROLES)} && op == 'READ_REPOSITORY_CONFIG'",
+    "servicewap": f"{_has(SERVICE)} && ref.startsWith('{WAP_PREFIX}') && {_ops(WAP_BRANCH_OPS)}",
+    "operatorwap": f"{_has(OPERATOR)} && ref.startsWith('{WAP_PREFIX}') && op == 'DELETE_REFERENCE'",
+    "mergemain": f"{_has(SERVICE, OPERATOR)} && ref == '{MAIN}' && {_ops(MERGE_OPS)}",
+}
+
+
+def nessie_properties() -> dict[str, str]:
+    """The Nessie server properties that turn the rules on (authentication must be on as well)."""
+    return {
+        "nessie.server.authorization.enabled": "true",
+        "quarkus.oidc.roles.role-claim-path": "scope",
+    } | {f"nessie.server.authorization.rules.{rule_id}": rule for rule_id, rule in RULES.items()}
+
+
+def nessie_environment() -> dict[str, str]:
+    """`nessie_properties()` as the container's environment variables (Quarkus's mapping: upper case, `_`)."""
+    return {name.upper().replace(".", "_").replace("-", "_"): value for name, value in nessie_properties().items()}

@@ -1,0 +1,181 @@
+"""`wap stack up --auth`: the local stack's Nessie checks tokens of the stack's OIDC issuer and applies the
+catalog's roles; `wap stack env --role R` gives a shell R's client; the stack's own function uses `service`.
+
+What each test tries: the service role, through the project's settings and NessieBranches adapter, branches,
+commits, merges into `main` and deletes its branch; a reader's environment cannot branch or commit; an
+operator's can merge a `wap-*` branch but not reassign `main`; `--role` on a stack without auth is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import secrets
+import shlex
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.conftest import AUDITS
+from wap_ingest.adapters.oauth2 import BearerAuth
+from wap_ingest.bootstrap import catalog_for, nessie_tokens_for
+from wap_ingest.config import Settings
+from wap_ingest.core.errors import WapError
+from wap_ingest.core.models import Branch
+from wap_ingest.entrypoints import stack_cli
+from wap_ingest.local.auth import auth_file
+from wap_ingest.local.stack import StackConfig, StackState, free_port_block, free_ports, start_stack, stop_stack
+
+pytestmark = [pytest.mark.stack]
+
+
+def wap(*argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="wap")
+    stack_cli.register(parser.add_subparsers(required=True))
+    args = parser.parse_args(list(argv))
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = args.func(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def auth_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StackConfig, StackState]]:
+    moto, nessie, management, slack = free_ports(4)
+    function = free_port_block(2, avoid=(moto, nessie, management, slack))
+    config = StackConfig(state_dir=tmp_path_factory.mktemp("auth-stack"), moto_port=moto, nessie_port=nessie,
+                         nessie_management_port=management, slack_port=slack, lambda_port=function,
+                         runtime_port=function + 1, auth=True)
+    patch = pytest.MonkeyPatch()
+    patch.setenv("WAP_AUDITS_FILE", str(AUDITS))
+    patch.setenv("WAP_STACK_DIR", str(config.state_dir))  # for `wap stack env`
+    for name, value in (("WAP_STACK_MOTO_PORT", moto), ("WAP_STACK_NESSIE_PORT", nessie),
+                        ("WAP_STACK_NESSIE_MGMT_PORT", management), ("WAP_STACK_SLACK_PORT", slack),
+                        ("WAP_STACK_LAMBDA_PORT", function), ("WAP_STACK_RUNTIME_PORT", function + 1)):
+        patch.setenv(name, str(value))
+    try:
+        state = start_stack(config)
+        try:
+            yield config, state
+        finally:
+            stop_stack(config)
+    finally:
+        patch.undo()
+
+
+def role_env(role: str, monkeypatch: pytest.MonkeyPatch, work: Path) -> dict[str, str]:
+    """`eval "$(wap stack env --role <role>)"` in this process."""
+    code, out, err = wap("stack", "env", "--role", role)
+    assert code == 0, err
+    env = {}
+    for line in out.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        env[name] = shlex.split(value)[0] if value else ""
+    env |= {"WAP_AUDITS_FILE": str(AUDITS), "WAP_WORK_DIR": str(work)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
+def test_env_gives_each_role_its_own_client(auth_stack: tuple[StackConfig, StackState],
+                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config, _ = auth_stack
+    ids = {role: role_env(role, monkeypatch, tmp_path)["WAP_NESSIE_CLIENT_ID"]
+           for role in ("service", "operator", "reader")}
+    assert ids == {"service": "wap-service", "operator": "wap-operator", "reader": "wap-reader"}
+    code, out, _ = wap("stack", "env")
+    assert code == 0 and "WAP_NESSIE_CLIENT_ID=wap-service" in out  # the default: the service's own role
+    assert "WAP_NESSIE_CLIENT_SECRET=" not in out  # the secret stays in (moto's) SSM
+    assert auth_file(config.state_dir).stat().st_mode & 0o077 == 0
+
+
+def test_service_role_branches_commits_merges_and_deletes(auth_stack: tuple[StackConfig, StackState],
+                                                           monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    catalog = catalog_for(Settings.from_env(role_env("service", monkeypatch, tmp_path)))
+    main = catalog.ensure_namespace("main", "wap")
+    branch = catalog.create_branch(f"wap-stack-auth-{secrets.token_hex(4)}", main)
+    head = catalog.ensure_namespace(branch.name, f"ns{secrets.token_hex(3)}")
+    merged = catalog.merge(Branch(branch.name, head), "main", main, "wap: publish", {"wap.test": "stack-auth"})
+    assert merged != main
+    catalog.delete_branch(Branch(branch.name, head))
+    assert catalog.find_branch(branch.name) is None
+
+
+def test_reader_role_cannot_branch_or_commit(auth_stack: tuple[StackConfig, StackState],
+                                             monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    catalog = catalog_for(Settings.from_env(role_env("reader", monkeypatch, tmp_path)))
+    main = catalog.reference_hash("main")
+    with pytest.raises(WapError, match="403"):
+        catalog.create_branch(f"wap-reader-{secrets.token_hex(4)}", main)
+    with pytest.raises(WapError, match="403"):
+        catalog.ensure_namespace("main", f"reader{secrets.token_hex(3)}")
+
+
+def test_operator_role_merges_but_cannot_reassign_main(auth_stack: tuple[StackConfig, StackState],
+                                                       monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    service = catalog_for(Settings.from_env(role_env("service", monkeypatch, tmp_path)))
+    main = service.ensure_namespace("main", "wap")
+    branch = service.create_branch(f"wap-op-{secrets.token_hex(4)}", main)
+    head = service.ensure_namespace(branch.name, f"op{secrets.token_hex(3)}")
+    settings = Settings.from_env(role_env("operator", monkeypatch, tmp_path))
+    operator = catalog_for(settings)
+    with pytest.raises(WapError, match="403"):
+        operator.create_branch(f"wap-op2-{secrets.token_hex(4)}", main)
+    tokens = nessie_tokens_for(settings)
+    assert tokens is not None
+    answer = requests.put(f"{settings.nessie_endpoint}/api/v2/trees/main@{main}", auth=BearerAuth(tokens),
+                          json={"type": "BRANCH", "name": branch.name, "hash": head}, timeout=10)
+    assert answer.status_code == 403, answer.text
+    assert operator.merge(Branch(branch.name, head), "main", main, "wap: approved", {}) != main
+
+
+def test_role_needs_a_stack_with_auth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WAP_STACK_DIR", str(tmp_path))
+    code, _, err = wap("stack", "env", "--role", "reader")
+    assert code != 0 and "wap stack" in err
+
+
+def test_decision_log_records_the_token_subject(auth_stack: tuple[StackConfig, StackState],
+                                                monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The ops commands record who the issuer says the caller is (the access token's `sub`), not WAP_ACTOR."""
+    from wap_ingest.entrypoints.ops_cli import _actor
+
+    monkeypatch.setenv("WAP_ACTOR", "somebody-else")
+    assert _actor(Settings.from_env(role_env("operator", monkeypatch, tmp_path))) == "wap-operator"
+    unauthenticated = {k: v for k, v in role_env("reader", monkeypatch, tmp_path).items()
+                       if not k.startswith("WAP_NESSIE_")}
+    for name in ("WAP_NESSIE_TOKEN_ENDPOINT", "WAP_NESSIE_CLIENT_ID", "WAP_NESSIE_CLIENT_SECRET_PARAMETER",
+                 "WAP_NESSIE_SCOPE"):
+        monkeypatch.delenv(name)
+    assert _actor(Settings.from_env(unauthenticated)) == "somebody-else (unverified: no Nessie client configured)"
+
+
+@pytest.mark.spark
+def test_the_stacks_function_ingests_a_file_as_the_service(auth_stack: tuple[StackConfig, StackState],
+                                                            monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A file dropped in the source bucket goes through the event path (worker -> function, with the service
+    role's client) to `main`, where a reader sees the new table."""
+    import time
+
+    import boto3
+
+    from tests.conftest import parquet_bytes
+
+    _, state = auth_stack
+    env = role_env("reader", monkeypatch, tmp_path)
+    table = f"t_{secrets.token_hex(5)}"
+    s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"])
+    s3.put_object(Bucket=state.source_bucket, Key=f"{table}/a.parquet", Body=parquet_bytes(12))
+    settings = Settings.from_env(env)
+    tokens = nessie_tokens_for(settings)
+    assert tokens is not None
+    deadline, names = time.monotonic() + 240, set()
+    while time.monotonic() < deadline and f"wap.{table}" not in names:
+        time.sleep(2)
+        entries = requests.get(f"{settings.nessie_endpoint}/api/v2/trees/main/entries", auth=BearerAuth(tokens),
+                               timeout=10).json()["entries"]
+        names = {".".join(e["name"]["elements"]) for e in entries}
+    assert f"wap.{table}" in names, f"not published to main within 240 s; logs: {state.state_dir / 'logs'}"
