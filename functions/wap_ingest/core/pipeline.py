@@ -186,6 +186,11 @@ class _Run:
         for index, item in group:
             self.settled.setdefault(index, error(item))
 
+    def fail_all(self, group: list[tuple[int, Routed]], error: WapError) -> None:
+        """The group's files not settled yet fail with `error` (their messages are retried); the others keep theirs."""
+        for index, _ in group:
+            self.settled.setdefault(index, error)
+
     def group(self, target: TableRef, group: list[tuple[int, Routed]]) -> None:
         """The retry loop: a conflict restarts the group from main (never a forced merge); any other failure
         fails the group's unsettled files, and only them."""
@@ -198,7 +203,7 @@ class _Run:
                 break
             except RETRY_FROM_MAIN as exc:
                 if attempt == self.config.merge_attempts:
-                    self.settle_all(pending, lambda _r, e=exc: e)  # type: ignore[misc]
+                    self.fail_all(pending, exc)
                     return
                 delay = retry_delay(attempt, self.config)
                 log.info("%s: conflict (attempt %d), retrying from main in %.2fs: %s", target, attempt, delay, exc)
@@ -206,10 +211,10 @@ class _Run:
                 pending = [(i, r) for i, r in pending if i not in self.settled]
             except WapError as exc:
                 log.warning("%s: %d file(s) failed: %s", target, len(pending), exc)
-                self.settle_all(pending, lambda _r, e=exc: e)  # type: ignore[misc]
+                self.fail_all(pending, exc)
                 return
             except Exception as exc:
-                self.settle_all(pending, lambda _r, e=exc: _unexpected(f"ingesting into {target}", e))  # type: ignore[misc]
+                self.fail_all(pending, _unexpected(f"ingesting into {target}", exc))
                 return
         for index, item in group:
             found = self.settled.get(index)
