@@ -53,6 +53,9 @@ class StackConfig:
     max_receives: int = 3  # the events queue's maxReceiveCount before the dead-letter queue
     rie: Path = field(default_factory=default_rie)
     workers: int = 1  # Lambda execution environments: pairs of (runtime under the emulator, SQS worker)
+    # How long a received message stays invisible (the worker's receive, like the queue's timeout in AWS): what a
+    # crashed invocation's messages wait before they come back.
+    visibility_seconds: int = 900
     # The EMR Serverless application is always registered on moto (submissions are recorded); "local" also runs
     # each submitted job with spark-submit against the stack (WAP_EMR_MODE=local).
     emr_mode: str = "record"

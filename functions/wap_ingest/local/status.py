@@ -12,6 +12,7 @@ import requests
 from wap_ingest.local.components import HOST, MOTO, NESSIE, SLACK, label
 from wap_ingest.local.config import StackConfig
 from wap_ingest.local.processes import port_open, process_alive
+from wap_ingest.local.runtime import RESTARTS, restart_summary
 from wap_ingest.local.state import invoke_url, read_record, recorded_pids
 
 
@@ -148,6 +149,9 @@ def stack_status(config: StackConfig) -> StackStatus:
         pid = pids.get(name)
         alive = pid is not None and process_alive(name, pid)
         healthy, health = check() if alive else (False, "not running" if pid else "never started")
+        restarted = restart_summary(name, record.get(RESTARTS) or {})  # a crashed execution environment, replaced
+        if restarted:
+            health = f"{health}; {restarted}"
         log = Path(str(record.get(f"{name}_log", config.logs_dir / f"{name}.log")))
         components.append(ComponentStatus(label(name), pid, alive, url, health_url, healthy, health, log, name))
     complete = bool(record.get("complete"))

@@ -117,9 +117,12 @@ def function_environment(config: StackConfig, stack_env: Mapping[str, str], name
     }
 
 
-def worker_command(config: StackConfig, queue_url: str, invoke_url: str) -> list[str]:
-    return [sys.executable, "-m", "wap_ingest.local.worker", "--queue-url", queue_url, "--invoke-url", invoke_url,
-            "--invoke-timeout", str(FUNCTION_TIMEOUT + 60)]
+def worker_command(config: StackConfig, queue_url: str, invoke: int, runtime: int, environment: str) -> list[str]:
+    """The worker of one execution environment, which it supervises (a crashed one is replaced, as Lambda does)."""
+    return [sys.executable, "-m", "wap_ingest.local.worker", "--queue-url", queue_url, "--invoke-url",
+            invoke_url(invoke), "--invoke-timeout", str(FUNCTION_TIMEOUT + 60), "--visibility",
+            str(config.visibility_seconds), "--environment", environment, "--state-dir", str(config.state_dir),
+            "--invoke-port", str(invoke), "--runtime-port", str(runtime)]
 
 
 def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
@@ -148,9 +151,9 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
         name = process_name(LAMBDA, n)
         wait_ready(name, record[f"{name}_pid"], config.log_for(name), partial(_listening, invoke),
                    config.startup_timeout)
-    for n, (invoke, _) in ports.items():
+    for n, (invoke, runtime) in ports.items():
         name = process_name(WORKER, n)
-        command = worker_command(config, queue_url, invoke_url(invoke))
+        command = worker_command(config, queue_url, invoke, runtime, process_name(LAMBDA, n))
         record[f"{name}_pid"] = spawn(name, command, config.log_for(name), envs[n])
         write_record(config, record)
     if config.emr_mode == "local":

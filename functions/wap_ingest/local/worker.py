@@ -3,12 +3,16 @@
 Polls the queue that S3 notifies, hands each batch to the function exactly as Lambda would (an SQS
 event, through the Runtime Interface Emulator's invoke API, so the handler runs under awslambdaric with
 real warm starts), deletes the messages that succeeded and leaves the `batchItemFailures` for
-redelivery. After the queue's maxReceiveCount, SQS moves a message to the dead-letter queue.
+redelivery, as AWS does: the function delays each failed message's next attempt itself (WAP_RETRY_*), so
+retries behave the same here and in AWS. After the queue's maxReceiveCount, SQS moves a message to the
+dead-letter queue.
 
-One difference from AWS, for fast local feedback: a failed message becomes visible again after
-`--retry-seconds` instead of the whole visibility timeout.
+With `--environment`, the worker supervises its execution environment as Lambda does (local/runtime.py): when
+the runtime or the emulator dies, the environment is replaced by a fresh one (a cold start) and the crashed
+batch's messages come back after their visibility timeout.
 
     python -m wap_ingest.local.worker --queue-url URL --invoke-url URL [--batch-size 100] [--batching-window 0.25]
+        [--environment lambda --state-dir DIR --invoke-port P --runtime-port P]
 """
 
 from __future__ import annotations
@@ -16,14 +20,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import boto3
 import requests
+
+from wap_ingest.local.config import StackConfig
+from wap_ingest.local.runtime import Supervisor
 
 
 class _Control:
@@ -74,8 +83,10 @@ def failed_ids(response: Mapping[str, Any], messages: list[Mapping[str, Any]]) -
 
 
 def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[str, Any]], queue_arn: str, region: str,
-            retry_seconds: int, invoke_timeout: float) -> None:
-    """Invoke the function with one batch; delete what succeeded, make what failed visible again soon."""
+            invoke_timeout: float, supervisor: Supervisor | None = None) -> None:
+    """Invoke the function with one batch and delete what succeeded, as the event source mapping does. What failed is
+    left alone: the function set each failed message's retry back-off itself; a crashed invocation's messages come
+    back after their visibility timeout. A crashed execution environment is replaced by a fresh one."""
     started = time.monotonic()
     try:
         reply = requests.post(invoke_url, json=sqs_event_for(received, queue_arn, region), timeout=invoke_timeout)
@@ -92,19 +103,19 @@ def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[st
             QueueUrl=queue_url,
             Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
         )
-    for message in received:
-        if message["MessageId"] in failed:
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=retry_seconds
-            )
+    crash = supervisor.crash_in(response) if supervisor is not None and failed else None
     log("batch", messages=len(received), succeeded=len(done), failed=len(failed),
-        seconds=round(time.monotonic() - started, 3), error=response.get("errorMessage"),
+        seconds=round(time.monotonic() - started, 3), error=response.get("errorMessage"), crash=crash,
         objects=[{k: o.get(k) for k in ("object", "status", "table", "branch", "rows")}
                  for o in response.get("objects", [])])
+    if crash is not None and supervisor is not None:
+        restarted = supervisor.restart(crash)
+        log("environment_restarted" if restarted else "environment_failed", environment=supervisor.name,
+            crash=crash, pid=supervisor.pid)
 
 
-def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility: int, retry_seconds: int,
-        invoke_timeout: float, window: float = 0.25) -> None:
+def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility: int, invoke_timeout: float,
+        window: float = 0.25, supervisor: Supervisor | None = None) -> None:
     sqs = boto3.client("sqs")
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     region = sqs.meta.region_name
@@ -119,7 +130,9 @@ def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility:
         if received:
             _Control.busy = True
             try:
-                _handle(sqs, queue_url, invoke_url, received, queue_arn, region, retry_seconds, invoke_timeout)
+                if supervisor is not None and not supervisor.alive():  # died between invocations: a fresh one first
+                    supervisor.restart(supervisor.gone())
+                _handle(sqs, queue_url, invoke_url, received, queue_arn, region, invoke_timeout, supervisor)
             finally:
                 _Control.busy = False
 
@@ -157,14 +170,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to fill a batch after its first message (serverless.yml: maximumBatchingWindow)")
     parser.add_argument("--wait", type=int, default=1, help="long-poll seconds")
     parser.add_argument("--visibility", type=int, default=900, help="visibility timeout while a batch runs")
-    parser.add_argument("--retry-seconds", type=int, default=2, help="delay before a failed message is retried")
     parser.add_argument("--invoke-timeout", type=float, default=960.0)
+    parser.add_argument("--environment", help="the execution environment this worker supervises (lambda, lambda-2...)")
+    parser.add_argument("--state-dir", type=Path, help="the stack's state folder (with --environment)")
+    parser.add_argument("--invoke-port", type=int, help="the emulator's invoke port (with --environment)")
+    parser.add_argument("--runtime-port", type=int, help="the emulator's runtime API port (with --environment)")
     args = parser.parse_args(argv)
+    supervisor = None
+    if args.environment:
+        from wap_ingest.local.trigger import lambda_command
+
+        config = StackConfig(state_dir=args.state_dir)
+        supervisor = Supervisor(config, args.environment, args.invoke_port, args.runtime_port,
+                                lambda_command(config, args.invoke_port, args.runtime_port), dict(os.environ))
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     with contextlib.suppress(_Stopped):  # stopped while waiting on SQS
-        run(args.queue_url, args.invoke_url, args.batch_size, args.wait, args.visibility, args.retry_seconds,
-            args.invoke_timeout, args.batching_window)
+        run(args.queue_url, args.invoke_url, args.batch_size, args.wait, args.visibility, args.invoke_timeout,
+            args.batching_window, supervisor)
     log("stopped")
     return 0
 
