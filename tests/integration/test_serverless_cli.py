@@ -68,7 +68,7 @@ def test_serverless_print_succeeds(serverless_cli: Path, tmp_path: Path) -> None
     env = printed["provider"]["environment"]
     assert env["LAKE_BUCKET"] == "lake-bucket"
     assert (env["WAP_NESSIE_TOKEN_ENDPOINT"], env["WAP_NESSIE_CLIENT_ID"], env["WAP_NESSIE_SCOPE"]) == (
-        TOKEN_ENDPOINT, "client-id-1", "nessie/catalog"
+        TOKEN_ENDPOINT, "client-id-1", "nessie/service"
     )
     assert env["WAP_NESSIE_CLIENT_SECRET_PARAMETER"] == "/wap/nessie-client-secret"
 
