@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from tests.conftest import Lake, parquet_bytes
-from wap_ingest.core.alerts import Alert, alert_for_outcome
+from wap_ingest.core.alerts import Alert, alert_for_outcome, plain_text
 from wap_ingest.core.audits import AuditSuite, AuditSuites, RowCount
 from wap_ingest.core.models import OutcomeStatus
 from wap_ingest.entrypoints import ops_cli
@@ -177,7 +177,7 @@ def test_the_alert_commands_work_when_pasted(lake: Lake, table_name: str, capsys
     outcome = lake.service.ingest(lake.put(f"{table_name}/bad.parquet", parquet_bytes(9, nulls=1)))
     alert = alert_for_outcome(outcome)
     assert alert is not None
-    commands = dict(alert.commands)
+    commands = {label: plain_text(command) for label, command in alert.commands}  # as Slack shows them
     inspect = shlex.split(commands["Inspect"].split("#")[0])
     assert inspect[0] == "wap"
     code, out, _ = wap(capsys, *inspect[1:])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Iterator
@@ -97,3 +98,25 @@ def test_token_from_ssm_secure_string(stack_env: dict[str, str]) -> None:
     with pytest.raises(ConfigError, match="WAP_SLACK_TOKEN_PARAMETER='/wap/missing'") as info:
         token_from_parameter("/wap/missing", ssm=ssm)
     assert TOKEN not in str(info.value)
+
+
+def test_escaped_text_reaches_slack(sink: tuple[str, Path]) -> None:
+    """Through the real WebClient: keys and values with mrkdwn control characters arrive as inert text."""
+    url, record = sink
+    report = AuditReport("wap.orders", 2, (
+        CheckResult("not_null", "id`x", CheckStatus.FAILED, "1 null", "0 nulls",
+                    samples=({"email": "<!channel> & <@U123>", "note": "a`b"},)),
+    ))
+    outcome = IngestOutcome(SourceObject("source", "in/x&y<z>`<!here>.csv"), OutcomeStatus.REJECTED,
+                            table="wap.orders", branch="wap-wap-orders-0123456789abcdef-a1b2c3d4", rows=2,
+                            report=report)
+    alert = alert_for_outcome(outcome)
+    assert alert is not None
+    assert SlackNotifier(slack_client_for(TOKEN, url, 5), "#data-alerts").notify(alert) is True
+    [message] = read_messages(record)
+    received = [message["text"], *(json.dumps(block) for block in message["blocks"])]
+    for text in received:
+        assert "<!channel>" not in text and "<!here>" not in text and "<@U123>" not in text
+        assert "x&y" not in text and "<z>" not in text and "a`b" not in text and "id`x" not in text
+    assert "s3://source/in/x&amp;y&lt;z&gt;\u02cb&lt;!here&gt;.csv" in message["text"]
+    assert "email=&lt;!channel&gt; &amp; &lt;@U123&gt;" in message["text"]

@@ -164,5 +164,5 @@ def test_warn_publishes_with_an_alert_and_error_rejects_with_a_stored_report() -
     assert lake.reports.saved[rejected.branch]["report"] == rejected.report.to_dict()
     assert f"Report: memory://{rejected.branch}.json." in rejected.message
     alert = alert_for_outcome(rejected)
-    assert alert is not None and "FAILED row_count(rows): measured 60 rows, expected <= 50" in alert.text
+    assert alert is not None and "FAILED row_count(rows): measured 60 rows, expected &lt;= 50" in alert.text
     assert "1 other check(s) passed" in alert.text

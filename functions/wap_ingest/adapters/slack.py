@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from wap_ingest.adapters.secrets import secret_from_parameter
-from wap_ingest.core.alerts import Alert
+from wap_ingest.core.alerts import Alert, plain_text
 from wap_ingest.core.ports import Notifier
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ def token_from_parameter(name: str, *, ssm: Any = None, secrets: Any = None, tim
 
 
 def blocks_for(alert: Alert) -> list[dict[str, Any]]:
+    """The alert's values are already escaped for mrkdwn by the core (core/alerts.py `mrkdwn_escape`)."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": alert.title[:150], "emoji": True}},
         {"type": "section", "text": {"type": "mrkdwn", "text": alert.summary[:_TEXT_LIMIT]}},
@@ -51,7 +52,8 @@ def blocks_for(alert: Alert) -> list[dict[str, Any]]:
         body = "\n".join(alert.details)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"```{body[:_TEXT_LIMIT]}```"}})
     if alert.commands:
-        body = "\n".join(f"*{label}:* `{command}`" for label, command in alert.commands)
+        # a code block, not an inline span: the SQL command holds its own backticks (`name@branch`)
+        body = "\n".join(f"*{label}:*\n```{command}```" for label, command in alert.commands)
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body[:_TEXT_LIMIT]}})
     return blocks
 
@@ -78,5 +80,5 @@ class LogNotifier(Notifier):
     """No Slack token configured: the alert goes to the log, in full."""
 
     def notify(self, alert: Alert) -> bool:
-        log.warning("ALERT (no Slack configured) %s", alert.text)
+        log.warning("ALERT (no Slack configured) %s", plain_text(alert.text))
         return True

@@ -1,5 +1,13 @@
 """What an alert says, decided in the core; how it is delivered (Slack blocks, a log line) is the
 notifier adapter's job. Alerts never contain secrets: only object URIs, table and branch names, counts.
+
+Every alert is Slack mrkdwn (the Slack text, its blocks and their fallback): each value that comes from outside the
+alert's own wording (an object key or bucket, a table, a branch, an error message, a check's name, target, measured and
+expected values, a sample's columns and values, an alarm's reason, an actor) goes through `mrkdwn_escape`: `&`, `<`
+and `>` become `&amp;`, `&lt;`, `&gt;` (Slack's rule: https://api.slack.com/reference/surfaces/formatting#escaping),
+so `<!channel>`, `<@U123>` or `<https://x|click>` in a key arrive as inert text, and a backtick becomes U+02CB MODIFIER
+LETTER GRAVE ACCENT, which looks alike but cannot open or close a code span or block. The alert's own structure
+(its code spans, `:emoji:`) is left as it is. `plain_text` undoes the entities for a log line (not the backticks).
 """
 
 from __future__ import annotations
@@ -15,6 +23,24 @@ MAX_FAILED_CHECKS = 10
 MAX_LISTED_BRANCHES = 20
 MAX_SAMPLES_SHOWN = 2  # sample rows per check in the alert (the stored report keeps up to 5)
 MAX_SAMPLE_CHARS = 160
+GRAVE_STAND_IN = "\u02cb"  # MODIFIER LETTER GRAVE ACCENT: a backtick look-alike that Slack does not parse
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _escape_entities(text: str) -> str:
+    """Slack's control characters only: for the alert's own text that holds values (commands with placeholders)."""
+    return "".join(_ENTITIES.get(char, char) for char in text)
+
+
+def mrkdwn_escape(value: object) -> str:
+    """A value, safe anywhere in Slack mrkdwn: entities for `&`, `<`, `>`; a look-alike for the backtick."""
+    return _escape_entities(str(value)).replace("`", GRAVE_STAND_IN)
+
+
+def plain_text(text: str) -> str:
+    """An alert's text for a log line: Slack's entities back to `&`, `<`, `>` (the backtick stand-in stays)."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 class AlertKind(enum.StrEnum):
@@ -55,18 +81,26 @@ def branch_commands(branch: str, table: str) -> tuple[tuple[str, str], ...]:
     )
 
 
+def _slack_commands(branch: str, table: str) -> tuple[tuple[str, str], ...]:
+    """`branch_commands` for Slack: the names lose any backtick (Nessie's names have none), the placeholders'
+    `<` `>` become entities; the SQL's own backticks stay (the Slack adapter shows each command in a code block)."""
+    safe_branch, safe_table = (name.replace("`", GRAVE_STAND_IN) for name in (branch, table))
+    return tuple((label, _escape_entities(command)) for label, command in branch_commands(safe_branch, safe_table))
+
+
 def _correlation(correlation_id: str | None) -> tuple[tuple[str, str], ...]:
     """The field that finds the object's log lines (CloudWatch Logs Insights: filter correlation_id = ...)."""
-    return (("Correlation id", correlation_id),) if correlation_id else ()
+    return (("Correlation id", mrkdwn_escape(correlation_id)),) if correlation_id else ()
 
 
 def _compact(check: CheckResult) -> str:
     """One line per check: status, check(target), measured vs expected, and a sample or two."""
-    line = (f"{check.status.value.upper()} {check.check}({check.target}): measured {check.measured}, "
-            f"expected {check.expected}")
+    e = mrkdwn_escape
+    line = (f"{check.status.value.upper()} {e(check.check)}({e(check.target)}): measured {e(check.measured)}, "
+            f"expected {e(check.expected)}")
     if check.samples:
-        shown = "; ".join(
-            ", ".join(f"{k}={v}" for k, v in sample.items())[:MAX_SAMPLE_CHARS]
+        shown = "; ".join(  # cut the raw text, then escape: a cut never splits an entity
+            e(", ".join(f"{k}={v}" for k, v in sample.items())[:MAX_SAMPLE_CHARS])
             for sample in check.samples[:MAX_SAMPLES_SHOWN]
         )
         more = len(check.samples) - MAX_SAMPLES_SHOWN
@@ -89,37 +123,39 @@ def report_lines(report: AuditReport) -> tuple[str, ...]:
 def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None) -> Alert | None:
     """The alert an outcome deserves, or None (a clean publish is not news)."""
     if outcome.status is OutcomeStatus.REJECTED and outcome.report is not None and outcome.branch:
-        table = outcome.table or "?"
+        table = mrkdwn_escape(outcome.table or "?")
         failures = outcome.report.failures
         return Alert(
             kind=AlertKind.REJECTED,
             title=f":warning: WAP audit failed for {table}",
             summary=f"{outcome.rows} new rows were NOT published; main is unchanged. The rows wait on the branch.",
-            fields=(("Table", table), ("Object", outcome.source.uri), ("Branch", outcome.branch),
-                    ("Rows", str(outcome.rows)), ("Failed checks", str(len(failures))), *_correlation(correlation_id)),
+            fields=(("Table", table), ("Object", mrkdwn_escape(outcome.source.uri)),
+                    ("Branch", mrkdwn_escape(outcome.branch)), ("Rows", str(outcome.rows)),
+                    ("Failed checks", str(len(failures))), *_correlation(correlation_id)),
             details=report_lines(outcome.report),
-            commands=branch_commands(outcome.branch, table),
+            commands=_slack_commands(outcome.branch, outcome.table or "?"),
         )
     if outcome.status is OutcomeStatus.PUBLISHED and outcome.report is not None and outcome.report.warnings:
-        table = outcome.table or "?"
+        table = mrkdwn_escape(outcome.table or "?")
         return Alert(
             kind=AlertKind.WARNED,
             title=f":large_yellow_circle: WAP published {table} with warnings",
             summary=f"{outcome.rows} new rows were published to main; checks of severity `warn` failed. "
             "Look at the source if this is not expected.",
-            fields=(("Table", table), ("Object", outcome.source.uri), ("Rows", str(outcome.rows)),
+            fields=(("Table", table), ("Object", mrkdwn_escape(outcome.source.uri)), ("Rows", str(outcome.rows)),
                     ("Warnings", str(len(outcome.report.warnings))), *_correlation(correlation_id)),
             details=report_lines(outcome.report),
         )
     if outcome.status is OutcomeStatus.INVALID:
-        details: tuple[str, ...] = (outcome.message,)
+        details: tuple[str, ...] = (mrkdwn_escape(outcome.message),)
         if outcome.report is not None:
             details += report_lines(outcome.report)
         return Alert(
             kind=AlertKind.INVALID,
-            title=f":no_entry: WAP could not ingest {outcome.source.uri}",
+            title=f":no_entry: WAP could not ingest {mrkdwn_escape(outcome.source.uri)}",
             summary="The file cannot be ingested as it is; nothing was written to the lake.",
-            fields=(("Table", outcome.table or "(none: the key did not name one)"), ("Object", outcome.source.uri),
+            fields=(("Table", mrkdwn_escape(outcome.table or "(none: the key did not name one)")),
+                    ("Object", mrkdwn_escape(outcome.source.uri)),
                     *_correlation(correlation_id)),
             details=details,
         )
@@ -136,10 +172,11 @@ def alert_for_failure(
         fate = "The event will be retried automatically."
     return Alert(
         kind=AlertKind.INFRASTRUCTURE,
-        title=f":rotating_light: WAP infrastructure failure on {source.uri}",
+        title=f":rotating_light: WAP infrastructure failure on {mrkdwn_escape(source.uri)}",
         summary=f"This is not a data problem: a component of the service failed. main is untouched. {fate}",
-        fields=(("Object", source.uri), ("Attempt", str(attempt) if attempt else "-"), *_correlation(correlation_id)),
-        details=(error,),
+        fields=(("Object", mrkdwn_escape(source.uri)), ("Attempt", str(attempt) if attempt else "-"),
+                *_correlation(correlation_id)),
+        details=(mrkdwn_escape(error),),
     )
 
 
@@ -148,9 +185,9 @@ def alert_for_unreadable_event(message_id: str, error: str, *, final: bool) -> A
     return Alert(
         kind=AlertKind.INFRASTRUCTURE,
         title=":rotating_light: WAP received an event it cannot read",
-        summary=f"Message {message_id} is not an S3 notification this service understands. {fate}",
-        fields=(("Message", message_id),),
-        details=(error,),
+        summary=f"Message {mrkdwn_escape(message_id)} is not an S3 notification this service understands. {fate}",
+        fields=(("Message", mrkdwn_escape(message_id)),),
+        details=(mrkdwn_escape(error),),
     )
 
 
@@ -158,8 +195,9 @@ def alert_for_prune(
     discarded: Sequence[tuple[str, str]], *, reason: str, actor: str, skipped: int = 0
 ) -> Alert:
     """One summary of a prune: the (branch, table) pairs discarded, and why."""
-    tables = sorted({table for _, table in discarded})
-    details = tuple(f"{branch} ({table})" for branch, table in discarded[:MAX_LISTED_BRANCHES])
+    e = mrkdwn_escape
+    tables = sorted({e(table) for _, table in discarded})
+    details = tuple(f"{e(branch)} ({e(table)})" for branch, table in discarded[:MAX_LISTED_BRANCHES])
     if len(discarded) > MAX_LISTED_BRANCHES:
         details += (f"... and {len(discarded) - MAX_LISTED_BRANCHES} more",)
     if skipped:
@@ -167,8 +205,8 @@ def alert_for_prune(
     return Alert(
         kind=AlertKind.MAINTENANCE,
         title=f":broom: WAP pruned {len(discarded)} open branch(es)",
-        summary=f"{reason}. Their rows were never published; main is unchanged.",
-        fields=(("Branches", str(len(discarded))), ("Tables", ", ".join(tables) or "-"), ("By", actor),
-                ("Reason", reason)),
+        summary=f"{e(reason)}. Their rows were never published; main is unchanged.",
+        fields=(("Branches", str(len(discarded))), ("Tables", ", ".join(tables) or "-"), ("By", e(actor)),
+                ("Reason", e(reason))),
         details=details,
     )
