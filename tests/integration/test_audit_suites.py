@@ -130,7 +130,7 @@ def test_every_row_check_passes_on_clean_rows_then_fails_with_samples(
 
     [alert] = notifier.alerts
     assert alert.kind is AlertKind.REJECTED
-    assert "FAILED range(amount): measured 2 rows outside, expected values >= 0 and <= 100" in alert.text
+    assert "FAILED range(amount): measured 2 rows outside, expected values &gt;= 0 and &lt;= 100" in alert.text
     assert "e.g. id=104, name=w, status=b, amount=150.0" in alert.text or "amount=-5.0" in alert.text
     assert "2 other check(s) passed" in alert.text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .alerts import Alert, AlertKind
+from .alerts import Alert, AlertKind, mrkdwn_escape
 
 
 @dataclass(frozen=True)
@@ -20,11 +20,11 @@ class QueueAlarm:
 
 def alert_for_alarm(alarm: QueueAlarm) -> Alert | None:
     """An alert when the alarm fires (ALARM) or clears (OK); None for INSUFFICIENT_DATA."""
-    queue = alarm.queue or "the dead-letter queue"
+    queue = mrkdwn_escape(alarm.queue or "the dead-letter queue")
+    name, since = mrkdwn_escape(alarm.name), mrkdwn_escape(alarm.changed_at)
     if alarm.state == "OK":
         return Alert(kind=AlertKind.MAINTENANCE, title=f":white_check_mark: {queue} is empty again",
-                     summary=f"Alarm {alarm.name} is back to OK.", fields=(("Alarm", alarm.name),
-                                                                           ("Since", alarm.changed_at)))
+                     summary=f"Alarm {name} is back to OK.", fields=(("Alarm", name), ("Since", since)))
     if alarm.state != "ALARM":
         return None
     return Alert(
@@ -32,7 +32,7 @@ def alert_for_alarm(alarm: QueueAlarm) -> Alert | None:
         title=f":rotating_light: messages in {queue}",
         summary=("Events failed every attempt and were dead-lettered: their files are not ingested. Each was "
                  "alerted on its first and last attempt; find the cause there, fix it, then replay them."),
-        fields=(("Alarm", alarm.name), ("Queue", queue), ("Since", alarm.changed_at)),
-        details=(alarm.reason,),
+        fields=(("Alarm", name), ("Queue", queue), ("Since", since)),
+        details=(mrkdwn_escape(alarm.reason),),
         commands=(("See them", "wap dlq list"), ("Replay them (after the fix)", "wap dlq redrive")),
     )
