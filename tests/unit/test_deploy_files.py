@@ -44,6 +44,8 @@ JUSTIFIED_WILDCARDS = {
     "StagingCopiesRecordsAndReports": "objects under the lake bucket's wap-staging/, wap-emr/ and wap-reports/ "
     "prefixes only (names derive from object digests and branch names)",
     "LargeFileRecordsAndAuditReports": "objects under the lake bucket's wap-emr/ and wap-reports/ prefixes only",
+    "AnswerPublishRequests": "answers under the lake bucket's wap-requests/ prefix only (keys are request ids)",
+    "ReadDecisionLog": "the decision log under the lake bucket's wap-decisions/ prefix only (read, never written)",
     "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to our two parameters",
 }
