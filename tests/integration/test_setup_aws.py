@@ -422,6 +422,15 @@ def test_the_access_key_is_rotated_on_request_and_replaced_when_gone(
     assert run(moto_url, names, "-v", "create", lightsail=ls).code == 0
     [old_key] = _user(moto_url, names.nessie_secrets_user)["keys"]  # type: ignore[index]
 
+    stub_second_create(stub, names, first.value)
+    dry = run(moto_url, names, "-v", "create", "--dry-run", lightsail=ls, environ={"WAP_ROTATE_NESSIE_KEY": "1"})
+
+    assert dry.code == 0, dry.out
+    stub.assert_no_pending_responses()
+    assert "would create  iam access key for rotate-nessie-secrets (rotation (WAP_ROTATE_NESSIE_KEY))" in dry.out
+    assert f"would update  lightsail container service {names.nessie_service} (deployment" in dry.out
+    assert _user(moto_url, names.nessie_secrets_user)["keys"] == [old_key]  # type: ignore[index]
+
     containers = Capture()
     stub_redeploy(stub, names, first.value, containers)
     rotated = run(moto_url, names, "-v", "create", lightsail=ls, environ={"WAP_ROTATE_NESSIE_KEY": "1"})
