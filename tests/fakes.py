@@ -15,10 +15,12 @@ from typing import Any
 
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import Alert
+from wap_ingest.core.downstream import DownstreamEvent
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
     CatalogError,
+    InfrastructureError,
     MergeConflictError,
     SchemaDriftError,
     SchemaMismatchError,
@@ -43,6 +45,7 @@ from wap_ingest.core.models import (
 from wap_ingest.core.ports import (
     CatalogBranches,
     DecisionLog,
+    EventSink,
     LargeFileJobs,
     Notifier,
     ObjectStore,
@@ -350,6 +353,19 @@ class FakeDecisionLog(DecisionLog):
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         mine = [r for r in self.records if r.table == table.qualified]
         return sorted(mine, key=lambda r: r.decided_at, reverse=True)[:limit]
+
+
+class FakeEventSink(EventSink):
+    """Events kept in memory as a bus would deliver them; `down` plays an unreachable bus (raises a WapError)."""
+
+    def __init__(self) -> None:
+        self.events: list[DownstreamEvent] = []
+        self.down = False
+
+    def publish(self, events: Sequence[DownstreamEvent]) -> None:
+        if self.down:
+            raise InfrastructureError("the event bus is unreachable")
+        self.events.extend(events)
 
 
 class FakeNotifier(Notifier):

@@ -17,6 +17,7 @@ from typing import Any
 from wap_ingest.adapters.audits_file import load_suites
 from wap_ingest.adapters.decision_log import S3DecisionLog
 from wap_ingest.adapters.emr import EmrServerlessJobs
+from wap_ingest.adapters.eventbridge import EventBridgeSink
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.nessie_credentials import nessie_client
@@ -37,7 +38,7 @@ from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles,
 from wap_ingest.core.models import AuditReport, IngestOutcome, SourceObject, TableRef
 from wap_ingest.core.naming import digest_from_branch
 from wap_ingest.core.pipeline import PipelineConfig, Ports, Result
-from wap_ingest.core.ports import Notifier
+from wap_ingest.core.ports import EventSink, Notifier
 from wap_ingest.core.publish_requests import PublishRequest, serve
 from wap_ingest.core.review import Decision, publish_branch
 from wap_ingest.emr_request import job_request_for
@@ -61,12 +62,13 @@ class Service:
     large_files: LargeFiles | None = None  # None: EMR is not configured (or this is the EMR job): all runs here
     engine: SparkEngine | None = None  # the process's Spark, started on first use
     retries: SqsRetries | None = None  # delays a failed SQS message's next attempt (the function's own queue)
+    events: EventSink | None = None  # downstream events (WAP_EVENT_BUS); None: none are sent
 
     def ingest_all(self, items: Sequence[Item], out_of_time: Callable[[], bool] = lambda: False) -> list[Result]:
         """The entry points' one call: route, run, alert; one result per item (an outcome, or the error that
         fails its message)."""
         return ingest(items, ports=self.ports, suites=self.suites, config=self.config, notifier=self.notifier,
-                      large_files=self.large_files, out_of_time=out_of_time)
+                      large_files=self.large_files, out_of_time=out_of_time, events=self.events)
 
     def ingest(
         self, source: SourceObject, table: TableRef | None = None, delivery: Delivery = UNKNOWN_DELIVERY
@@ -196,6 +198,7 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
         suites=suites, config=config, objects=objects, notifier=notifier_for(settings), engine=engine,
         large_files=None if jobs is None else LargeFiles(jobs, settings.large_file_bytes),
         retries=None if submitted else SqsRetries(boto3_client("sqs", settings)),
+        events=EventBridgeSink(boto3_client("events", settings), settings.event_bus) if settings.event_bus else None,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .alerts import Alert
 from .formats import FormatOptions
@@ -21,6 +22,9 @@ from .models import (
     SourceObject,
     TableRef,
 )
+
+if TYPE_CHECKING:
+    from .downstream import DownstreamEvent
 
 
 class CatalogBranches(ABC):
@@ -161,6 +165,8 @@ class ReportStore(ABC):
     @abstractmethod
     def load(self, branch: str) -> dict[str, object] | None:
         """The document saved for `branch`, or None if there is none."""
+
+
 class DecisionLog(ABC):
     """A durable, append-only record of operator decisions on WAP branches.
 
@@ -174,3 +180,11 @@ class DecisionLog(ABC):
     @abstractmethod
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         """The decisions recorded for `table`, newest first."""
+
+
+class EventSink(ABC):
+    """Where downstream events go (an EventBridge bus; core.downstream says which events)."""
+
+    @abstractmethod
+    def publish(self, events: Sequence[DownstreamEvent]) -> None:
+        """Send every event, in order; raises a WapError if any was not accepted."""
