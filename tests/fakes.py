@@ -7,6 +7,7 @@ import hashlib
 import itertools
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -30,6 +31,8 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.models import (
+    FAILED_CHECKS_COLUMN,
+    SOURCE_COLUMN,
     Appended,
     AppendResult,
     Branch,
@@ -39,6 +42,8 @@ from wap_ingest.core.models import (
     MeasurementPlan,
     Measurements,
     Publication,
+    Quarantined,
+    QuarantinePlan,
     SourceObject,
     TableRef,
 )
@@ -224,9 +229,10 @@ class FakeWriter(TableWriter):
     def append(
         self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
         *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
-        read_options: FormatOptions = (),
+        read_options: FormatOptions = (), quarantine: QuarantinePlan | None = None,
     ) -> Appended:
-        """Reads the rows the fake store holds (any format and options: parsing is the real engine's part)."""
+        """Reads the rows the fake store holds (any format and options: parsing is the real engine's part); a
+        quarantine knows `not_null` and keys unique within the file (the real engine: every row-level check)."""
         if self.fail_with is not None:
             raise self.fail_with
         if len(files) == 1:
@@ -234,8 +240,10 @@ class FakeWriter(TableWriter):
             rows = self._read(source, fmt)
             if not rows:  # a header without rows: nothing committed, the core calls it empty
                 return Appended(None, (), {source.identity: Measurements(row_count=0)})
-            appended = self._write(table, branch, [(source, rows)], allow_new_columns)
-            return Appended(appended, (source,), {source.identity: self._measure(rows, plan, appended.columns)})
+            moved, kept = self._quarantine(rows, quarantine, source, branch) if quarantine else (None, rows)
+            appended = self._write(table, branch, [(source, kept)], allow_new_columns)
+            return Appended(appended, (source,), {source.identity: self._measure(kept, plan, appended.columns)},
+                            quarantined={source.identity: moved} if moved is not None else {})
         readable: dict[SourceObject, Rows] = {}
         left_out: dict[str, str] = {}
         for source, fmt in files:
@@ -291,6 +299,20 @@ class FakeWriter(TableWriter):
         self.catalog.commit(branch, {table.qualified: {"columns": columns, "snapshots": snapshots}}, props=props)
         self.batches.append(len(files))
         return AppendResult(len(written), snapshot_id, parent, existing is None, columns, added)
+
+    def _quarantine(self, rows: Rows, plan: QuarantinePlan, source: SourceObject,
+                    branch: str) -> tuple[Quarantined | None, Rows]:
+        keys = {label: Counter(tuple(r.get(c) for c in cols) for r in rows) for label, cols in plan.unique}
+        failed = [[label for label, c in plan.not_null if row.get(c) is None] + [
+            label for label, cols in plan.unique if keys[label][tuple(row.get(c) for c in cols)] > 1] for row in rows]
+        bad = [row | {FAILED_CHECKS_COLUMN: checks, SOURCE_COLUMN: source.uri}
+               for row, checks in zip(rows, failed, strict=True) if checks]
+        if not bad or len(bad) == len(rows) or len(bad) > plan.max_fraction * len(rows):
+            return None, rows
+        self._write(plan.table, branch, [(source, bad)], True)
+        by_check = Counter(label for checks in failed for label in checks)
+        return (Quarantined(plan.table.qualified, len(bad), dict(by_check), len(rows)),
+                [row for row, checks in zip(rows, failed, strict=True) if not checks])
 
     @staticmethod
     def _measure(rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...]) -> Measurements:

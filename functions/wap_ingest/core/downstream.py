@@ -52,6 +52,8 @@ def event_for(outcome: IngestOutcome) -> DownstreamEvent | None:
     }
     if outcome.status is not OutcomeStatus.PUBLISHED:
         detail["message"] = outcome.message
+    if outcome.quarantined is not None:
+        detail["quarantined"] = outcome.quarantined.to_dict()
     if outcome.report is not None and not outcome.report.passed:
         detail["failed_checks"] = [f"{c.check}({c.target})" for c in outcome.report.failures]
     return DownstreamEvent(detail_type, detail)

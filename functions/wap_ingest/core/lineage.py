@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import SourceObject, TableRef
+from .models import Quarantined, SourceObject, TableRef
 
 SOURCE_PREFIX = "wap.source."
 BUCKET = f"{SOURCE_PREFIX}bucket"
@@ -30,6 +30,8 @@ TOTAL_ROWS = "wap.rows"
 FILES = "wap.files"
 SOURCES = "wap.sources"
 DECISION_PREFIX = "wap.decision."
+QUARANTINED_ROWS = "wap.quarantined.rows"  # rows of the published file set aside in QUARANTINE_TABLE
+QUARANTINE_TABLE = "wap.quarantined.table"
 
 Loaded = tuple[SourceObject, int]  # a source object and the rows it added
 
@@ -78,6 +80,12 @@ def merge_properties(table: TableRef, files: Sequence[Loaded]) -> dict[str, str]
         return source_properties(files[0][0]) | total
     listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows} for s, rows in files]
     return total | {FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":"))}
+
+
+def quarantine_properties(quarantined: Quarantined | None) -> dict[str, str]:
+    if quarantined is None:
+        return {}
+    return {QUARANTINED_ROWS: str(quarantined.rows), QUARANTINE_TABLE: quarantined.table}
 
 
 def identities_in_snapshot(summary: Mapping[str, str]) -> dict[str, int]:

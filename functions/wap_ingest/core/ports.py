@@ -19,6 +19,7 @@ from .models import (
     MeasurementPlan,
     Measurements,
     Publication,
+    QuarantinePlan,
     SourceObject,
     TableRef,
 )
@@ -96,6 +97,7 @@ class TableWriter(ABC):
         keep: Callable[[SourceObject, Measurements], bool] | None = None,
         allow_new_columns: bool = False,
         read_options: FormatOptions = (),
+        quarantine: QuarantinePlan | None = None,
     ) -> Appended:
         """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
         (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
@@ -106,7 +108,9 @@ class TableWriter(ABC):
         together with the others is reported in `left_out`, never raised. `keep`: an engine that measures before
         writing leaves the files it refuses out of the snapshot (they are still measured); one that measures after
         writing ignores it. With `allow_new_columns` the files' extra columns are added on `branch` only.
-        `read_options`: the table's format options (core.formats), for the formats they apply to.
+        `read_options`: the table's format options (core.formats), for the formats they apply to. `quarantine`
+        (one file only): the rows failing its checks go to its table on `branch` instead, with the names of the
+        checks and the source, when at most its `max_fraction` of the rows fail (`Appended.quarantined` says so).
         Raises a WapError (never another exception) for infrastructure failures."""
 
     @abstractmethod
