@@ -210,6 +210,15 @@ class FakeObjectStore(ObjectStore):
         return [self.head(b, k) for (b, k) in sorted(self.objects)  # as S3ObjectStore: without folder markers
                 if b == bucket and k.startswith(prefix) and not k.endswith("/")]
 
+    def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
+        content = self.objects.get((source.bucket, source.key))
+        if content is None:
+            raise SourceNotFoundError(f"{source.uri}: no such object")
+        body = content if isinstance(content, bytes) else repr(content).encode()
+        if len(body) > max_bytes:
+            raise UnreadableSourceError(f"{source.uri}: larger than {max_bytes} bytes, too large for a manifest")
+        return body
+
     def download(self, source: SourceObject, directory: Path) -> Path:  # pragma: no cover - parity only
         raise NotImplementedError
 

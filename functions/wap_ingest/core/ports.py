@@ -149,6 +149,11 @@ class ObjectStore(ABC):
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
         """All objects under `prefix`, in key order."""
 
+    @abstractmethod
+    def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
+        """A small object's content (a manifest), exactly the version `source` names (its version id, else its
+        ETag). Raises SourceNotFoundError; a BadInputError when it is larger than `max_bytes`."""
+
 
 class Notifier(ABC):
     """Where alerts go (Slack, or the log). Delivery failures are the adapter's to log, never to raise:
