@@ -1,4 +1,8 @@
-"""The EMR Serverless application that runs the WAP pipeline for large files (emr-7.x: Spark 3.5)."""
+"""The EMR Serverless application that runs the WAP pipeline for large files (emr-7.x: Spark 3.5).
+
+infra/emr-application.json holds its settings; its `networkConfiguration` (the private subnets and security group
+its jobs reach Nessie, Cognito and Slack through) is added here from the network step (infra/provision/network.py)
+or from --subnet-ids/--security-group-ids, set on create and converged on update."""
 
 from __future__ import annotations
 
