@@ -15,6 +15,7 @@ from typing import Any
 
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import Alert
+from wap_ingest.core.downstream import DownstreamEvent
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
@@ -27,6 +28,7 @@ from wap_ingest.core.errors import (
     StaleHashError,
     UnreadableSourceError,
 )
+from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.models import (
     Appended,
     AppendResult,
@@ -43,6 +45,7 @@ from wap_ingest.core.models import (
 from wap_ingest.core.ports import (
     CatalogBranches,
     DecisionLog,
+    EventSink,
     LargeFileJobs,
     Notifier,
     ObjectStore,
@@ -221,7 +224,9 @@ class FakeWriter(TableWriter):
     def append(
         self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
         *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
+        read_options: FormatOptions = (),
     ) -> Appended:
+        """Reads the rows the fake store holds (any format and options: parsing is the real engine's part)."""
         if self.fail_with is not None:
             raise self.fail_with
         if len(files) == 1:
@@ -348,6 +353,19 @@ class FakeDecisionLog(DecisionLog):
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         mine = [r for r in self.records if r.table == table.qualified]
         return sorted(mine, key=lambda r: r.decided_at, reverse=True)[:limit]
+
+
+class FakeEventSink(EventSink):
+    """Events kept in memory as a bus would deliver them; `down` plays an unreachable bus (raises a WapError)."""
+
+    def __init__(self) -> None:
+        self.events: list[DownstreamEvent] = []
+        self.down = False
+
+    def publish(self, events: Sequence[DownstreamEvent]) -> None:
+        if self.down:
+            raise InfrastructureError("the event bus is unreachable")
+        self.events.extend(events)
 
 
 class FakeNotifier(Notifier):

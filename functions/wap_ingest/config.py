@@ -65,12 +65,24 @@ KNOWN_VARIABLES: dict[str, str] = {
     "of the exact version in the lake bucket, read by the cluster; EMR jobs)",
     "WAP_TIME_RESERVE_SECONDS": "the function hands a message back to the queue instead of starting a file with "
     "less time left than this (default: 90)",
+    "WAP_EVENT_BUS": "EventBridge bus for downstream events (Table Published, File Rejected, File Invalid); unset: "
+    "none",
+    "WAP_PUBLISH_QUEUE_URL": "`wap publish` asks the service through this queue (the ingest queue) instead of "
+    "merging itself: an operator has no write on main (docs/deploy.md, \"Catalog roles\")",
     "AWS_ENDPOINT_URL": "S3-compatible endpoint (local stack); unset on AWS",
     "AWS_REGION": "AWS region (default: us-east-1)",
     "POWERTOOLS_SERVICE_NAME": "service name in structured logs and metrics (Powertools)",
     "POWERTOOLS_METRICS_NAMESPACE": "CloudWatch metrics namespace (Powertools)",
     "POWERTOOLS_LOG_LEVEL": "log level of the structured logger (Powertools)",
 }
+
+
+def _event_bus(env: Mapping[str, str]) -> str | None:
+    value = env.get("WAP_EVENT_BUS", "").strip()
+    if value and not re.fullmatch(r"(arn:aws[\w-]*:events:[\w-]+:\d{12}:event-bus/)?[/.\-_A-Za-z0-9]{1,256}", value):
+        raise ConfigError(f"WAP_EVENT_BUS={value!r} is not an EventBridge bus name or ARN. Fix: export "
+                          f"WAP_EVENT_BUS=<bus name> (setup_aws.py prints it), or unset it to send no events.")
+    return value or None
 
 
 def _require(env: Mapping[str, str], name: str, fix: str) -> str:
@@ -247,6 +259,7 @@ class Settings:
     abandoned_branch_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
     retry_base_seconds: float = 30.0  # a failed or deferred message's first retry; doubled per receive
     retry_max_seconds: float = 900.0  # the longest a retry is delayed
+    event_bus: str | None = None  # EventBridge bus (name or ARN) for downstream events; None: none are sent
 
     @property
     def nessie_api_v1(self) -> str:
@@ -328,6 +341,7 @@ class Settings:
             abandoned_branch_seconds=_positive(env, "WAP_ABANDONED_BRANCH_SECONDS", 960.0, "960"),
             retry_base_seconds=_positive(env, "WAP_RETRY_BASE_SECONDS", 30.0, "30"),
             retry_max_seconds=_retry_max(env),
+            event_bus=_event_bus(env),
         )
 
     def spark_jars(self) -> list[Path]:

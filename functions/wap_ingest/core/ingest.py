@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from .alerts import alert_for_failure, alert_for_outcome
 from .audits import AuditSuites
+from .downstream import announce
 from .errors import DeferredError, UnexpectedError, WapError
 from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from .pipeline import PipelineConfig, Ports, Result, route_or_result, run_routed
-from .ports import LargeFileJobs, Notifier
+from .ports import EventSink, LargeFileJobs, Notifier
 from .routing import Routed
 
 log = logging.getLogger(__name__)
@@ -78,9 +79,10 @@ def ingest(
     notifier: Notifier,
     large_files: LargeFiles | None = None,
     out_of_time: Callable[[], bool] = lambda: False,
+    events: EventSink | None = None,
 ) -> list[Result]:
     """One result per item, in order: route each object (its size from the store), hand the large ones to the
-    distributed engine, run the others through the pipeline, and alert per object."""
+    distributed engine, run the others through the pipeline, alert per object, and send the downstream events."""
     results: dict[int, Result] = {}
     here: list[tuple[int, Routed]] = []
     for index, item in enumerate(items):
@@ -97,6 +99,7 @@ def ingest(
     ordered = [results[i] for i in range(len(items))]
     for item, result in zip(items, ordered, strict=True):
         notify(result, item.source, item.delivery, notifier)
+    announce(ordered, events)
     return ordered
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .alerts import Alert
+from .formats import FormatOptions
 from .models import (
     Appended,
     AppendResult,
@@ -20,6 +22,9 @@ from .models import (
     SourceObject,
     TableRef,
 )
+
+if TYPE_CHECKING:
+    from .downstream import DownstreamEvent
 
 
 class CatalogBranches(ABC):
@@ -90,6 +95,7 @@ class TableWriter(ABC):
         *,
         keep: Callable[[SourceObject, Measurements], bool] | None = None,
         allow_new_columns: bool = False,
+        read_options: FormatOptions = (),
     ) -> Appended:
         """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
         (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
@@ -100,6 +106,7 @@ class TableWriter(ABC):
         together with the others is reported in `left_out`, never raised. `keep`: an engine that measures before
         writing leaves the files it refuses out of the snapshot (they are still measured); one that measures after
         writing ignores it. With `allow_new_columns` the files' extra columns are added on `branch` only.
+        `read_options`: the table's format options (core.formats), for the formats they apply to.
         Raises a WapError (never another exception) for infrastructure failures."""
 
     @abstractmethod
@@ -158,6 +165,8 @@ class ReportStore(ABC):
     @abstractmethod
     def load(self, branch: str) -> dict[str, object] | None:
         """The document saved for `branch`, or None if there is none."""
+
+
 class DecisionLog(ABC):
     """A durable, append-only record of operator decisions on WAP branches.
 
@@ -171,3 +180,11 @@ class DecisionLog(ABC):
     @abstractmethod
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         """The decisions recorded for `table`, newest first."""
+
+
+class EventSink(ABC):
+    """Where downstream events go (an EventBridge bus; core.downstream says which events)."""
+
+    @abstractmethod
+    def publish(self, events: Sequence[DownstreamEvent]) -> None:
+        """Send every event, in order; raises a WapError if any was not accepted."""
