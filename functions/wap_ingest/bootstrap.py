@@ -150,14 +150,18 @@ def reports_for(settings: Settings, client: object | None = None) -> S3ReportSto
     return S3ReportStore(s3, settings.lake_bucket)
 
 
-def jobs_for(settings: Settings, s3: Any | None = None) -> EmrServerlessJobs | None:
-    """The large-file jobs (EMR Serverless); None when EMR is not configured."""
+def jobs_for(settings: Settings, s3: Any | None = None, notifier: Notifier | None = None) -> EmrServerlessJobs | None:
+    """The large-file jobs (EMR Serverless); None when EMR is not configured. `notifier` hears of failed runs."""
     if settings.emr is None:
         return None
     s3 = s3 or s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+
+    def request_for(source: SourceObject, table: TableRef, attempt: int) -> dict[str, Any]:
+        return job_request_for(settings, source, table, attempt)
+
     return EmrServerlessJobs(boto3_client("emr-serverless", settings), s3, lake_bucket=settings.lake_bucket,
-                             application_id=settings.emr.application_id,
-                             request_for=lambda source, table: job_request_for(settings, source, table))
+                             application_id=settings.emr.application_id, request_for=request_for,
+                             max_attempts=settings.emr.max_attempts, notifier=notifier)
 
 
 def reader_for(settings: Settings) -> IcebergRestReader:
@@ -185,7 +189,8 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
     engine = SparkEngine(lambda: spark_session_for(conf, submitted=submitted, work_dir=settings.work_dir),
                          on_start=lambda session: check_custom_sql(session, suites))
     writer = SparkIcebergWriter(engine, stage, cleanup=cleanup)
-    jobs = None if submitted else jobs_for(settings, s3)
+    notifier = notifier_for(settings)
+    jobs = None if submitted else jobs_for(settings, s3, notifier)
     config = PipelineConfig(
         default_namespace=settings.namespace, main_branch=settings.main_branch,
         source_buckets=settings.source_buckets, refused_buckets=frozenset({settings.lake_bucket}),
@@ -195,7 +200,7 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
     return Service(
         settings=settings,
         ports=Ports(catalog=catalog_for(settings), writer=writer, objects=objects, reports=reports_for(settings, s3)),
-        suites=suites, config=config, objects=objects, notifier=notifier_for(settings), engine=engine,
+        suites=suites, config=config, objects=objects, notifier=notifier, engine=engine,
         large_files=None if jobs is None else LargeFiles(jobs, settings.large_file_bytes),
         retries=None if submitted else SqsRetries(boto3_client("sqs", settings)),
         events=EventBridgeSink(boto3_client("events", settings), settings.event_bus) if settings.event_bus else None,

@@ -59,6 +59,8 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_EMR_ARTIFACTS": "s3:// prefix of the job's entry point, package, Python archive and jars "
     "(default: s3://$LAKE_BUCKET/emr/artifacts; `make emr-artifacts`)",
     "WAP_EMR_LOGS": "s3:// prefix for the job runs' logs (default: s3://$LAKE_BUCKET/emr/logs)",
+    "WAP_EMR_MAX_ATTEMPTS": "job runs one large file may have: a run that FAILED or was CANCELLED (driver lost, out of "
+    "memory, timeout) is resubmitted by the next delivery of its event until then (default: 3)",
     "WAP_STAGE": "how Spark reads a source: `download` (a local copy; the function) or `s3` (a server-side copy "
     "of the exact version in the lake bucket, read by the cluster; EMR jobs)",
     "WAP_TIME_RESERVE_SECONDS": "the function hands a message back to the queue instead of starting a file with "
@@ -174,6 +176,7 @@ def nessie_base_from(endpoint: str) -> str:
 
 DEFAULT_LARGE_FILE_BYTES = 1024**3  # see docs/scale-out.md for the measurements behind it
 STAGES = ("download", "s3")
+DEFAULT_EMR_MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,7 @@ class EmrSettings:
     execution_role_arn: str
     artifacts: str  # s3://bucket/prefix (no trailing slash)
     logs: str
+    max_attempts: int = DEFAULT_EMR_MAX_ATTEMPTS  # job runs per object version (the first and the resubmissions)
 
 
 def emr_from(env: Mapping[str, str], lake: str) -> EmrSettings | None:
@@ -204,7 +208,11 @@ def emr_from(env: Mapping[str, str], lake: str) -> EmrSettings | None:
         if not value.startswith("s3://"):
             raise ConfigError(f"{name}={value!r} must be an s3:// location.")
         locations[name] = value
-    return EmrSettings(application, role, locations["WAP_EMR_ARTIFACTS"], locations["WAP_EMR_LOGS"])
+    raw = env.get("WAP_EMR_MAX_ATTEMPTS", "").strip() or str(DEFAULT_EMR_MAX_ATTEMPTS)
+    if not raw.isdigit() or not 1 <= int(raw) <= 9:
+        raise ConfigError(f"WAP_EMR_MAX_ATTEMPTS={raw!r} must be a whole number from 1 to 9 (job runs per large "
+                          f"file). Fix: export WAP_EMR_MAX_ATTEMPTS={DEFAULT_EMR_MAX_ATTEMPTS}.")
+    return EmrSettings(application, role, locations["WAP_EMR_ARTIFACTS"], locations["WAP_EMR_LOGS"], int(raw))
 
 
 def _positive(env: Mapping[str, str], name: str, default: float, example: str) -> float:

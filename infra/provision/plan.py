@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from infra.provision import alarms, auth, emr, nessie, queues, registry, roles, secrets, storage
+from infra.provision import alarms, auth, emr, nessie, network, queues, registry, roles, secrets, storage
 from infra.provision.context import Context, Outcome
 
 
@@ -25,6 +25,7 @@ STEPS: tuple[Step, ...] = (
     Step("events", alarms.ensure_alarm_topic, alarms.remove_alarm_topic),
     Step("events", alarms.ensure_dead_letter_alarm, alarms.remove_dead_letter_alarm),
     Step("image", registry.ensure_repository, registry.remove_repository),
+    Step("network", network.ensure_network, network.remove_network),  # before the application that uses it
     Step("emr", emr.ensure_application, emr.remove_application),
     Step("emr", emr.ensure_artifacts, emr.remove_artifacts),
     Step("iam", roles.ensure_emr_job_role, roles.remove_emr_job_role),
