@@ -11,7 +11,7 @@ import pytest
 import setup_aws
 from infra.provision.names import ResourceNames
 
-from tests.integration.test_setup_aws import client, moto_url, names_for, run  # noqa: F401  (moto_url: fixture)
+from tests.integration.setup_aws_harness import client, names_for, run
 
 pytestmark = pytest.mark.stack
 
@@ -22,7 +22,7 @@ def _tagged(items: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     return [i for i in items if {"Key": "Name", "Value": name} in i.get("Tags", [])]
 
 
-def network(moto_url: str, names: ResourceNames) -> dict[str, Any]:  # noqa: F811
+def network(moto_url: str, names: ResourceNames) -> dict[str, Any]:
     """What exists in moto under the `<prefix>-emr-*` names (empty lists where nothing does)."""
     ec2, prefix = client(moto_url, "ec2"), f"{names.prefix}-emr"
     vpcs = _tagged(ec2.describe_vpcs()["Vpcs"], f"{prefix}-vpc")
@@ -46,7 +46,7 @@ def network(moto_url: str, names: ResourceNames) -> dict[str, Any]:  # noqa: F81
     }
 
 
-def application(moto_url: str, names: ResourceNames) -> dict[str, Any] | None:  # noqa: F811
+def application(moto_url: str, names: ResourceNames) -> dict[str, Any] | None:
     emr = client(moto_url, "emr-serverless")
     apps = [a for a in emr.list_applications()["applications"]
             if a["name"] == names.emr_application and a["state"] != "TERMINATED"]
@@ -83,7 +83,7 @@ def assert_network(net: dict[str, Any], names: ResourceNames, app: dict[str, Any
 
 
 def test_create_makes_the_network_again_changes_nothing_repairs_drift_and_delete_removes_it(
-    moto_url: str,  # noqa: F811
+    moto_url: str,
 ) -> None:
     names = names_for("netw")
     first = run(moto_url, names, "-v", "create", *SKIP)
@@ -129,7 +129,7 @@ def test_create_makes_the_network_again_changes_nothing_repairs_drift_and_delete
     assert "absent        ec2 vpc netw-emr-vpc" in again.out and "nothing was left to delete" in again.out
 
 
-def test_dry_run_says_what_the_network_would_be_and_makes_nothing(moto_url: str) -> None:  # noqa: F811
+def test_dry_run_says_what_the_network_would_be_and_makes_nothing(moto_url: str) -> None:
     names = names_for("netdry")
 
     result = run(moto_url, names, "-v", "create", "--dry-run", *SKIP)
@@ -141,7 +141,7 @@ def test_dry_run_says_what_the_network_would_be_and_makes_nothing(moto_url: str)
     assert network(moto_url, names)["vpcs"] == [] and application(moto_url, names) is None
 
 
-def _own_network(moto_url: str) -> tuple[list[str], str]:  # noqa: F811
+def _own_network(moto_url: str) -> tuple[list[str], str]:
     ec2 = client(moto_url, "ec2")
     vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
     subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.77.{i}.0/24", AvailabilityZone=f"us-east-1{z}")
@@ -150,7 +150,7 @@ def _own_network(moto_url: str) -> tuple[list[str], str]:  # noqa: F811
     return subnets, group
 
 
-def test_own_subnets_and_security_groups_are_used_and_nothing_is_created(moto_url: str) -> None:  # noqa: F811
+def test_own_subnets_and_security_groups_are_used_and_nothing_is_created(moto_url: str) -> None:
     names = names_for("netown")
     subnets, group = _own_network(moto_url)
     given = ("--subnet-ids", ",".join(subnets), "--security-group-ids", group)
@@ -174,7 +174,7 @@ def test_own_subnets_and_security_groups_are_used_and_nothing_is_created(moto_ur
 
 
 def test_own_network_ids_must_exist_and_come_in_pairs(
-    moto_url: str, capsys: pytest.CaptureFixture[str]  # noqa: F811
+    moto_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     names = names_for("netbad")
     missing = run(moto_url, names, "-v", "create", "--subnet-ids", "subnet-0000000000000dead",

@@ -20,7 +20,7 @@ from infra.provision import documents
 from infra.provision.context import Clients, Context
 from infra.provision.names import Account, ResourceNames
 
-from wap_ingest.config import KNOWN_VARIABLES
+from wap_ingest.variables import KNOWN_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
