@@ -279,7 +279,9 @@ def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() 
     names = fake_context(config["params"]["default"]["prefix"]).names
     defined = set(config.get("resources", {}).get("Resources", {}))
     function = config["functions"]["ingest"]
-    [event, alarms] = function["events"]
+    [event, alarms, ended] = function["events"]
+    assert ended["eventBridge"]["pattern"]["source"] == ["aws.emr-serverless"]  # a large file's run that died
+    assert ended["eventBridge"]["pattern"]["detail"]["state"] == ["FAILED", "CANCELLED"]
 
     assert function["name"] == names.function
     assert config["provider"]["iam"]["role"]["Fn::Sub"].endswith(f":role/{names.lambda_role}")

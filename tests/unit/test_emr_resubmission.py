@@ -191,3 +191,54 @@ def test_the_resubmission_alert_escapes_the_key_and_the_state_details() -> None:
 
     assert "<!channel>" not in alert.title and "&lt;!channel&gt;" in alert.title and "`x`" not in alert.title
     assert alert.details == ("lost &lt;@U1&gt;",) and alert.commands == ()  # no log location: no log command
+
+
+def expect_tags(stub: Stubber, run_id: str, state: str, tags: dict[str, str]) -> None:
+    now = datetime.now(UTC)
+    stub.add_response("get_job_run", {"jobRun": {
+        "applicationId": APP, "jobRunId": run_id, "arn": arn(run_id),
+        "createdBy": "arn:aws:iam::123456789012:user/wap", "createdAt": now, "updatedAt": now,
+        "executionRole": ROLE, "state": state, "stateDetails": DIED, "releaseLabel": "emr-7.9.0",
+        "jobDriver": {"sparkSubmit": {"entryPoint": "e"}}, "tags": tags,
+    }}, {"applicationId": APP, "jobRunId": run_id})
+
+
+TAGS = {"wap:table": TABLE.qualified, "wap:object-digest": digest_of(SOURCE)[:32]}
+
+
+def test_a_run_that_ended_failed_is_resubmitted_when_emr_says_so_without_a_redelivery(
+    emr: tuple[Any, Stubber], s3: Any
+) -> None:
+    """The EventBridge state change (lambda_handler, EventKind.JOB_STATE) calls run_ended: nobody waits for the
+    event to come again."""
+    notifier = FakeNotifier()
+    jobs, stub = jobs_with(emr, s3, notifier), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    expect_tags(stub, "run-1", "FAILED", TAGS)  # the run's tags find its record
+    expect_state(stub, "run-1", "FAILED", DIED)  # the record's run, read again by submit
+    expect_start(stub, "run-2", attempt=2)
+
+    again = jobs.run_ended(APP, "run-1")
+
+    assert again is not None and again.job_run_id == "run-2" and record(s3)["attempt"] == 2
+    [alert] = notifier.alerts
+    assert "resubmitted (attempt 2 of 3)" in alert.title
+
+
+def test_run_ended_ignores_other_applications_superseded_runs_and_successes(
+    emr: tuple[Any, Stubber], s3: Any
+) -> None:
+    notifier = FakeNotifier()
+    jobs, stub = jobs_with(emr, s3, notifier), emr[1]
+    assert jobs.run_ended("another-app", "run-x") is None  # no call at all
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    expect_tags(stub, "run-0", "FAILED", TAGS)  # an older run of the same file: the record names run-1
+    assert jobs.run_ended(APP, "run-0") is None
+    expect_tags(stub, "run-1", "SUCCESS", TAGS)
+    expect_state(stub, "run-1", "SUCCESS")
+    assert jobs.run_ended(APP, "run-1") is None
+    expect_tags(stub, "run-9", "FAILED", {"project": "wap-lake"})  # not one of ours
+    assert jobs.run_ended(APP, "run-9") is None
+    assert notifier.alerts == []

@@ -77,7 +77,8 @@ class EmrServerlessJobs(LargeFileJobs):
     def submit(self, source: SourceObject, table: TableRef) -> JobRun:
         key = record_key(table, source)
         record: dict[str, Any] = {"object": source.uri, "bucket": source.bucket, "key": source.key,
-                                  "identity": source.identity, "table": table.qualified,
+                                  "identity": source.identity, "table": table.qualified, "size": source.size,
+                                  "etag": source.etag, "version_id": source.version_id,
                                   "application_id": self._application_id, "claimed_at": _now(), "attempt": 1}
         failed: FailedRun | None = None
         if not self._claim(key, record):
@@ -107,6 +108,31 @@ class EmrServerlessJobs(LargeFileJobs):
         return self._run_from(record, already=False)
 
     # --- a run that died -----------------------------------------------------------------------------
+
+    def run_ended(self, application_id: str, job_run_id: str) -> JobRun | None:
+        """EMR says a run ended (its state-change event): if it is the recorded run of a large file and it failed,
+        resubmit it now (with the alert, within the cap: `submit` decides), instead of waiting for a redelivery.
+        None when there is nothing to do (another application's run, a superseded run, or one that succeeded)."""
+        if application_id != self._application_id:
+            return None
+        try:
+            tags = self._emr.get_job_run(applicationId=application_id, jobRunId=job_run_id)["jobRun"].get("tags", {})
+        except (ClientError, BotoCoreError) as exc:
+            raise InfrastructureError(f"reading job run {job_run_id} (application {application_id}): {exc}") from exc
+        table, digest = tags.get("wap:table"), tags.get("wap:object-digest")
+        if not table or not digest:
+            return None
+        record = self._read(f"{RECORD_PREFIX}/{table}/{digest}.json")
+        if record is None or record.get("job_run_id") != job_run_id:
+            return None
+        source = SourceObject(bucket=str(record["bucket"]), key=str(record["key"]), size=record.get("size"),
+                              etag=record.get("etag"), version_id=record.get("version_id"))
+        if source.identity != record.get("identity"):  # a record written before versions were kept in it
+            log.warning("job run %s ended; its record has no object version: its redelivery resubmits it", job_run_id)
+            return None
+        namespace, _, name = str(record["table"]).partition(".")
+        run = self.submit(source, TableRef(namespace, name))  # reads the run's state: resubmits only a failed one
+        return None if run.already_submitted else run
 
     def _failure_of(self, record: dict[str, Any]) -> FailedRun | None:
         """The recorded run, if it ended without success (the engine's state, read now); None while it runs or

@@ -68,3 +68,14 @@ def exhausted_message(source: SourceObject, table: str, runs: Sequence[FailedRun
             f"delete the record ({record_uri}) and resend the event (`wap dlq redrive` once it is in the dead-letter "
             f"queue, or `wap ingest {source.uri} --table {table}`), or re-upload the file (a new version starts "
             "with new attempts).")
+
+
+def alert_for_exhausted(job_run_id: str, message: str) -> Alert:
+    """A run ended and the file has used its allowed runs (or could not be resubmitted): an operator acts."""
+    return Alert(
+        kind=AlertKind.INFRASTRUCTURE,
+        title=f":rotating_light: EMR job run {mrkdwn_escape(job_run_id)} ended and was not resubmitted",
+        summary="Not a data problem: main is untouched. The file waits for an operator; the fix follows.",
+        fields=(("Job run", mrkdwn_escape(job_run_id)),),
+        details=(mrkdwn_escape(message),),
+    )

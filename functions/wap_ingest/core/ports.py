@@ -137,6 +137,11 @@ class LargeFileJobs(ABC):
     def runs(self, table: TableRef | None = None) -> list[JobRun]:
         """The recorded job runs (newest first), with their current state."""
 
+    def run_ended(self, application_id: str, job_run_id: str) -> JobRun | None:
+        """The engine says a run ended: resubmit it if it was a recorded file's run and failed (the new run), else
+        None. An engine without such notices keeps this default: a failed run is resubmitted by its redelivery."""
+        return None
+
 
 class ObjectStore(ABC):
     """Where source files live (S3)."""
