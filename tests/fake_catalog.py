@@ -137,7 +137,8 @@ class FakeCatalog(CatalogBranches):
         cursor: str | None = self._head(on)
         while cursor is not None and len(found) < limit:
             commit = self.commits[cursor]
-            if commit.properties.get("wap.table") == table.qualified:
+            if commit.properties.get("wap.table") == table.qualified or \
+                    f",{table.qualified}," in commit.properties.get("wap.tables", ""):
                 when = self.times.get(cursor)
                 found.append(Publication(cursor, when.isoformat() if when else "", commit.message,
                                          dict(commit.properties)))

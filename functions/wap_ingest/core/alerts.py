@@ -128,6 +128,8 @@ def report_lines(report: AuditReport) -> tuple[str, ...]:
 
 def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None) -> Alert | None:
     """The alert an outcome deserves, or None (a clean publish is not news)."""
+    if outcome.status is OutcomeStatus.REJECTED and outcome.parts and outcome.branch:
+        return _load_rejected(outcome, correlation_id)
     if outcome.status is OutcomeStatus.REJECTED and outcome.report is not None and outcome.branch:
         table = mrkdwn_escape(outcome.table or "?")
         failures = outcome.report.failures
@@ -179,6 +181,25 @@ def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None)
             details=details,
         )
     return None
+
+
+def _load_rejected(outcome: IngestOutcome, correlation_id: str | None) -> Alert:
+    """A multi-table load whose audit failed for some file: nothing was published; each file's result."""
+    lines = []
+    for part in outcome.parts:
+        verdict = "passed" if part.report is None or part.report.passed else "FAILED: " + "; ".join(
+            f"{c.check}({c.target}) {c.measured}, expected {c.expected}" for c in part.report.failures)
+        lines.append(mrkdwn_escape(f"{part.table}: {part.source.uri} ({part.rows} rows) {verdict}"))
+    return Alert(
+        kind=AlertKind.REJECTED,
+        title=f":warning: WAP load {mrkdwn_escape(outcome.source.uri)} not published",
+        summary="One merge for every table, or none: a file failed its audit, so no table changed. Every file waits "
+                "on the branch.",
+        fields=(("Tables", mrkdwn_escape(outcome.table or "?")), ("Manifest", mrkdwn_escape(outcome.source.uri)),
+                ("Branch", mrkdwn_escape(outcome.branch or "?")), ("Rows", str(outcome.rows)),
+                *_correlation(correlation_id)),
+        details=tuple(lines),
+    )
 
 
 def alert_for_failure(

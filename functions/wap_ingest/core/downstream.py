@@ -40,12 +40,16 @@ def event_for(outcome: IngestOutcome) -> DownstreamEvent | None:
     detail_type = _TYPES.get(outcome.status)
     if detail_type is None:
         return None
+    if outcome.parts and outcome.status is OutcomeStatus.PUBLISHED:
+        detail_type = LOAD_PUBLISHED
+    sources = [outcome.source, *(part.source for part in outcome.parts)]  # a load: its manifest, then its files
+    tables = list(dict.fromkeys(p.table for p in outcome.parts if p.table)) if outcome.parts else \
+        ([outcome.table] if outcome.table else [])
     detail: dict[str, object] = {
         "status": outcome.status.value,
-        "tables": [outcome.table] if outcome.table else [],
-        "objects": [outcome.source.uri],
-        "object_versions": [{"uri": outcome.source.uri, "etag": outcome.source.etag,
-                             "version_id": outcome.source.version_id}],
+        "tables": tables,
+        "objects": [s.uri for s in sources],
+        "object_versions": [{"uri": s.uri, "etag": s.etag, "version_id": s.version_id} for s in sources],
         "rows": outcome.rows,
         "branch": outcome.branch,
         "merged_hash": outcome.merged_hash,

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from .alerts import alert_for_failure, alert_for_outcome
 from .audits import AuditSuites
 from .downstream import announce
-from .errors import DeferredError, UnexpectedError, WapError
+from .errors import DeferredError, OutOfTimeError, UnexpectedError, WapError
 from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from .pipeline import PipelineConfig, Ports, Result, route_or_result, run_routed
+from .pipeline import Load, PipelineConfig, Ports, Result, is_manifest, is_pending, route_or_result, run_routed, waiting
 from .ports import EventSink, LargeFileJobs, Notifier
 from .routing import Routed
 
@@ -85,7 +85,14 @@ def ingest(
     distributed engine, run the others through the pipeline, alert per object, and send the downstream events."""
     results: dict[int, Result] = {}
     here: list[tuple[int, Routed]] = []
+    loads: list[tuple[int, Item]] = []
     for index, item in enumerate(items):
+        if item.table is None and is_pending(item.source.key):  # a load's file: its manifest ingests it
+            results[index] = waiting(item.source)
+            continue
+        if item.table is None and is_manifest(item.source.key):
+            loads.append((index, item))
+            continue
         routed = route_or_result(item.source, ports=ports, suites=suites, config=config, table=item.table)
         if not isinstance(routed, Routed):
             results[index] = routed
@@ -96,6 +103,10 @@ def ingest(
     ran = run_routed([r for _, r in here], ports=ports, suites=suites, config=config, out_of_time=out_of_time)
     for (index, _), result in zip(here, ran, strict=True):
         results[index] = result
+    for index, item in loads:
+        results[index] = OutOfTimeError(f"{item.source.uri}: not started, too little time left in this invocation; "
+                                        f"it is handed back to the queue") if out_of_time() else \
+            Load(ports, suites, config).run(item.source)
     ordered = [results[i] for i in range(len(items))]
     for item, result in zip(items, ordered, strict=True):
         notify(result, item.source, item.delivery, notifier)

@@ -234,6 +234,7 @@ class OutcomeStatus(enum.StrEnum):
     FAILED = "failed"  # infrastructure failure (reported by entry points; main untouched)
     SUBMITTED = "submitted"  # a large file handed to the distributed engine (EMR Serverless), which runs WAP
     AUDITED = "audited"  # a dry run (`wap audit`): the audit passed; nothing was published
+    WAITING = "waiting"  # under _pending/: ingested with the manifest of its multi-table load (core.loads)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ class IngestOutcome:
     message: str = ""
     attempts: int = 1  # 1 + the merge conflicts retried on a fresh branch
     quarantined: Quarantined | None = None  # rows set aside in <table>_quarantine (on_failure: quarantine)
+    parts: tuple[IngestOutcome, ...] = ()  # a multi-table load's files, each with its own table, rows and report
     # seconds per pipeline stage (route, branch, append, audit, merge), summed over retries; for metrics
     timings: Mapping[str, float] = field(default_factory=dict, compare=False)
 
@@ -265,6 +267,7 @@ class IngestOutcome:
             "message": self.message,
             "report": self.report.to_dict() if self.report else None,
             "quarantined": self.quarantined.to_dict() if self.quarantined else None,
+            **({"files": [part.to_dict() for part in self.parts]} if self.parts else {}),
         }
 
 

@@ -14,29 +14,25 @@ rejected branch holds only its own rows. Failures of the infrastructure are retu
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from . import lineage
-from .audits import AuditSuite, AuditSuites, audit
-from .branches import DRY_RUN_PREFIX, RunBranches, branch_name_for
-from .errors import (
+from wap_ingest.core import lineage
+from wap_ingest.core.audits import AuditSuite, AuditSuites, audit
+from wap_ingest.core.branches import RunBranches, branch_name_for
+from wap_ingest.core.errors import (
     BadInputError,
-    BranchExistsError,
     BranchNotFoundError,
     EmptySourceError,
     EngineError,
     MergeConflictError,
     OutOfTimeError,
     OverBudgetError,
-    StaleHashError,
-    UnexpectedError,
     WapError,
 )
-from .history import history_context
-from .models import (
+from wap_ingest.core.history import history_context
+from wap_ingest.core.models import (
     AuditReport,
     Branch,
     IngestOutcome,
@@ -46,43 +42,14 @@ from .models import (
     SourceObject,
     TableRef,
 )
-from .outcomes import about, duplicate, invalid, quarantine_note, rejected
-from .ports import CatalogBranches, ObjectStore, ReportStore, TableWriter
-from .routing import Routed, route
-from .stopwatch import Stopwatch
+from wap_ingest.core.outcomes import about, duplicate, invalid, quarantine_note, rejected
+from wap_ingest.core.routing import Routed, route
+from wap_ingest.core.stopwatch import Stopwatch
 
-__all__ = ["DRY_RUN_PREFIX", "PipelineConfig", "Ports", "Result", "route_or_result", "run_routed", "run_wap"]
+from .base import RETRY_FROM_MAIN, PipelineConfig, Ports, Result, retry_delay, unexpected
 
 log = logging.getLogger(__name__)
 
-Result = IngestOutcome | WapError  # a file's outcome, or the error that fails it (to be retried or deferred)
-RETRY_FROM_MAIN = (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError)
-
-
-@dataclass(frozen=True)
-class Ports:
-    catalog: CatalogBranches
-    writer: TableWriter
-    objects: ObjectStore
-    reports: ReportStore | None = None  # where rejected runs' reports go (for `wap show`); None: not kept
-
-
-@dataclass(frozen=True)
-class PipelineConfig:
-    default_namespace: str
-    main_branch: str = "main"
-    source_buckets: frozenset[str] = frozenset()  # the buckets that may be read (empty: any but the refused)
-    refused_buckets: frozenset[str] = frozenset()  # never read (the lake bucket: the tables' own files)
-    # Enough for a writer that keeps losing races to several concurrent writers of the same table (each round one
-    # wins); when exhausted the error is returned and the message is retried, never lost.
-    merge_attempts: int = 20
-    backoff_seconds: float = 0.2
-    backoff_cap_seconds: float = 8.0
-    staging_budget_bytes: int | None = None  # a group stages at most this much at once (None: no limit)
-    free_bytes: Callable[[], int] | None = field(default=None, compare=False)  # free space where files are staged
-    abandoned_after_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
-    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
-    clock: Callable[[], float] = field(default=time.time, compare=False)
 
 
 def run_wap(
@@ -127,7 +94,7 @@ def route_or_result(
     except WapError as exc:
         return exc
     except Exception as exc:
-        return _unexpected(f"routing {source.uri}", exc)
+        return unexpected(f"routing {source.uri}", exc)
 
 
 def run_routed(
@@ -223,7 +190,7 @@ class _Run:
                 self.fail_all(pending, exc)
                 return
             except Exception as exc:
-                self.fail_all(pending, _unexpected(f"ingesting into {target}", exc))
+                self.fail_all(pending, unexpected(f"ingesting into {target}", exc))
                 return
         for index, item in group:
             found = self.settled.get(index)
@@ -386,15 +353,3 @@ class _Run:
 
 def _passes(report: AuditReport | None, measured: Measurements | None) -> bool:
     return report is not None and measured is not None and report.passed and measured.row_count > 0
-
-
-def _unexpected(doing: str, exc: BaseException) -> UnexpectedError:
-    log.exception("unexpected error %s", doing)
-    return UnexpectedError(f"{doing}: unexpected {type(exc).__name__}: {exc}. The file will be retried; if it "
-                           f"keeps failing, it reaches the dead-letter queue (see the logs for the traceback).")
-
-
-def retry_delay(attempt: int, config: PipelineConfig) -> float:
-    """Capped exponential back-off with jitter, so concurrent writers of one table spread out."""
-    ceiling = float(min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1)))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
