@@ -41,6 +41,7 @@ def job_environment(settings: Settings) -> dict[str, str]:
         "AWS_ENDPOINT_URL": settings.aws_endpoint_url or "",
         "WAP_AUDITS_FILE": AUDITS,  # shipped with spark.files into the driver's working directory
         "WAP_STAGE": "s3",
+        "WAP_EVENT_BUS": settings.event_bus or "",  # the job announces its outcome as the function does
     }
     auth = settings.nessie_auth
     if auth is not None:

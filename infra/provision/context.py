@@ -150,6 +150,7 @@ class Context:
             "LakeBucketArn": account.bucket_arn(names.lake_bucket),
             "WarehousePrefix": names.warehouse_prefix,
             "QueueArn": account.queue_arn(names.queue),
+            "EventBusArn": account.arn("events", f"event-bus/{names.event_bus}"),
             "FunctionName": names.function,
             "EmrApplicationName": names.emr_application,
             "EmrJobRoleArn": account.role_arn(names.emr_job_role),

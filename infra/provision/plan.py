@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from infra.provision import alarms, auth, emr, nessie, network, queues, registry, roles, secrets, storage
+from infra.provision import alarms, auth, bus, emr, nessie, network, queues, registry, roles, secrets, storage
 from infra.provision.context import Context, Outcome
 
 
@@ -24,6 +24,7 @@ STEPS: tuple[Step, ...] = (
     Step("events", storage.ensure_notification, storage.remove_notification),
     Step("events", alarms.ensure_alarm_topic, alarms.remove_alarm_topic),
     Step("events", alarms.ensure_dead_letter_alarm, alarms.remove_dead_letter_alarm),
+    Step("events", bus.ensure_event_bus, bus.remove_event_bus),
     Step("image", registry.ensure_repository, registry.remove_repository),
     Step("network", network.ensure_network, network.remove_network),  # before the application that uses it
     Step("emr", emr.ensure_application, emr.remove_application),
