@@ -105,3 +105,18 @@ def test_a_load_whose_file_was_published_apart_is_refused(lake: Lake) -> None:
     [outcome] = lake.ingest(manifest(lake, "both", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"]))
     assert outcome.status is OutcomeStatus.INVALID and "1 of its 2 files are on main already" in outcome.message
     assert rows_on(lake.catalog, "main", "wap.lines") == []
+
+
+def test_a_large_load_goes_to_the_distributed_engine_under_its_first_table(lake: Lake) -> None:
+    from tests.fakes import FakeJobs
+    from wap_ingest.core.ingest import LargeFiles
+
+    two_tables(lake)
+    source = manifest(lake, "big", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
+    jobs = FakeJobs()
+    [outcome] = ingest([Item(source)], ports=lake.ports, suites=SUITES, config=PipelineConfig(default_namespace="wap"),
+                       notifier=lake.notifier, large_files=LargeFiles(jobs, threshold_bytes=100))
+    assert isinstance(outcome, IngestOutcome) and outcome.status is OutcomeStatus.SUBMITTED
+    [(submitted, table)] = [(r.source, r.table) for r in jobs.runs()]
+    assert submitted.key == "_loads/big.json" and table == "wap.lines"  # the load's first table keeps the record
+    assert lake.catalog.list_branches("wap-") == []  # nothing was written here

@@ -104,14 +104,29 @@ def ingest(
     for (index, _), result in zip(here, ran, strict=True):
         results[index] = result
     for index, item in loads:
-        results[index] = OutOfTimeError(f"{item.source.uri}: not started, too little time left in this invocation; "
-                                        f"it is handed back to the queue") if out_of_time() else \
-            Load(ports, suites, config).run(item.source)
+        results[index] = _load(item.source, Load(ports, suites, config), large_files, out_of_time)
     ordered = [results[i] for i in range(len(items))]
     for item, result in zip(items, ordered, strict=True):
         notify(result, item.source, item.delivery, notifier)
     announce(ordered, events)
     return ordered
+
+
+def _load(manifest: SourceObject, load: Load, large_files: LargeFiles | None, out_of_time: Callable[[], bool]
+          ) -> Result:
+    """A multi-table load: here, or, when its files together are above the large-file threshold, on the distributed
+    engine (the job runs the same load; its record is kept under the load's first table)."""
+    if out_of_time():
+        return OutOfTimeError(f"{manifest.uri}: not started, too little time left in this invocation; it is handed "
+                              f"back to the queue")
+    prepared = load.prepare(manifest)
+    if not isinstance(prepared, tuple):
+        return prepared
+    head, routed = prepared
+    if large_files is not None and sum(r.source.size or 0 for r in routed) > large_files.threshold_bytes:
+        first = min((r.table for r in routed), key=lambda t: t.qualified)
+        return _submit(Routed(head, first, routed[0].fmt), large_files.jobs)
+    return load.run_prepared(head, routed)
 
 
 def _submit(routed: Routed, jobs: LargeFileJobs) -> Result:

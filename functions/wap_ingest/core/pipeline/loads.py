@@ -104,13 +104,20 @@ class Load:
     def __init__(self, ports: Ports, suites: AuditSuites, config: PipelineConfig) -> None:
         self.ports, self.suites, self.config = ports, suites, config
 
-    def run(self, manifest: SourceObject) -> IngestOutcome | WapError:
+    def prepare(self, manifest: SourceObject) -> tuple[SourceObject, list[Routed]] | IngestOutcome | WapError:
+        """The manifest's exact version and its files routed (their sizes from the store), or why it cannot run."""
         try:
-            head, routed = self._read(manifest)
+            return self._read(manifest)
         except BadInputError as exc:
             return invalid(manifest, exc)
         except WapError as exc:
             return exc
+
+    def run(self, manifest: SourceObject) -> IngestOutcome | WapError:
+        prepared = self.prepare(manifest)
+        return prepared if not isinstance(prepared, tuple) else self.run_prepared(*prepared)
+
+    def run_prepared(self, head: SourceObject, routed: list[Routed]) -> IngestOutcome | WapError:
         for attempt in range(1, self.config.merge_attempts + 1):
             try:
                 return self._attempt(head, routed, attempt)
