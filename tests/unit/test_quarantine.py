@@ -91,3 +91,15 @@ def test_the_alert_counts_the_rows_by_check_and_gives_the_query(ports: Ports) ->
     assert alert.details == ("not_null(sex): 3 rows",)
     assert alert.commands == (("See them", "SELECT * FROM nessie.wap.penguins_quarantine WHERE _wap_source = "
                                            "'s3://source/penguins/it''s.parquet'"),)
+
+
+def test_the_dashboard_shows_what_a_published_load_set_aside() -> None:
+    from datetime import UTC, datetime
+
+    from wap_ingest.core.review import HistoryEntry
+    from wap_ingest.dashboard.data import _load_for
+
+    entry = HistoryEntry(datetime.now(UTC), "published", "audit passed", None, None, None, "s3://s/p/a.parquet", 17,
+                         "abc", properties={lineage.QUARANTINED_ROWS: "5",
+                                            lineage.QUARANTINE_TABLE: "wap.penguins_quarantine"})
+    assert _load_for(entry).audit == "passed; 5 rows quarantined in wap.penguins_quarantine"
