@@ -120,3 +120,13 @@ def test_a_large_load_goes_to_the_distributed_engine_under_its_first_table(lake:
     [(submitted, table)] = [(r.source, r.table) for r in jobs.runs()]
     assert submitted.key == "_loads/big.json" and table == "wap.lines"  # the load's first table keeps the record
     assert lake.catalog.list_branches("wap-") == []  # nothing was written here
+
+
+def test_a_dry_run_or_any_routing_refuses_a_loads_file_alone(lake: Lake) -> None:
+    from wap_ingest.core.pipeline import run_wap
+
+    source = lake.put("_pending/orders/o.parquet", [{"id": 1}])
+    [outcome] = run_wap([source], ports=lake.ports, suites=SUITES, config=PipelineConfig(default_namespace="wap"),
+                        dry_run=True)
+    assert isinstance(outcome, IngestOutcome) and outcome.status is OutcomeStatus.INVALID
+    assert "belongs to a multi-table load" in outcome.message and lake.catalog.list_branches("wap-") == []

@@ -29,7 +29,14 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.history import history_context
 from wap_ingest.core.models import AuditReport, Branch, IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from wap_ingest.core.naming import BRANCH_PREFIX, identity_digest, table_for_key, table_ref_from
+from wap_ingest.core.naming import (
+    BRANCH_PREFIX,
+    LOADS_PREFIX,
+    PENDING_PREFIX,
+    identity_digest,
+    table_for_key,
+    table_ref_from,
+)
 from wap_ingest.core.outcomes import invalid
 from wap_ingest.core.routing import Routed, check_bucket, route
 
@@ -37,8 +44,6 @@ from .base import PipelineConfig, Ports, retry_delay
 
 log = logging.getLogger(__name__)
 
-PENDING_PREFIX = "_pending/"
-LOADS_PREFIX = "_loads/"
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_FILES = 1000
 
