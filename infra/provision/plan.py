@@ -19,6 +19,7 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step("storage", storage.ensure_lake_bucket, storage.remove_lake_bucket),
     Step("storage", storage.ensure_source_bucket, storage.remove_source_bucket),
+    Step("storage", storage.ensure_lake_lifecycle, lambda ctx: None),  # goes with the bucket
     Step("events", queues.ensure_dead_letter_queue, queues.remove_dead_letter_queue),
     Step("events", queues.ensure_ingest_queue, queues.remove_ingest_queue),
     Step("events", storage.ensure_notification, storage.remove_notification),
