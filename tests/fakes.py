@@ -26,6 +26,7 @@ from wap_ingest.core.errors import (
     UnreadableSourceError,
 )
 from wap_ingest.core.formats import FormatOptions
+from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import (
     FAILED_CHECKS_COLUMN,
     SOURCE_COLUMN,
@@ -108,7 +109,7 @@ class FakeWriter(TableWriter):
     def append(
         self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
         *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
-        read_options: FormatOptions = (), quarantine: QuarantinePlan | None = None,
+        read_options: FormatOptions = (), quarantine: QuarantinePlan | None = None, layout: Layout | None = None,
     ) -> Appended:
         """Reads the rows the fake store holds (any format and options: parsing is the real engine's part); a
         quarantine knows `not_null` and keys unique within the file (the real engine: every row-level check)."""

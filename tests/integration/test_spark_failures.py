@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests import bad_inputs
-from wap_ingest.adapters import spark_read
+from wap_ingest.adapters import spark_read, text_checks
 from wap_ingest.adapters.spark_errors import EngineStep, engine_failure
 from wap_ingest.adapters.spark_read import read_source
 from wap_ingest.core.columns import column_problems
@@ -160,7 +160,7 @@ def test_a_long_line_without_newline_fails_before_spark_with_bounded_memory(
 ) -> None:
     """64 MiB without a newline after the header: refused at MAX_LINE_BYTES, holding about that much, not the line."""
     path = staged(tmp_path, bad_inputs.csv_long_line(64 * 1024 * 1024), FileFormat.CSV)
-    monkeypatch.setattr(spark_read, "MAX_LINE_BYTES", 2 * 1024 * 1024)
+    monkeypatch.setattr(text_checks, "MAX_LINE_BYTES", 2 * 1024 * 1024)  # where the checks read their bound
     tracemalloc.start()
     try:
         error = decode_fully(spark, [path], FileFormat.CSV)

@@ -6,15 +6,20 @@ without switching the session's reference. DataFrames never leave the adapters.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import SchemaDriftError
+from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import AppendResult, TableRef
 
 from .spark_errors import EngineStep, engine_failure, first_line
+from .spark_layout import apply_layout
 from .spark_session import CATALOG
+
+log = logging.getLogger(__name__)
 
 
 def table_identifier(table: TableRef, branch: str) -> str:
@@ -47,10 +52,11 @@ class IcebergTables:
 
     def write(
         self, frame: Any, source_uri: str, table: TableRef, branch: str, properties: Mapping[str, str], *,
-        allow_new_columns: bool = False,
+        allow_new_columns: bool = False, layout: Layout | None = None,
     ) -> tuple[bool, tuple[str, ...]]:
         """Append `frame` (or create the table from it) in one snapshot carrying `properties`; returns (created,
-        the columns added to the table on the branch). Raises SchemaDriftError when the frame does not fit."""
+        the columns added to the table on the branch). With a `layout`, a new table gets it before its first rows
+        and an existing one is evolved to it on the branch. Raises SchemaDriftError when the frame does not fit."""
         from pyspark.errors import AnalysisException
 
         ident = table_identifier(table, branch)
@@ -58,14 +64,24 @@ class IcebergTables:
         for key, value in properties.items():
             writer = writer.option(f"snapshot-property.{key}", value)
         current = self.schema(table, branch)
+        created = current is None
         doing = f"appending {source_uri} to {table} on {branch!r}"
-        if current is None:
+        if current is None and not layout:
             try:
                 writer.tableProperty("format-version", "2").create()
                 return True, ()
             except Exception as exc:
                 raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, source_uri=source_uri,
                                      table=table.qualified) from exc
+        if current is None:  # the layout first (an empty table), then the rows: they are written with it
+            try:
+                frame.limit(0).writeTo(ident).tableProperty("format-version", "2").create()
+            except Exception as exc:
+                raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, source_uri=source_uri,
+                                     table=table.qualified) from exc
+            current = frame.schema
+        if layout:
+            self.apply_layout(table, branch, layout, source_uri)
         difference, new = schema_difference(current, frame.schema)
         if new and not allow_new_columns:
             raise drift(source_uri, table, frame, difference, "the suite's schema policy rejects new columns",
@@ -75,7 +91,7 @@ class IcebergTables:
             self.add_columns(table, branch, frame, new)
         try:
             writer.append()
-            return False, new
+            return created, new
         except AnalysisException as exc:
             raise drift(source_uri, table, frame, difference, first_line(exc),
                         "align the file's column names and types with the table, or ingest it into a new table "
@@ -83,6 +99,16 @@ class IcebergTables:
         except Exception as exc:
             raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, source_uri=source_uri,
                                  table=table.qualified) from exc
+
+    def apply_layout(self, table: TableRef, branch: str, layout: Layout, source_uri: str) -> None:
+        """The table's partition spec, sort order and write properties, as the audits file says, on the branch."""
+        try:
+            changes = apply_layout(self.spark.sparkContext._jvm, self.iceberg_table(table, branch), layout)
+        except Exception as exc:
+            raise engine_failure(exc, step=EngineStep.WRITE, doing=f"setting the layout of {table} on {branch!r}",
+                                 source_uri=source_uri, table=table.qualified) from exc
+        if changes:
+            log.info("%s on %s: layout changed (%s)", table, branch, "; ".join(changes))
 
     def add_columns(self, table: TableRef, branch: str, frame: Any, new: tuple[str, ...]) -> None:
         """Add the file's new columns to the table on the branch (a schema commit there, not on main)."""

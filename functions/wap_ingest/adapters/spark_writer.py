@@ -18,6 +18,7 @@ from typing import Any
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import BadInputError, EngineLostError, WapError
 from wap_ingest.core.formats import FormatOptions
+from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import (
     Appended,
     AppendResult,
@@ -65,14 +66,16 @@ class SparkIcebergWriter(TableWriter):
         allow_new_columns: bool = False,
         read_options: FormatOptions = (),
         quarantine: QuarantinePlan | None = None,
+        layout: Layout | None = None,
     ) -> Appended:
         tables = IcebergTables(self.spark)
         with _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
             if len(files) == 1:
                 source, fmt = files[0]
                 return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns, read_options,
-                                        quarantine)
-            return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns, read_options)
+                                        quarantine, layout)
+            return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns, read_options,
+                                     layout)
 
     def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
         tables = IcebergTables(self.spark)
@@ -89,7 +92,7 @@ class SparkIcebergWriter(TableWriter):
     def _append_one(
         self, tables: IcebergTables, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
         plan: MeasurementPlan, allow_new_columns: bool, read_options: FormatOptions,
-        quarantine: QuarantinePlan | None = None,
+        quarantine: QuarantinePlan | None = None, layout: Layout | None = None,
     ) -> Appended:
         staged, split = self._stage(source), None
         properties = lineage.snapshot_properties([(source, 0)])
@@ -99,7 +102,7 @@ class SparkIcebergWriter(TableWriter):
             if quarantine is not None:
                 split = self._split(tables, frame, quarantine, source.uri, table)
             created, added = tables.write(frame if split is None else split.good, source.uri, table, branch,
-                                          properties, allow_new_columns=allow_new_columns)
+                                          properties, allow_new_columns=allow_new_columns, layout=layout)
             appended = tables.last_append(table, branch, created, tuple(frame.columns), added)
             if split is not None and quarantine is not None:  # the same lineage: exactly once for both tables
                 tables.write(split.bad, source.uri, quarantine.table, branch, properties, allow_new_columns=True)
@@ -154,7 +157,7 @@ class SparkIcebergWriter(TableWriter):
     def _append_many(
         self, tables: IcebergTables, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str,
         plan: MeasurementPlan, keep: Callable[[SourceObject, Measurements], bool] | None, allow_new_columns: bool,
-        read_options: FormatOptions,
+        read_options: FormatOptions, layout: Layout | None = None,
     ) -> Appended:
         staged: list[tuple[SourceObject, FileFormat, Path]] = []
         left_out: dict[str, str] = {}
@@ -169,7 +172,7 @@ class SparkIcebergWriter(TableWriter):
             if not together:
                 return Appended(None, (), {}, left_out)
             return self._write_together(tables, together, left_out, table, branch, plan, keep, allow_new_columns,
-                                        read_options)
+                                        read_options, layout)
         finally:
             for _, _, path in staged:
                 self._cleanup(path)
@@ -177,7 +180,7 @@ class SparkIcebergWriter(TableWriter):
     def _write_together(
         self, tables: IcebergTables, together: list[tuple[SourceObject, FileFormat, Path]], left_out: dict[str, str],
         table: TableRef, branch: str, plan: MeasurementPlan, keep: Callable[[SourceObject, Measurements], bool] | None,
-        allow_new_columns: bool, read_options: FormatOptions,
+        allow_new_columns: bool, read_options: FormatOptions, layout: Layout | None = None,
     ) -> Appended:
         from pyspark.sql import functions as F
 
@@ -212,7 +215,7 @@ class SparkIcebergWriter(TableWriter):
             loaded = [(s, measured[s.identity].row_count) for s in accepted]
             try:
                 created, added = tables.write(rows, accepted[0].uri, table, branch, lineage.snapshot_properties(loaded),
-                                              allow_new_columns=allow_new_columns)
+                                              allow_new_columns=allow_new_columns, layout=layout)
             except BadInputError as exc:  # the batch's columns do not fit the table: each file alone says why
                 return Appended(None, (), measured, left_out | {s.identity: str(exc) for s in accepted})
             appended = tables.last_append(table, branch, created, columns, added)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .alerts import Alert
 from .formats import FormatOptions
+from .layout import Layout
 from .models import (
     Appended,
     AppendResult,
@@ -98,6 +99,7 @@ class TableWriter(ABC):
         allow_new_columns: bool = False,
         read_options: FormatOptions = (),
         quarantine: QuarantinePlan | None = None,
+        layout: Layout | None = None,
     ) -> Appended:
         """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
         (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
@@ -111,6 +113,8 @@ class TableWriter(ABC):
         `read_options`: the table's format options (core.formats), for the formats they apply to. `quarantine`
         (one file only): the rows failing its checks go to its table on `branch` instead, with the names of the
         checks and the source, when at most its `max_fraction` of the rows fail (`Appended.quarantined` says so).
+        `layout`: the table's partition spec, sort order and write properties, set when the table is created and
+        evolved on `branch` when they differ (None: the table's own stay).
         Raises a WapError (never another exception) for infrastructure failures."""
 
     @abstractmethod

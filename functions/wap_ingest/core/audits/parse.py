@@ -9,6 +9,7 @@ from typing import Any
 from wap_ingest.core.durations import parse_duration
 from wap_ingest.core.errors import AuditSuiteError, ConfigError, InvalidTableNameError
 from wap_ingest.core.formats import FormatOptions, format_options_from
+from wap_ingest.core.layout import Layout, layout_from
 from wap_ingest.core.models import (
     RowRule,
     Scalar,
@@ -212,7 +213,7 @@ def _check_from(spec: Any, table: str, index: int) -> Check:
     return _history(spec, where, severity)
 
 
-TABLE_KEYS = {"checks", "samples", "mask", "format_options", "on_failure", "max_quarantined_fraction"}
+TABLE_KEYS = {"checks", "samples", "mask", "format_options", "on_failure", "max_quarantined_fraction", "layout"}
 ON_FAILURE = ("reject", "quarantine")
 
 
@@ -237,7 +238,7 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
     samples: bool = True
     mask: tuple[str, ...] = ()
     options: FormatOptions = ()
-    on_failure, fraction = "reject", 0.05
+    on_failure, fraction, layout = "reject", 0.05, Layout()
     checks = entry
     if isinstance(entry, Mapping) and "check" in entry:
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks (or a mapping with "
@@ -260,10 +261,11 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
         if "format_options" in entry:
             options = format_options_from(entry["format_options"], table)
         on_failure, fraction = _quarantine(entry, table)
+        layout = layout_from(entry["layout"], table) if "layout" in entry else Layout()
     if not isinstance(checks, Sequence) or isinstance(checks, str):
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks.")
     suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask, options,
-                       on_failure, fraction)
+                       on_failure, fraction, layout)
     if sum(isinstance(c, Schema) for c in suite.checks) > 1:
         raise AuditSuiteError(f"audits file: table {table!r}: more than one schema check; keep one.")
     return suite

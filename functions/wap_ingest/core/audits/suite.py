@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from wap_ingest.core.errors import RefusedEventError
 from wap_ingest.core.formats import FormatOptions
+from wap_ingest.core.layout import NO_LAYOUT, Layout
 from wap_ingest.core.models import (
     QUARANTINE_SUFFIX,
     AuditReport,
@@ -32,6 +33,7 @@ class AuditSuite:
     format_options: FormatOptions = ()  # how the table's files are read (core.formats): delimiter, null_value, ...
     on_failure: str = "reject"  # or "quarantine": rows failing a row-level check go to <table>_quarantine
     max_quarantined_fraction: float = 0.05  # above it, the whole file is rejected as with `reject`
+    layout: Layout = NO_LAYOUT  # partition spec, sort order, write properties (core.layout)
 
     def plan(self) -> MeasurementPlan:
         plan = MeasurementPlan()

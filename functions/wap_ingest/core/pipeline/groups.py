@@ -295,7 +295,7 @@ class _Run:
                 [(r.source, r.fmt) for _, r in todo], target, branch.name, suite.plan(),
                 keep=keep if len(todo) > 1 else None, allow_new_columns=suite.allow_new_columns,
                 read_options=suite.format_options,  # a file of a batch that fails runs alone, then quarantines
-                quarantine=suite.quarantine_plan(target) if len(todo) == 1 else None)
+                quarantine=suite.quarantine_plan(target) if len(todo) == 1 else None, layout=suite.layout)
             self.quarantined.update(appended.quarantined)
         with watch.stage("audit"):
             reports = {identity: audit(suite, target, m, context) for identity, m in appended.measured.items()}

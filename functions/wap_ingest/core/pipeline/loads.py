@@ -201,7 +201,7 @@ class Load:
         suite = self.suites.suite_for(item.table)
         appended = self.ports.writer.append([(item.source, item.fmt)], item.table, branch, suite.plan(),
                                             allow_new_columns=suite.allow_new_columns,
-                                            read_options=suite.format_options)
+                                            read_options=suite.format_options, layout=suite.layout)
         measured = appended.measured[item.source.identity]
         if appended.snapshot is None or measured.row_count == 0:
             raise EmptySourceError(f"{item.source.uri}: the file has no rows; nothing to ingest into {item.table}. "
