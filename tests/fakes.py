@@ -26,6 +26,7 @@ from wap_ingest.core.errors import (
     StaleHashError,
     UnreadableSourceError,
 )
+from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.models import (
     Appended,
     AppendResult,
@@ -220,7 +221,9 @@ class FakeWriter(TableWriter):
     def append(
         self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
         *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
+        read_options: FormatOptions = (),
     ) -> Appended:
+        """Reads the rows the fake store holds (any format and options: parsing is the real engine's part)."""
         if self.fail_with is not None:
             raise self.fail_with
         if len(files) == 1:

@@ -21,6 +21,7 @@ from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.nessie_credentials import nessie_client
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
+from wap_ingest.adapters.publish_requests import CatalogRequesters, S3RequestResults
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
@@ -28,6 +29,7 @@ from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_
 from wap_ingest.adapters.spark_sql_guard import check_custom_sql
 from wap_ingest.adapters.spark_writer import SparkIcebergWriter
 from wap_ingest.adapters.sqs import SqsRetries
+from wap_ingest.catalog_authz import OPERATOR, SERVICE, scope_for
 from wap_ingest.config import Settings
 from wap_ingest.core.audits import AuditSuites
 from wap_ingest.core.dry_run import audit_branch
@@ -36,12 +38,14 @@ from wap_ingest.core.models import AuditReport, IngestOutcome, SourceObject, Tab
 from wap_ingest.core.naming import digest_from_branch
 from wap_ingest.core.pipeline import PipelineConfig, Ports, Result
 from wap_ingest.core.ports import Notifier
+from wap_ingest.core.publish_requests import PublishRequest, serve
+from wap_ingest.core.review import Decision, publish_branch
 from wap_ingest.emr_request import job_request_for
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Service", "build_service", "catalog_for", "decisions_for", "jobs_for", "load_suites", "notifier_for",
-           "reader_for", "reauditor_for", "reports_for", "service", "source_reader_for"]
+           "reader_for", "reauditor_for", "reports_for", "results_for", "service", "source_reader_for"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,25 @@ class Service:
         if isinstance(result, Exception):
             raise result
         return result
+
+    def answer(self, request: PublishRequest) -> dict[str, Any]:
+        """An operator's publish request (wap_ingest.core.publish_requests), served with the service's own catalog
+        role: who asks checked by the catalog, the branch re-audited here, merged; the answer is written to the
+        lake bucket for the waiting `wap publish`. An infrastructure failure raises (the message is retried)."""
+        settings = self.settings
+        requesters = CatalogRequesters(settings.nessie_endpoint, authenticated=settings.nessie_auth is not None,
+                                       allowed_roles=(scope_for(OPERATOR), scope_for(SERVICE)),
+                                       timeout=settings.http_timeout)
+
+        def publish(req: PublishRequest, actor: str) -> Decision:
+            return publish_branch(
+                self.ports.catalog, req.branch, reason=req.reason, actor=actor, source_of=source_reader_for(settings),
+                reaudit=reauditor_for(settings) if req.reaudit else None, decisions=decisions_for(settings),
+                main=settings.main_branch)
+
+        answer = serve(request, identify=requesters.identify, publish=publish)
+        results_for(settings).put(request.request_id, answer)
+        return answer
 
 
 def spark_settings_for(settings: Settings, *, jars: bool = True) -> SparkSettings:
@@ -206,6 +229,12 @@ def service() -> Service:
             _cache["service"] = build_service(Settings.from_env())
             log.info("service built (once per process; warm invocations reuse it) in %.2fs", time.monotonic() - started)
         return _cache["service"]
+
+
+def results_for(settings: Settings) -> S3RequestResults:
+    """Where the service answers publish requests: s3://$LAKE_BUCKET/wap-requests/<request id>.json."""
+    client = s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+    return S3RequestResults(client, settings.lake_bucket)
 
 
 def decisions_for(settings: Settings) -> S3DecisionLog:

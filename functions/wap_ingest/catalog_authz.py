@@ -9,18 +9,20 @@ roles to the rules as the list `roles` (`role` is the principal's name, i.e. the
 resource server `nessie` with the scopes `service`, `operator` and `reader` gives the scopes `nessie/service`, ...
 
 - service (the function and the EMR job): read everything; create, commit to and delete `wap-*` branches;
-  merge into `main`.
-- operator: read everything; merge `wap-*` branches into `main`; delete `wap-*` branches.
+  merge into `main`. The only role that writes `main`.
+- operator: read everything; delete `wap-*` branches; publish a reviewed `wap-*` branch by asking the service
+  (`wap publish` with WAP_PUBLISH_QUEUE_URL: wap_ingest.core.publish_requests), which checks the operator's token
+  with the catalog, re-audits the branch and merges it. The operator holds no write on `main`.
 - reader: read `main` only.
 Nobody may reassign (ASSIGN_REFERENCE_TO_HASH) or delete `main`, or create, reassign or delete any branch or
 tag other than `wap-*` ones: no rule grants it.
 
-Limit (Nessie 0.99, checked in its TreeApiImpl): a merge into `main` is authorized with exactly the checks of
-a direct commit to `main` (COMMIT_CHANGE_AGAINST_REFERENCE on `main`, then CREATE_ENTITY/UPDATE_ENTITY/
-DELETE_ENTITY per changed key on `main`), and the rule inputs (ref, path, role, roles, op) do not say which
-it is. So a role that may merge may also commit to `main` directly. The closest safe rule: the roles that
-merge get only what a WAP merge needs on `main` (commit, create and update entities), never DELETE_ENTITY
-(no table or namespace can be dropped from `main`), never assign or delete `main`; readers get nothing there.
+Why the operator does not merge itself (Nessie 0.99, checked in its TreeApiImpl): a merge into `main` is
+authorized with exactly the checks of a direct commit to `main` (COMMIT_CHANGE_AGAINST_REFERENCE on `main`, then
+CREATE_ENTITY/UPDATE_ENTITY/DELETE_ENTITY per changed key on `main`), and the rule inputs (ref, path, role,
+roles, op) do not say which it is. A role that may merge may also commit to `main` directly, around the audit.
+So only the service, whose code merges audited branches only, gets those checks on `main`, and even it never
+gets DELETE_ENTITY there (no table or namespace can be dropped from `main`), nor assign or delete `main`.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ MAIN = "main"
 WAP_PREFIX = "wap-"
 
 READ_OPS = ("VIEW_REFERENCE", "READ_ENTRIES", "LIST_COMMIT_LOG", "READ_CONTENT_KEY", "READ_ENTITY_VALUE")
-# What a merge of a WAP branch needs on `main` (and therefore, see the module's note, a direct commit too).
+# What a merge of a WAP branch needs on `main` (and therefore, see the module's note, a direct commit too):
+# the service's alone.
 MERGE_OPS = ("COMMIT_CHANGE_AGAINST_REFERENCE", "CREATE_ENTITY", "UPDATE_ENTITY")
 WAP_BRANCH_OPS = ("CREATE_REFERENCE", "COMMIT_CHANGE_AGAINST_REFERENCE", "CREATE_ENTITY", "UPDATE_ENTITY",
                   "DELETE_ENTITY", "DELETE_REFERENCE")
@@ -65,7 +68,7 @@ RULES: dict[str, str] = {
     "readconfig": f"{_has(*ROLES)} && op == 'READ_REPOSITORY_CONFIG'",
     "servicewap": f"{_has(SERVICE)} && ref.startsWith('{WAP_PREFIX}') && {_ops(WAP_BRANCH_OPS)}",
     "operatorwap": f"{_has(OPERATOR)} && ref.startsWith('{WAP_PREFIX}') && op == 'DELETE_REFERENCE'",
-    "mergemain": f"{_has(SERVICE, OPERATOR)} && ref == '{MAIN}' && {_ops(MERGE_OPS)}",
+    "mergemain": f"{_has(SERVICE)} && ref == '{MAIN}' && {_ops(MERGE_OPS)}",
 }
 
 

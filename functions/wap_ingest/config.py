@@ -63,6 +63,8 @@ KNOWN_VARIABLES: dict[str, str] = {
     "of the exact version in the lake bucket, read by the cluster; EMR jobs)",
     "WAP_TIME_RESERVE_SECONDS": "the function hands a message back to the queue instead of starting a file with "
     "less time left than this (default: 90)",
+    "WAP_PUBLISH_QUEUE_URL": "`wap publish` asks the service through this queue (the ingest queue) instead of "
+    "merging itself: an operator has no write on main (docs/deploy.md, \"Catalog roles\")",
     "AWS_ENDPOINT_URL": "S3-compatible endpoint (local stack); unset on AWS",
     "AWS_REGION": "AWS region (default: us-east-1)",
     "POWERTOOLS_SERVICE_NAME": "service name in structured logs and metrics (Powertools)",

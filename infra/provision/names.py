@@ -108,6 +108,17 @@ class ResourceNames:
         return f"/{self.prefix}/nessie-client-secret"
 
     @property
+    def nessie_db_password_parameter(self) -> str:
+        """The Nessie database's password (SSM SecureString), read by the Nessie container at start."""
+        return f"/{self.prefix}/nessie/db-password"
+
+    @property
+    def nessie_secrets_user(self) -> str:
+        """The IAM user whose access key lets the Nessie container read that one parameter (no IAM role on
+        Lightsail)."""
+        return f"{self.prefix}-nessie-secrets"
+
+    @property
     def user_pool(self) -> str:
         return f"{self.prefix}-nessie"
 
@@ -151,6 +162,9 @@ class Account:
 
     def role_arn(self, role: str) -> str:
         return self.arn("iam", f"role/{role}", regional=False)
+
+    def user_arn(self, user: str) -> str:
+        return self.arn("iam", f"user/{user}", regional=False)
 
     def parameter_arn(self, name: str) -> str:
         return self.arn("ssm", f"parameter/{name.lstrip('/')}")

@@ -81,7 +81,7 @@ def test_merge_commit_carries_the_source_identity(lake: Lake, table_name: str) -
         ("{t}/header_only.csv", b"my_col_0,my_col_1,my_col_2\n", "no rows"),
         ("no_prefix_{t}.parquet", b"x", "no table prefix"),
         ("{t}-bad/x.parquet", b"x", "not a valid identifier"),
-        ("{t}/x.json", b"{}", "unsupported file type"),
+        ("{t}/x.xlsx", b"PK", "unsupported file type"),
     ],
 )
 def test_bad_input_is_reported_and_leaves_no_trace(lake: Lake, table_name: str, key: str, body: bytes,

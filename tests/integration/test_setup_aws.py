@@ -1,9 +1,12 @@
 """setup_aws.py against a real moto server (HTTP, own port): create, create again (nothing changes),
-delete; the refusal to delete data without --force; --dry-run. Lightsail, which moto lacks, goes through
-botocore's Stubber, which checks every request against the Lightsail service model."""
+delete; the refusal to delete data without --force; --dry-run; the Nessie container's access key reused,
+rotated and replaced. Lightsail, which moto lacks, goes through botocore's Stubber, which checks every request
+against the Lightsail service model; every request sent to Lightsail is kept, to check that none holds the
+database password."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import socket
@@ -25,6 +28,8 @@ ACCOUNT = Account("123456789012", "us-east-1")
 SLACK_TOKEN = "xoxb-not-a-real-token-0001"
 DB_PASSWORD = "db-password-never-printed"
 NESSIE_URL = "https://nessie-it.abc123.us-east-1.cs.amazonlightsail.com/"
+NESSIE_IMAGE = ":nessie-itest.nessie.3"  # as `aws lightsail push-container-image` names a pushed image
+JDBC_TLS = "?sslmode=verify-full&sslrootcert=/opt/wap/rds-global-bundle.pem"
 
 
 def _free_port() -> int:
@@ -57,10 +62,13 @@ class Run:
     out: str
 
 
-def run(moto_url: str, names: ResourceNames, *args: str, lightsail: Any = None, slack: str | None = None) -> Run:
+def run(moto_url: str, names: ResourceNames, *args: str, lightsail: Any = None, slack: str | None = None,
+        image: str | None = NESSIE_IMAGE, environ: dict[str, str] | None = None) -> Run:
     argv = ["-n", names.nessie_service, "--prefix", names.prefix, "--source-bucket", names.source_bucket,
             "--lake-bucket", names.lake_bucket, "--endpoint-url", moto_url, "--region", ACCOUNT.region, *args]
-    environ = {"SLACK_TOKEN": slack} if slack else {}
+    environ = dict(environ or {}) | ({"SLACK_TOKEN": slack} if slack else {})
+    if image:
+        environ["WAP_NESSIE_IMAGE"] = image
     out = io.StringIO()
     with redirect_stdout(out):
         code = setup_aws.main(argv, environ=environ, overrides={"lightsail": lightsail} if lightsail else None)
@@ -147,8 +155,19 @@ def stub_delete(stub: Stubber, names: ResourceNames, deployment: dict[str, Any])
 @pytest.fixture
 def lightsail() -> Iterator[tuple[Any, Stubber]]:
     ls = boto3.client("lightsail", region_name=ACCOUNT.region)
+    sent: list[dict[str, Any]] = []
+    ls.meta.events.register("provide-client-params.lightsail.*",
+                            lambda params, **_: sent.append(copy.deepcopy(params)))
+    ls.sent_to_lightsail = sent  # every request's parameters, for the checks below
     with Stubber(ls) as stub:
         yield ls, stub
+
+
+def assert_password_never_sent(ls: Any) -> None:
+    """No request to Lightsail (deployments included) carries the database password."""
+    assert ls.sent_to_lightsail
+    for params in ls.sent_to_lightsail:
+        assert DB_PASSWORD not in json.dumps(params), params
 
 
 # --- what exists -------------------------------------------------------------------------------------
@@ -162,9 +181,22 @@ def snapshot(moto_url: str, names: ResourceNames) -> dict[str, Any]:
         "ecr": _repository(moto_url, names.ecr_repository),
         "emr": _application(moto_url, names.emr_application),
         "roles": {r: _role(moto_url, r) for r in (names.lambda_role, names.emr_job_role)},
-        "parameters": {p: _parameter(moto_url, p)
-                       for p in (names.slack_token_parameter, names.nessie_client_secret_parameter)},
+        "parameters": {p: _parameter(moto_url, p) for p in (names.slack_token_parameter,
+                       names.nessie_client_secret_parameter, names.nessie_db_password_parameter)},
         "user_pool": _user_pool(moto_url, names.user_pool),
+        "secrets_user": _user(moto_url, names.nessie_secrets_user),
+    }
+
+
+def _user(moto_url: str, name: str) -> dict[str, Any] | None:
+    iam = client(moto_url, "iam")
+    if name not in [u["UserName"] for u in iam.list_users()["Users"]]:
+        return None
+    policies = iam.list_user_policies(UserName=name)["PolicyNames"]
+    return {
+        "policies": {p: iam.get_user_policy(UserName=name, PolicyName=p)["PolicyDocument"] for p in policies},
+        "attached": iam.list_attached_user_policies(UserName=name)["AttachedPolicies"],
+        "keys": sorted(k["AccessKeyId"] for k in iam.list_access_keys(UserName=name)["AccessKeyMetadata"]),
     }
 
 
@@ -286,6 +318,34 @@ def assert_created(moto_url: str, names: ResourceNames, state: dict[str, Any]) -
         assert parameter is not None and parameter["Type"] == "SecureString"
     assert state["user_pool"] is not None
 
+    user = state["secrets_user"]
+    assert user is not None and user["attached"] == []
+    assert len(user["keys"]) == 1
+    [policy] = user["policies"].values()
+    statements = _statements(policy)
+    parameter_arn = ACCOUNT.parameter_arn(names.nessie_db_password_parameter)
+    assert statements["ReadNessieDatabasePassword"]["Action"] == "ssm:GetParameter"
+    assert statements["ReadNessieDatabasePassword"]["Resource"] == parameter_arn
+    decrypt = statements["DecryptNessieDatabasePasswordViaSsm"]
+    assert decrypt["Action"] == "kms:Decrypt"
+    assert decrypt["Condition"]["StringEquals"] == {"kms:ViaService": f"ssm.{ACCOUNT.region}.amazonaws.com",
+                                                    "kms:EncryptionContext:PARAMETER_ARN": parameter_arn}
+    assert len(statements) == 2
+
+
+def assert_deployment(names: ResourceNames, deployment: dict[str, Any], key_id: str) -> None:
+    """The deployment names the password's parameter and the reader's key, and holds no password."""
+    container = deployment["containers"]["nessie"]
+    env = container["environment"]
+    assert container["image"] == NESSIE_IMAGE
+    assert "QUARKUS_DATASOURCE_POSTGRESQL_PASSWORD" not in env
+    assert DB_PASSWORD not in json.dumps(deployment)
+    assert env["QUARKUS_DATASOURCE_POSTGRESQL_JDBC_URL"].endswith(f"5432/nessie{JDBC_TLS}")
+    assert env["WAP_DB_PASSWORD_PARAMETER"] == names.nessie_db_password_parameter
+    assert env["AWS_REGION"] == ACCOUNT.region
+    assert env["WAP_SECRETS_ACCESS_KEY_ID"] == key_id
+    assert env["WAP_SECRETS_SECRET_ACCESS_KEY"]
+
 
 def test_create_again_then_delete(moto_url: str, lightsail: tuple[Any, Stubber]) -> None:
     ls, stub = lightsail
@@ -302,15 +362,18 @@ def test_create_again_then_delete(moto_url: str, lightsail: tuple[Any, Stubber])
     ssm = client(moto_url, "ssm")
     assert ssm.get_parameter(Name=names.slack_token_parameter, WithDecryption=True)["Parameter"]["Value"] == SLACK_TOKEN
     env = captured.value["containers"]["nessie"]["environment"]
-    assert captured.value["containers"]["nessie"]["image"] == "ghcr.io/projectnessie/nessie:0.99.0"
     assert env["NESSIE_VERSION_STORE_TYPE"] == "JDBC2"
     assert env["NESSIE_SERVER_AUTHENTICATION_ENABLED"] == "true"
     assert env["QUARKUS_OIDC_AUTH_SERVER_URL"].endswith(f"/{state['user_pool']}")
-    assert env["QUARKUS_DATASOURCE_POSTGRESQL_PASSWORD"] == DB_PASSWORD
+    [key_id] = state["secrets_user"]["keys"]
+    assert_deployment(names, captured.value, key_id)
+    assert_password_never_sent(ls)
+    password = ssm.get_parameter(Name=names.nessie_db_password_parameter, WithDecryption=True)["Parameter"]
+    assert (password["Value"], password["Type"]) == (DB_PASSWORD, "SecureString")
     assert captured.value["publicEndpoint"]["healthCheck"]["path"] == "/q/health/ready"
     assert f"export NESSIE_ENDPOINT={NESSIE_URL.rstrip('/')}" in first.out
     client_secret = ssm.get_parameter(Name=names.nessie_client_secret_parameter, WithDecryption=True)
-    for secret in (SLACK_TOKEN, DB_PASSWORD, client_secret["Parameter"]["Value"]):
+    for secret in (SLACK_TOKEN, DB_PASSWORD, client_secret["Parameter"]["Value"], env["WAP_SECRETS_SECRET_ACCESS_KEY"]):
         assert secret not in first.out
 
     stub_second_create(stub, names, captured.value)
@@ -318,9 +381,11 @@ def test_create_again_then_delete(moto_url: str, lightsail: tuple[Any, Stubber])
 
     assert second.code == 0, second.out
     stub.assert_no_pending_responses()
-    assert snapshot(moto_url, names) == state
+    assert snapshot(moto_url, names) == state  # the same access key, still deployed
+    assert_password_never_sent(ls)
     resource_lines = [line for line in second.out.splitlines() if line.startswith(("unchanged", "created", "updated"))]
-    assert len(resource_lines) >= 15
+    assert len(resource_lines) >= 18
+    assert f"unchanged     iam access key {key_id}" in second.out
     assert all(line.startswith("unchanged") for line in resource_lines), second.out
     assert "nothing changed" in second.out
 
@@ -335,6 +400,7 @@ def test_create_again_then_delete(moto_url: str, lightsail: tuple[Any, Stubber])
     assert gone["roles"] == dict.fromkeys(state["roles"])
     assert gone["parameters"] == dict.fromkeys(state["parameters"])
     assert (gone["ecr"], gone["emr"], gone["user_pool"], gone["notification"]) == (None, None, None, None)
+    assert gone["secrets_user"] is None
 
 
 def test_delete_refuses_a_non_empty_lake_bucket_without_force(moto_url: str) -> None:

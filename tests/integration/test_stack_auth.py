@@ -3,7 +3,8 @@ catalog's roles; `wap stack env --role R` gives a shell R's client; the stack's 
 
 What each test tries: the service role, through the project's settings and NessieBranches adapter, branches,
 commits, merges into `main` and deletes its branch; a reader's environment cannot branch or commit; an
-operator's can merge a `wap-*` branch but not reassign `main`; `--role` on a stack without auth is refused.
+operator's can neither merge nor reassign `main` and publishes by asking the function; `--role` on a stack
+without auth is refused.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def test_reader_role_cannot_branch_or_commit(auth_stack: tuple[StackConfig, Stac
         catalog.ensure_namespace("main", f"reader{secrets.token_hex(3)}")
 
 
-def test_operator_role_merges_but_cannot_reassign_main(auth_stack: tuple[StackConfig, StackState],
+def test_operator_role_cannot_merge_or_reassign_main(auth_stack: tuple[StackConfig, StackState],
                                                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     service = catalog_for(Settings.from_env(role_env("service", monkeypatch, tmp_path)))
     main = service.ensure_namespace("main", "wap")
@@ -129,7 +130,9 @@ def test_operator_role_merges_but_cannot_reassign_main(auth_stack: tuple[StackCo
     answer = requests.put(f"{settings.nessie_endpoint}/api/v2/trees/main@{main}", auth=BearerAuth(tokens),
                           json={"type": "BRANCH", "name": branch.name, "hash": head}, timeout=10)
     assert answer.status_code == 403, answer.text
-    assert operator.merge(Branch(branch.name, head), "main", main, "wap: approved", {}) != main
+    with pytest.raises(WapError, match="403"):  # it asks the service instead: test_operator_publishes_through_...
+        operator.merge(Branch(branch.name, head), "main", main, "wap: approved", {})
+    assert service.reference_hash("main") == main
 
 
 def test_role_needs_a_stack_with_auth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,3 +182,92 @@ def test_the_stacks_function_ingests_a_file_as_the_service(auth_stack: tuple[Sta
                                timeout=10).json()["entries"]
         names = {".".join(e["name"]["elements"]) for e in entries}
     assert f"wap.{table}" in names, f"not published to main within 240 s; logs: {state.state_dir / 'logs'}"
+
+
+def ops(*argv: str) -> tuple[int, str, str]:
+    from wap_ingest.entrypoints import ops_cli
+
+    parser = argparse.ArgumentParser(prog="wap")
+    ops_cli.register(parser.add_subparsers(required=True))
+    args = parser.parse_args(list(argv))
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = args.func(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def rejected_branch(state: StackState, env: dict[str, str], table: str) -> str:
+    """Drop a file with nulls (the defaults suite refuses them) and wait for the function to leave its branch."""
+    import time
+
+    import boto3
+
+    from tests.conftest import parquet_bytes
+
+    s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"])
+    s3.put_object(Bucket=state.source_bucket, Key=f"{table}/nulls.parquet", Body=parquet_bytes(10, nulls=3))
+    catalog = catalog_for(Settings.from_env(env))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        names = [b.name for b in catalog.list_branches(f"wap-wap-{table}-")]
+        if names:
+            return names[0]
+        time.sleep(2)
+    raise AssertionError(f"no WAP branch for {table} within 240 s; logs: {state.state_dir / 'logs'}")
+
+
+@pytest.mark.spark
+def test_operator_publishes_through_the_service(auth_stack: tuple[StackConfig, StackState],
+                                                monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The operator cannot merge (above), so `wap publish` with the operator's environment (which names the queue)
+    asks the service: the function checks the operator's token with the catalog, re-audits, refuses while the
+    rows still fail, then merges the audited override and records the token's subject. A reader's request and a
+    forged token are refused, and main does not move for them."""
+    import json
+
+    from wap_ingest.core.publish_requests import PublishRequest
+
+    _, state = auth_stack
+    table = f"t_{secrets.token_hex(5)}"
+    operator_env = role_env("operator", monkeypatch, tmp_path)
+    assert operator_env["WAP_PUBLISH_QUEUE_URL"] == state.queue_url
+    branch = rejected_branch(state, operator_env, table)
+    service = catalog_for(Settings.from_env(operator_env))
+    main = service.reference_hash("main")
+
+    code, out, err = ops("publish", branch, "--reason", "looks fine", "--wait", "300", "--json")
+    assert code == 1 and "still fails the audit" in err, err  # re-audited by the service: refused
+    assert json.loads(out)["action"] == "refused" and json.loads(out)["actor"] == "wap-operator"
+    assert service.reference_hash("main") == main
+
+    code, out, err = ops("publish", branch, "--no-reaudit", "--reason", "nulls expected", "--wait", "300", "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["action"] == "published" and answer["actor"] == "wap-operator", answer
+    assert service.reference_hash("main") == answer["merged_hash"] != main
+    assert service.find_branch(branch) is None
+
+    # a reader asks, and a forged operator token (its payload changed, its signature not) asks
+    import boto3
+
+    reader_env = role_env("reader", monkeypatch, tmp_path)
+    reader_tokens = nessie_tokens_for(Settings.from_env(reader_env))
+    assert reader_tokens is not None
+    head, payload, signature = reader_tokens.token().split(".")
+    import base64
+
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    forged = base64.urlsafe_b64encode(json.dumps(claims | {"scope": "nessie/operator"}).encode()).decode().rstrip("=")
+    other = rejected_branch(state, operator_env, f"t_{secrets.token_hex(5)}")
+    main = service.reference_hash("main")
+    sqs = boto3.client("sqs", endpoint_url=reader_env["AWS_ENDPOINT_URL"], region_name=reader_env["AWS_REGION"])
+    from wap_ingest.bootstrap import results_for
+
+    results = results_for(Settings.from_env(reader_env))
+    for token, why in ((reader_tokens.token(), "may not publish"), (f"{head}.{forged}.{signature}", "did not accept")):
+        request = PublishRequest(branch=other, reason="please", reaudit=False, token=token)
+        sqs.send_message(QueueUrl=state.queue_url, MessageBody=request.to_body())
+        answer = results.wait(request.request_id, 300)
+        assert answer is not None and answer["action"] == "refused" and why in answer["error"], answer
+        assert token not in json.dumps(answer)
+    assert service.reference_hash("main") == main and service.find_branch(other) is not None

@@ -11,7 +11,7 @@ from wap_ingest import catalog_authz
 from wap_ingest.catalog_authz import RULES, nessie_environment, nessie_properties, scope_for
 from wap_ingest.local.auth import with_auth
 
-RENDER = {"DbHost": "h", "DbPort": "5432", "DbName": "n", "DbUser": "u", "DbPassword": "p", "Region": "us-east-1",
+RENDER = {"DbHost": "h", "DbPort": "5432", "DbName": "n", "DbUser": "u", "Region": "us-east-1",
           "UserPoolId": "pool", "NessieClientId": "client"}
 
 

@@ -45,8 +45,12 @@ JUSTIFIED_WILDCARDS = {
     "StagingCopiesRecordsAndReports": "objects under the lake bucket's wap-staging/, wap-emr/ and wap-reports/ "
     "prefixes only (names derive from object digests and branch names)",
     "LargeFileRecordsAndAuditReports": "objects under the lake bucket's wap-emr/ and wap-reports/ prefixes only",
+    "AnswerPublishRequests": "answers under the lake bucket's wap-requests/ prefix only (keys are request ids)",
+    "ReadDecisionLog": "the decision log under the lake bucket's wap-decisions/ prefix only (read, never written)",
     "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to our two parameters",
+    "DecryptNessieDatabasePasswordViaSsm": "the aws/ssm key's id differs per account; limited by "
+    "kms:ViaService=ssm and the encryption context to the Nessie database password's parameter",
 }
 
 
@@ -229,7 +233,8 @@ def policies() -> Iterator[tuple[str, dict[str, Any]]]:
 
 def test_every_placeholder_in_infra_files_has_a_value() -> None:
     values = fake_context().template_values() | {"BucketArn": "x", "DbHost": "h", "DbPort": "1", "DbName": "n",
-                                                 "DbUser": "u", "DbPassword": "p"}
+                                                 "DbUser": "u", "DbPasswordParameter": "/p", "NessieImage": "i",
+                                                 "SecretsKeyId": "k", "SecretsKeySecret": "s"}
     for path in sorted(documents.INFRA_DIR.glob("**/*")):
         if path.suffix in (".json", ".yml"):
             relative = str(path.relative_to(documents.INFRA_DIR))

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 
 from wap_ingest.core.errors import InvalidTableNameError, UnsupportedFormatError
+from wap_ingest.core.formats import format_for_key
 from wap_ingest.core.models import FileFormat, SourceObject, TableRef
-from wap_ingest.core.naming import branch_name_for, branch_prefix_for, format_for_key, table_for_key, table_from_branch
+from wap_ingest.core.naming import branch_name_for, branch_prefix_for, table_for_key, table_from_branch
 
 
 @pytest.mark.parametrize(
@@ -41,15 +42,21 @@ def test_unroutable_keys_are_refused_with_a_fix(key: str, phrase: str) -> None:
 
 @pytest.mark.parametrize(
     ("key", "fmt"),
-    [("t/a.parquet", FileFormat.PARQUET), ("t/A.PQ", FileFormat.PARQUET), ("t/a.csv", FileFormat.CSV)],
+    [("t/a.parquet", FileFormat.PARQUET), ("t/A.PQ", FileFormat.PARQUET), ("t/a.csv", FileFormat.CSV),
+     ("t/a.csv.gz", FileFormat.CSV), ("t/a.CSV.BZ2", FileFormat.CSV), ("t/a.tsv", FileFormat.TSV),
+     ("t/a.tsv.gz", FileFormat.TSV), ("t/a.json", FileFormat.JSON), ("t/a.jsonl", FileFormat.JSON),
+     ("t/a.ndjson", FileFormat.JSON), ("t/a.jsonl.gz", FileFormat.JSON), ("t/a.orc", FileFormat.ORC),
+     ("t/a.avro", FileFormat.AVRO)],
 )
 def test_format_for_key(key: str, fmt: FileFormat) -> None:
     assert format_for_key(key) is fmt
 
 
-def test_unknown_format_names_the_supported_ones() -> None:
-    with pytest.raises(UnsupportedFormatError, match=r"parquet \(.parquet, .pq\) and CSV"):
-        format_for_key("t/a.xlsx")
+def test_unknown_format_names_the_supported_ones_and_the_table() -> None:
+    with pytest.raises(UnsupportedFormatError, match=r"s3://src/t/a.xlsx for table wap.t: .*\.csv\.gz.*\.avro"):
+        format_for_key("t/a.xlsx", bucket="src", table=TableRef("wap", "t"))
+    with pytest.raises(UnsupportedFormatError):
+        format_for_key("t/a.parquet.gz")  # Parquet compresses inside the file: a compressed one is not read
 
 
 def test_branch_names_are_deterministic_per_object_version_and_parse_back() -> None:

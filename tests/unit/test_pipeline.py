@@ -98,7 +98,7 @@ def test_unlisted_table_uses_the_default_suite(lake: Lake) -> None:
     [
         ("orphan.parquet", rows(1), "no table prefix"),
         ("Bad-Name!/x.parquet", rows(1), "not a valid identifier"),
-        ("customer_data_log/x.json", rows(1), "unsupported file type"),
+        ("customer_data_log/x.xlsx", rows(1), "unsupported file type"),
         ("customer_data_log/empty.parquet", b"", "empty"),
     ],
 )

@@ -119,6 +119,6 @@ def test_in_a_batch_the_message_names_the_file_at_fault(tmp_path: Path) -> None:
     good.write_bytes(bad_inputs.GOOD_CSV)
     bad.write_bytes(bad_inputs.csv_latin1())
     names = {str(good): "s3://in/t/good.csv", str(bad): "s3://in/t/latin.csv"}
-    with pytest.raises(UnreadableSourceError, match=r"^s3://in/t/latin\.csv: byte 0xE9"):
+    with pytest.raises(UnreadableSourceError, match=r"^s3://in/t/latin\.csv \(for wap\.t\): byte 0xE9"):
         read_source(UnusedSpark(), [str(good), str(bad)], FileFormat.CSV, source_uri="2 files", table="wap.t",
                     names=names)

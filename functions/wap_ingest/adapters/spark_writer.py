@@ -17,6 +17,7 @@ from typing import Any
 
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import BadInputError, EngineLostError, WapError
+from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.models import (
     Appended,
     AppendResult,
@@ -60,13 +61,14 @@ class SparkIcebergWriter(TableWriter):
         *,
         keep: Callable[[SourceObject, Measurements], bool] | None = None,
         allow_new_columns: bool = False,
+        read_options: FormatOptions = (),
     ) -> Appended:
         tables = IcebergTables(self.spark)
         with _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
             if len(files) == 1:
                 source, fmt = files[0]
-                return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns)
-            return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns)
+                return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns, read_options)
+            return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns, read_options)
 
     def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
         tables = IcebergTables(self.spark)
@@ -82,11 +84,12 @@ class SparkIcebergWriter(TableWriter):
 
     def _append_one(
         self, tables: IcebergTables, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
-        plan: MeasurementPlan, allow_new_columns: bool,
+        plan: MeasurementPlan, allow_new_columns: bool, read_options: FormatOptions,
     ) -> Appended:
         staged = self._stage(source)
         try:
-            frame = read_source(tables.spark, [str(staged)], fmt, source_uri=source.uri, table=table.qualified)
+            frame = read_source(tables.spark, [str(staged)], fmt, source_uri=source.uri, table=table.qualified,
+                                options=read_options)
             created, added = tables.write(frame, source.uri, table, branch, lineage.snapshot_properties([(source, 0)]),
                                           allow_new_columns=allow_new_columns)
             appended = tables.last_append(table, branch, created, tuple(frame.columns), added)
@@ -127,6 +130,7 @@ class SparkIcebergWriter(TableWriter):
     def _append_many(
         self, tables: IcebergTables, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str,
         plan: MeasurementPlan, keep: Callable[[SourceObject, Measurements], bool] | None, allow_new_columns: bool,
+        read_options: FormatOptions,
     ) -> Appended:
         staged: list[tuple[SourceObject, FileFormat, Path]] = []
         left_out: dict[str, str] = {}
@@ -140,7 +144,8 @@ class SparkIcebergWriter(TableWriter):
             left_out |= others
             if not together:
                 return Appended(None, (), {}, left_out)
-            return self._write_together(tables, together, left_out, table, branch, plan, keep, allow_new_columns)
+            return self._write_together(tables, together, left_out, table, branch, plan, keep, allow_new_columns,
+                                        read_options)
         finally:
             for _, _, path in staged:
                 self._cleanup(path)
@@ -148,7 +153,7 @@ class SparkIcebergWriter(TableWriter):
     def _write_together(
         self, tables: IcebergTables, together: list[tuple[SourceObject, FileFormat, Path]], left_out: dict[str, str],
         table: TableRef, branch: str, plan: MeasurementPlan, keep: Callable[[SourceObject, Measurements], bool] | None,
-        allow_new_columns: bool,
+        allow_new_columns: bool, read_options: FormatOptions,
     ) -> Appended:
         from pyspark.sql import functions as F
 
@@ -159,7 +164,7 @@ class SparkIcebergWriter(TableWriter):
         try:
             frame = read_source(spark, [str(p) for _, _, p in together], together[0][1],
                                 source_uri=f"{len(together)} files for {table}", table=table.qualified,
-                                names={str(p): s.uri for s, _, p in together})
+                                names={str(p): s.uri for s, _, p in together}, options=read_options)
             frame = frame.withColumn(FILE_COLUMN, F.input_file_name()).persist()
         except BadInputError:  # one of them is bad: each alone says which and why
             return Appended(None, (), {}, left_out | apart)

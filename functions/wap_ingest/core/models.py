@@ -9,8 +9,14 @@ from typing import TypeVar
 
 
 class FileFormat(enum.StrEnum):
+    """How a source file is read (core.formats maps suffixes to these; gzip/bzip2 come from the suffix too)."""
+
     PARQUET = "parquet"
     CSV = "csv"
+    TSV = "tsv"  # CSV with a tab delimiter
+    JSON = "json"  # JSON lines (one object per line), or one document with `format_options: {multiline: true}`
+    ORC = "orc"
+    AVRO = "avro"
 
 
 @dataclass(frozen=True)

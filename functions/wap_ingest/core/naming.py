@@ -1,4 +1,4 @@
-"""Pure converters from object keys to table identifiers, formats and branch names.
+"""Pure converters from object keys to table identifiers and branch names (formats: core.formats).
 
 Identifiers that come from object keys are validated here before anything reaches SQL: a table or
 namespace name is `[a-z_][a-z0-9_]*` (at most 128 characters), compared case-insensitively.
@@ -10,15 +10,10 @@ import hashlib
 import re
 import secrets
 
-from .errors import InvalidTableNameError, UnsupportedFormatError
-from .models import FileFormat, SourceObject, TableRef
+from .errors import InvalidTableNameError
+from .models import SourceObject, TableRef
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
-_SUFFIXES: tuple[tuple[str, FileFormat], ...] = (
-    (".parquet", FileFormat.PARQUET),
-    (".pq", FileFormat.PARQUET),
-    (".csv", FileFormat.CSV),
-)
 BRANCH_PREFIX = "wap"
 
 
@@ -63,18 +58,6 @@ def table_for_key(key: str, *, default_namespace: str, bucket: str = "") -> Tabl
             f"'<table>/{segments[-1] if segments else 'file.parquet'}', or pass --table to `wap ingest`."
         )
     return table_ref_from(segments[0], default_namespace=default_namespace, source=source)
-
-
-def format_for_key(key: str, *, bucket: str = "") -> FileFormat:
-    lowered = key.lower()
-    for suffix, fmt in _SUFFIXES:
-        if lowered.endswith(suffix):
-            return fmt
-    source = f"s3://{bucket}/{key}" if bucket else key
-    raise UnsupportedFormatError(
-        f"{source}: unsupported file type; wap-lake ingests parquet (.parquet, .pq) and CSV (.csv) "
-        f"files with a header row. Fix: convert the file and upload it with one of those suffixes."
-    )
 
 
 def identity_digest(identity: str) -> str:

@@ -317,7 +317,8 @@ class _Run:
             log.info("writing %d file(s) into %s on branch %s", len(todo), target, branch.name)
             appended = self.ports.writer.append(
                 [(r.source, r.fmt) for _, r in todo], target, branch.name, suite.plan(),
-                keep=keep if len(todo) > 1 else None, allow_new_columns=suite.allow_new_columns)
+                keep=keep if len(todo) > 1 else None, allow_new_columns=suite.allow_new_columns,
+                read_options=suite.format_options)
         with watch.stage("audit"):
             reports = {identity: audit(suite, target, m, context) for identity, m in appended.measured.items()}
         snapshot_rows = appended.snapshot.rows if appended.snapshot is not None else 0

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from .alerts import Alert
+from .formats import FormatOptions
 from .models import (
     Appended,
     AppendResult,
@@ -90,6 +91,7 @@ class TableWriter(ABC):
         *,
         keep: Callable[[SourceObject, Measurements], bool] | None = None,
         allow_new_columns: bool = False,
+        read_options: FormatOptions = (),
     ) -> Appended:
         """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
         (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
@@ -100,6 +102,7 @@ class TableWriter(ABC):
         together with the others is reported in `left_out`, never raised. `keep`: an engine that measures before
         writing leaves the files it refuses out of the snapshot (they are still measured); one that measures after
         writing ignores it. With `allow_new_columns` the files' extra columns are added on `branch` only.
+        `read_options`: the table's format options (core.formats), for the formats they apply to.
         Raises a WapError (never another exception) for infrastructure failures."""
 
     @abstractmethod

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from .audits import AuditSuites
 from .errors import EmptySourceError, RefusedEventError
+from .formats import format_for_key
 from .models import FileFormat, SourceObject, TableRef
-from .naming import format_for_key, table_for_key
+from .naming import table_for_key
 from .ports import ObjectStore
 
 
@@ -43,7 +44,7 @@ def route(
     target = table or table_for_key(source.key, default_namespace=default_namespace, bucket=source.bucket)
     if table is None:  # an explicit --table is the operator's choice
         suites.check_listed(target, source.uri)
-    fmt = format_for_key(source.key, bucket=source.bucket)
+    fmt = format_for_key(source.key, bucket=source.bucket, table=target)
     current = objects.head(source.bucket, source.key)
     if current.size == 0:
         raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest into {target}. "

@@ -39,10 +39,11 @@ from wap_ingest.adapters.metrics import OutcomeMetrics
 from wap_ingest.bootstrap import Service, service
 from wap_ingest.core.alerts import alert_for_unreadable_event
 from wap_ingest.core.dead_letters import alert_for_alarm
-from wap_ingest.core.errors import DeferredError, WapError
+from wap_ingest.core.errors import BadInputError, DeferredError, WapError
 from wap_ingest.core.ingest import Delivery, Item, retry_delay_seconds
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
 from wap_ingest.core.pipeline import Result
+from wap_ingest.core.publish_requests import PublishRequest
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "wap-ingest"))
 metrics = OutcomeMetrics()
@@ -112,8 +113,9 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"alarms": [a.name for a in alarms]}
     failed: dict[str, str] = {}  # message id -> why (SQS)
     messages: dict[str, _Message] = {}
+    asked: list[tuple[PublishRequest, str]] = []  # operators' publish requests on the queue, with their message
     if kind is EventKind.SQS:
-        received = _from_sqs(event, svc, failed, messages)
+        received = _from_sqs(event, svc, failed, messages, asked)
     else:
         origin = getattr(context, "aws_request_id", None) or uuid.uuid4().hex
         sources = objects_from_s3_event(event) if kind is EventKind.S3 else objects_from_eventbridge(event)
@@ -129,25 +131,33 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             errors.append(error)
             if got.message_id is not None:
                 failed.setdefault(got.message_id, error)
+    answers = _answer(svc, asked, failed)
     if kind is EventKind.SQS:
         _back_off(svc, [messages[m] for m in failed if m in messages])
+        if answers:
+            return {"batchItemFailures": [{"itemIdentifier": m} for m in failed], "objects": summaries,
+                    "requests": answers}
         return {"batchItemFailures": [{"itemIdentifier": m} for m in failed], "objects": summaries}
     if errors:
         raise InvocationFailedError(f"{len(errors)} of {len(summaries)} objects failed: {'; '.join(errors)}")
     return {"objects": summaries}
 
 
-def _from_sqs(event: dict[str, Any], svc: Service, failed: dict[str, str], messages: dict[str, _Message]
-              ) -> list[_Received]:
-    """Every message's objects; an unreadable message is alerted and failed on its own."""
+def _from_sqs(event: dict[str, Any], svc: Service, failed: dict[str, str], messages: dict[str, _Message],
+              asked: list[tuple[PublishRequest, str]]) -> list[_Received]:
+    """Every message's objects (and publish requests); an unreadable message is alerted and failed on its own."""
     received = []
     for record in (SQSRecord(r) for r in event["Records"]):
         delivery = Delivery(int(record.attributes.approximate_receive_count or 1), svc.settings.max_receives)
         messages[record.message_id] = _Message(record.message_id, record.event_source_arn, record.receipt_handle,
                                                delivery.attempt or 1)
         try:
+            request = PublishRequest.from_body(record.body)
+            if request is not None:
+                asked.append((request, record.message_id))
+                continue
             sources = unique_objects(objects_from_sqs_body(record.body))
-        except UnreadableEventError as exc:
+        except (UnreadableEventError, BadInputError) as exc:
             logger.error("unreadable message", extra={"error": str(exc), "message_id": record.message_id})
             if delivery.alert_worthy:
                 svc.notifier.notify(alert_for_unreadable_event(record.message_id, str(exc), final=delivery.final))
@@ -157,6 +167,25 @@ def _from_sqs(event: dict[str, Any], svc: Service, failed: dict[str, str], messa
                                                 correlation_id_for(record.message_id, s))), record.message_id)
                      for s in sources]
     return received
+
+
+def _answer(svc: Service, asked: list[tuple[PublishRequest, str]], failed: dict[str, str]) -> list[dict[str, Any]]:
+    """Serve each publish request; one that failed on infrastructure fails its message (retried like a file)."""
+    answers = []
+    for request, message_id in asked:
+        logger.append_keys(request_id=request.request_id, branch=request.branch, correlation_id=message_id)
+        try:
+            answer = svc.answer(request)
+        except Exception as exc:
+            logger.error("publish request failed", extra={"error": str(exc), "error_type": type(exc).__name__})
+            failed.setdefault(message_id, str(exc))
+            continue
+        finally:
+            logger.remove_keys(["request_id", "branch", "correlation_id"])
+        logger.info("publish request answered", extra={"action": answer.get("action"), "actor": answer.get("actor"),
+                                                       "request_id": request.request_id, "branch": request.branch})
+        answers.append({k: answer.get(k) for k in ("request_id", "branch", "action", "actor", "merged_hash")})
+    return answers
 
 
 def _back_off(svc: Service, failed: list[_Message]) -> None:

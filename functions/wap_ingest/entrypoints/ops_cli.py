@@ -5,6 +5,7 @@
   wap show BRANCH [--json]                     what the branch holds (from Iceberg metadata, no JVM)
   wap publish BRANCH [--reason '...'] [--json] re-audit its new rows, then merge it into main (never forced)
   wap publish BRANCH --no-reaudit --reason '...'   merge it as it is (the audit override is recorded)
+     with WAP_PUBLISH_QUEUE_URL set (an operator under the catalog's roles): the service does it on request
   wap discard BRANCH --reason '...' [--json]   delete it; the decision is recorded in the lake bucket
   wap history TABLE [--json]                   publications and discard decisions, newest first
   wap schema COMMAND                           the JSON Schema of a command's --json output
@@ -55,6 +56,7 @@ from wap_ingest.core.review import (
     wap_branch,
 )
 from wap_ingest.entrypoints.audit_cli import audit_report_lines
+from wap_ingest.entrypoints.publish_cli import answer_text, ask_service, publish_queue_url
 
 from .ops_schema import SCHEMA_VERSION, SCHEMAS
 
@@ -196,6 +198,18 @@ def _decided(decision: Decision, as_json: bool) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
+    queue_url = publish_queue_url()
+    if queue_url is not None:  # an operator: the service publishes (the operator has no write on main)
+        answer = ask_service(args, settings, queue_url)
+        if answer is None:
+            return 2
+        if answer.get("action") == "refused":
+            print(f"wap: {answer.get('error')}", file=sys.stderr)
+            if args.json:
+                _print(answer, True, "")
+            return 1
+        _print(answer, args.json, answer_text(answer))
+        return 0
     try:
         decision = publish_branch(
             catalog_for(settings), args.branch, reason=args.reason, actor=_actor(settings),
@@ -303,6 +317,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     publish.add_argument("--reason", help="why the rows are fine to publish (recorded; required with --no-reaudit)")
     publish.add_argument("--reaudit", action=argparse.BooleanOptionalAction, default=True,
                          help="re-run the audit on the branch's new rows first (default; starts Spark)")
+    publish.add_argument("--wait", type=float, default=900.0,
+                         help="with WAP_PUBLISH_QUEUE_URL: seconds to wait for the service's answer (default 900)")
     publish.add_argument("--json", action="store_true")
     publish.set_defaults(func=cmd_publish)
     discard = sub.add_parser("discard", help="delete a WAP branch and record the decision (wap history shows it)")

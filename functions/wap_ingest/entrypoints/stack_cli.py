@@ -11,8 +11,9 @@ import json
 import shlex
 import sys
 
-from wap_ingest.catalog_authz import ROLES
+from wap_ingest.catalog_authz import OPERATOR, ROLES
 from wap_ingest.core.errors import ConfigError, WapError
+from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_ingest.local.auth import auth_enabled, role_environment
 from wap_ingest.local.slack_sink import read_messages
 from wap_ingest.local.stack import (
@@ -185,6 +186,8 @@ def cmd_env(args: argparse.Namespace) -> int:
               "wap stack up --auth", file=sys.stderr)
         return 2
     environment = stack_environment(state) | role_environment(config.state_dir, args.role or "service")
+    if args.role == OPERATOR and state.queue_url:  # the operator publishes by asking the service (catalog_authz)
+        environment[QUEUE_VARIABLE] = state.queue_url
     for name, value in environment.items():
         print(f"export {name}={shlex.quote(value)}")
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from wap_ingest.core.durations import parse_duration
 from wap_ingest.core.errors import AuditSuiteError, ConfigError, InvalidTableNameError
+from wap_ingest.core.formats import FormatOptions, format_options_from
 from wap_ingest.core.models import (
     RowRule,
     Scalar,
@@ -211,13 +212,15 @@ def _check_from(spec: Any, table: str, index: int) -> Check:
     return _history(spec, where, severity)
 
 
-TABLE_KEYS = {"checks", "samples", "mask"}  # the mapping form of a table's entry
+TABLE_KEYS = {"checks", "samples", "mask", "format_options"}  # the mapping form of a table's entry
 
 
 def _suite_from(entry: Any, table: str) -> AuditSuite:
-    """A table's entry: a list of checks (shorthand for `checks:`), or a mapping with `checks`, `samples`, `mask`."""
+    """A table's entry: a list of checks (shorthand for `checks:`), or a mapping with `checks`, `samples`, `mask`,
+    `format_options`."""
     samples: bool = True
     mask: tuple[str, ...] = ()
+    options: FormatOptions = ()
     checks = entry
     if isinstance(entry, Mapping) and "check" in entry:
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks (or a mapping with "
@@ -237,9 +240,11 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
             raise AuditSuiteError(f"audits file: table {table!r}: key 'mask' must be a list of column names, got "
                                   f"{raw!r}.")
         mask = tuple(_column_name(c, "mask", f"audits file: table {table!r}") for c in raw)
+        if "format_options" in entry:
+            options = format_options_from(entry["format_options"], table)
     if not isinstance(checks, Sequence) or isinstance(checks, str):
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks.")
-    suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask)
+    suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask, options)
     if sum(isinstance(c, Schema) for c in suite.checks) > 1:
         raise AuditSuiteError(f"audits file: table {table!r}: more than one schema check; keep one.")
     return suite

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from wap_ingest.core.errors import RefusedEventError
+from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.models import (
     AuditReport,
     CheckResult,
@@ -25,6 +26,7 @@ class AuditSuite:
     checks: tuple[Check, ...]
     samples: bool = True  # False: no sample rows are read, reported, stored or alerted
     mask: tuple[str, ...] = ()  # columns whose sample values are replaced with a hash of the value
+    format_options: FormatOptions = ()  # how the table's files are read (core.formats): delimiter, null_value, ...
 
     def plan(self) -> MeasurementPlan:
         plan = MeasurementPlan()

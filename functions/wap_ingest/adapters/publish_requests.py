@@ -1,0 +1,126 @@
+"""Publish requests on AWS and the catalog: sent on the ingest queue, answered in the lake bucket, the requester
+checked by the catalog (wap_ingest.core.publish_requests says why an operator asks instead of merging).
+
+- `SqsPublishRequests` sends a request to the function's own queue (the operator needs sqs:SendMessage on it);
+- `S3RequestResults` keeps the answer at s3://<LAKE_BUCKET>/wap-requests/<request id>.json (written once);
+- `CatalogRequesters` asks Nessie to accept the requester's token (GET /api/v2/config with it) before reading
+  its subject and scopes; the token is never used for anything else, never logged, never stored.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import requests
+from botocore.exceptions import BotoCoreError, ClientError
+
+from wap_ingest.core.errors import CatalogUnavailableError, InfrastructureError, ObjectStoreUnavailableError
+from wap_ingest.core.publish_requests import PublishRequest, RequestRefusedError, requester_from, result_key
+
+UNVERIFIED = "(unverified: the catalog has no authentication)"
+
+
+class SqsPublishRequests:
+    def __init__(self, sqs: Any, queue_url: str) -> None:
+        self._sqs, self._queue_url = sqs, queue_url
+
+    def send(self, request: PublishRequest) -> None:
+        try:
+            self._sqs.send_message(QueueUrl=self._queue_url, MessageBody=request.to_body())
+        except (ClientError, BotoCoreError) as exc:
+            raise InfrastructureError(
+                f"could not send the publish request for {request.branch!r} to {self._queue_url}: {exc}. Fix: check "
+                f"WAP_PUBLISH_QUEUE_URL (the ingest queue's URL) and that you may send to it (sqs:SendMessage)."
+            ) from exc
+
+
+class S3RequestResults:
+    def __init__(self, s3: Any, bucket: str) -> None:
+        self._s3, self._bucket = s3, bucket
+
+    def uri(self, request_id: str) -> str:
+        return f"s3://{self._bucket}/{result_key(request_id)}"
+
+    def put(self, request_id: str, answer: dict[str, Any]) -> None:
+        body = json.dumps(answer, indent=2, default=str).encode("utf-8")
+        try:
+            self._s3.put_object(Bucket=self._bucket, Key=result_key(request_id), Body=body,
+                                ContentType="application/json")
+        except (ClientError, BotoCoreError) as exc:
+            raise ObjectStoreUnavailableError(f"could not write the answer {self.uri(request_id)}: {exc}") from exc
+
+    def get(self, request_id: str) -> dict[str, Any] | None:
+        try:
+            body = self._s3.get_object(Bucket=self._bucket, Key=result_key(request_id))["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise ObjectStoreUnavailableError(f"could not read {self.uri(request_id)}: {exc}") from exc
+        except BotoCoreError as exc:
+            raise ObjectStoreUnavailableError(f"could not read {self.uri(request_id)}: {exc}") from exc
+        answer = json.loads(body)
+        return answer if isinstance(answer, dict) else None
+
+    def wait(self, request_id: str, timeout: float, *, sleep: Callable[[float], None] = time.sleep,
+             clock: Callable[[], float] = time.monotonic) -> dict[str, Any] | None:
+        """The answer once written, or None after `timeout` seconds."""
+        deadline = clock() + timeout
+        while True:
+            answer = self.get(request_id)
+            if answer is not None or clock() >= deadline:
+                return answer
+            sleep(2.0)
+
+
+def claims_of(token: str) -> dict[str, Any]:
+    """A JWT's payload, not verified here (the catalog verified the token first)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise RequestRefusedError("the request's token is not a JWT. Fix: send it with `wap publish` and an "
+                                  "operator client configured (WAP_NESSIE_*).")
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError as exc:
+        raise RequestRefusedError("the request's token has an unreadable payload.") from exc
+    if not isinstance(claims, dict):
+        raise RequestRefusedError("the request's token has an unreadable payload.")
+    return claims
+
+
+class CatalogRequesters:
+    """Who asks, as the catalog sees it. `authenticated`: the service itself talks to a catalog with authentication
+    (then every request must carry a token the catalog accepts)."""
+
+    def __init__(self, endpoint: str, *, authenticated: bool, allowed_roles: tuple[str, ...], timeout: float,
+                 session: requests.Session | None = None) -> None:
+        self._endpoint, self._authenticated = endpoint.rstrip("/"), authenticated
+        self._allowed, self._timeout = allowed_roles, timeout
+        self._http = session or requests.Session()
+
+    def identify(self, request: PublishRequest) -> str:
+        if not self._authenticated:
+            return f"{request.claimed_actor or 'unknown'} {UNVERIFIED}"
+        if request.token is None:
+            raise RequestRefusedError(
+                f"the publish request for {request.branch!r} carries no access token, and the catalog requires one. "
+                f"Fix: configure your operator client (WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID, ...) and "
+                f"run wap publish again.")
+        url = f"{self._endpoint}/api/v2/config"
+        try:
+            response = self._http.get(url, headers={"Authorization": f"Bearer {request.token}"},
+                                      timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise CatalogUnavailableError(f"checking the requester of {request.branch!r} at {url}: "
+                                          f"{type(exc).__name__}") from exc
+        if response.status_code in (401, 403):
+            raise RequestRefusedError(
+                f"the catalog did not accept the requester's token (HTTP {response.status_code}: expired, or not "
+                f"issued for this catalog). Fix: run wap publish {request.branch} again.")
+        if response.status_code >= 400:
+            raise CatalogUnavailableError(f"checking the requester of {request.branch!r} at {url}: HTTP "
+                                          f"{response.status_code}")
+        return requester_from(claims_of(request.token), self._allowed)
