@@ -11,6 +11,7 @@ JARS := .cache/jars
 MVN := mvn -q -B -C -f docker/pom.xml
 # The AWS Lambda Runtime Interface Emulator ships as a static binary inside the aws-sam-cli wheel.
 SAM_CLI_VERSION := 1.150.0
+SAM_CLI_WHEEL_SHA256 := 1d807ea3088a3fdea7aafd97e6dd41eac06a761bc9871fdc0a927360c613f8dc
 RIE := .cache/rie/aws-lambda-rie
 
 .PHONY: setup jars lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts
@@ -97,7 +98,8 @@ rie: $(RIE)
 
 $(RIE): | $(VENV)/.installed
 	mkdir -p .cache/rie
-	$(PY) -m pip download -q --no-deps aws-sam-cli==$(SAM_CLI_VERSION) -d .cache/rie
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --require-hashes -d .cache/rie \
+		-r <(echo "aws-sam-cli==$(SAM_CLI_VERSION) --hash=sha256:$(SAM_CLI_WHEEL_SHA256)")
 	$(PY) scripts/extract_rie.py .cache/rie/aws_sam_cli-$(SAM_CLI_VERSION)-py3-none-any.whl $@
 	rm -f .cache/rie/aws_sam_cli-*.whl
 

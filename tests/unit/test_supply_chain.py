@@ -95,6 +95,7 @@ def test_setup_installs_the_locks_with_require_hashes() -> None:
     assert "$(PY) -m pip install -q --require-hashes --no-build-isolation -r requirements.lock" in rule
     assert "$(PY) -m pip install -q --no-deps --no-build-isolation -e ." in rule
     assert "-r requirements.txt" not in MAKEFILE.read_text()
+    assert "--require-hashes" in recipe("$(RIE)")  # the emulator's wheel (aws-sam-cli) too
     lock = recipe("lock")
     assert "$(COMPILE) --universal requirements.txt" in lock and "-o requirements-runtime.lock" in lock
     assert re.search(r"^COMPILE = \$\(UV\) pip compile .*--generate-hashes", MAKEFILE.read_text(), re.MULTILINE)
