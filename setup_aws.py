@@ -5,7 +5,9 @@
     python setup_aws.py -v delete -n nessie-wap [--force]
 
 Buckets come from SOURCE_BUCKET / LAKE_BUCKET (or --source-bucket / --lake-bucket); the Slack token from
-SLACK_TOKEN at create time (stored as an SSM SecureString, never printed). `--endpoint-url` points every
+SLACK_TOKEN at create time (stored as an SSM SecureString, never printed). The EMR jobs' network is created
+(a VPC with a NAT gateway, infra/provision/network.py) unless --subnet-ids and --security-group-ids (or
+WAP_EMR_SUBNET_IDS / WAP_EMR_SECURITY_GROUP_IDS) name your own. `--endpoint-url` points every
 client at another endpoint (e.g. a local moto server; moto has no Lightsail: add `--skip nessie`).
 Resource settings live in infra/ (IAM policies, queue, EMR application, Nessie service); see docs/deploy.md.
 """
@@ -21,15 +23,33 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 from infra.provision import plan
-from infra.provision.context import Client, Clients, Context, ProvisionError
+from infra.provision.context import Client, Clients, Context, JobNetwork, ProvisionError
 from infra.provision.documents import TemplateError
 from infra.provision.names import Account, InvalidNameError, ResourceNames
 
-COMPONENTS = ("storage", "events", "image", "emr", "iam", "secrets", "nessie")
+COMPONENTS = ("storage", "events", "image", "network", "emr", "iam", "secrets", "nessie")
 
 
 def _value(text: str) -> str:
     return text.removeprefix("=")
+
+
+def _ids(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _given_network(parser: argparse.ArgumentParser, args: argparse.Namespace) -> JobNetwork | None:
+    subnets, groups = _ids(args.subnet_ids), _ids(args.security_group_ids)
+    if not subnets and not groups:
+        return None
+    if not subnets or not groups:
+        parser.error("--subnet-ids and --security-group-ids go together (or WAP_EMR_SUBNET_IDS and "
+                     "WAP_EMR_SECURITY_GROUP_IDS): pass both to use your own network, neither to have it created.")
+    for flag, values, start in (("--subnet-ids", subnets, "subnet-"), ("--security-group-ids", groups, "sg-")):
+        wrong = [v for v in values if not v.startswith(start)]
+        if wrong:
+            parser.error(f"{flag}: {', '.join(wrong)} is not a {start}... id; pass them comma-separated.")
+    return JobNetwork(subnets, groups)
 
 
 def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> argparse.Namespace:
@@ -45,6 +65,11 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> argpar
     region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     parser.add_argument("--region", default=region, help=f"default: $AWS_REGION ({region})")
     parser.add_argument("--endpoint-url", default=None, help="send every AWS call here (e.g. http://127.0.0.1:5000)")
+    parser.add_argument("--subnet-ids", default=environ.get("WAP_EMR_SUBNET_IDS", ""),
+                        help="the EMR jobs' private subnets (comma-separated, with a NAT route): nothing is created "
+                        "for the network (default: $WAP_EMR_SUBNET_IDS)")
+    parser.add_argument("--security-group-ids", default=environ.get("WAP_EMR_SECURITY_GROUP_IDS", ""),
+                        help="the EMR jobs' security groups, with --subnet-ids (default: $WAP_EMR_SECURITY_GROUP_IDS)")
     parser.add_argument("--skip", action="append", default=[], choices=COMPONENTS, help="leave a component out")
     parser.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
     parser.add_argument("--force", action="store_true", help="delete: also delete data (bucket objects, images)")
@@ -54,6 +79,7 @@ def parse_args(argv: Sequence[str] | None, environ: Mapping[str, str]) -> argpar
                                   ("--lake-bucket", args.lake_bucket, "LAKE_BUCKET")):
         if not value:
             parser.error(f"{flag} is required: pass it or export {variable}=<bucket name>")
+    args.given_network = _given_network(parser, args)
     return args
 
 
@@ -65,7 +91,7 @@ def build_context(
                       overrides=overrides)
     account_id = str(clients("sts").get_caller_identity()["Account"])
     return Context(clients=clients, names=names, account=Account(account_id, args.region), dry_run=args.dry_run,
-                   force=args.force, verbose=args.verbose, environ=environ)
+                   force=args.force, verbose=args.verbose, environ=environ, given_network=args.given_network)
 
 
 def main(

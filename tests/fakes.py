@@ -6,43 +6,44 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.fake_catalog import FakeCatalog, Rows
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import Alert
+from wap_ingest.core.downstream import DownstreamEvent
 from wap_ingest.core.errors import (
-    BranchExistsError,
-    BranchNotFoundError,
     CatalogError,
-    MergeConflictError,
+    InfrastructureError,
     SchemaDriftError,
     SchemaMismatchError,
     SourceNotFoundError,
-    StaleHashError,
     UnreadableSourceError,
 )
 from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.models import (
+    FAILED_CHECKS_COLUMN,
+    SOURCE_COLUMN,
     Appended,
     AppendResult,
-    Branch,
     DecisionRecord,
     FileFormat,
     JobRun,
     MeasurementPlan,
     Measurements,
-    Publication,
+    Quarantined,
+    QuarantinePlan,
     SourceObject,
     TableRef,
 )
 from wap_ingest.core.ports import (
-    CatalogBranches,
     DecisionLog,
+    EventSink,
     LargeFileJobs,
     Notifier,
     ObjectStore,
@@ -51,131 +52,8 @@ from wap_ingest.core.ports import (
 )
 from wap_ingest.core.review import parse_time
 
-Rows = list[dict[str, Any]]
-_REF_NAME = re.compile(r"[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9_-])?")  # Nessie's reference names
-
-
-@dataclass(frozen=True)
-class Commit:
-    parent: str | None
-    contents: Mapping[str, Any]
-    changed: frozenset[str]
-    message: str = ""
-    properties: Mapping[str, str] = field(default_factory=dict)
-
-
-class FakeCatalog(CatalogBranches):
-    """A tiny Nessie: commits with parents, named branches, expected-hash checks, key-level conflicts."""
-
-    def __init__(self) -> None:
-        self._seq = itertools.count()
-        root = self._hash()
-        self.commits: dict[str, Commit] = {root: Commit(None, {}, frozenset())}
-        self.refs: dict[str, str] = {"main": root}
-        self.bases: dict[str, str] = {}
-        self.calls: list[str] = []
-        self.times: dict[str, datetime] = {}  # commit -> when (the root has none, as in Nessie); tests may set it
-
-    def _hash(self) -> str:
-        return hashlib.sha256(str(next(self._seq)).encode()).hexdigest()
-
-    # helpers for the fakes and tests
-    def contents(self, ref: str) -> Mapping[str, Any]:
-        return self.commits[self.refs[ref]].contents
-
-    def commit(
-        self, ref: str, changes: Mapping[str, Any], message: str = "", props: Mapping[str, str] | None = None
-    ) -> str:
-        head = self.refs[ref]
-        new = self._hash()
-        self.commits[new] = Commit(head, {**self.commits[head].contents, **changes}, frozenset(changes), message,
-                                   dict(props or {}))
-        self.refs[ref] = new
-        self.times[new] = datetime.now(UTC)
-        return new
-
-    def _changed_since(self, head: str, ancestor: str) -> set[str] | None:
-        changed: set[str] = set()
-        cursor: str | None = head
-        while cursor is not None and cursor != ancestor:
-            changed |= self.commits[cursor].changed
-            cursor = self.commits[cursor].parent
-        return changed if cursor == ancestor else None
-
-    def _head(self, name: str) -> str:
-        if name not in self.refs:
-            raise BranchNotFoundError(f"reference {name!r} not found")
-        return self.refs[name]
-
-    # the port
-    def reference_hash(self, name: str) -> str:
-        self.calls.append(f"reference_hash {name}")
-        return self._head(name)
-
-    def find_branch(self, name: str) -> Branch | None:
-        return Branch(name, self.refs[name]) if name in self.refs else None
-
-    def create_branch(self, name: str, from_hash: str) -> Branch:
-        self.calls.append(f"create_branch {name}")
-        if not _REF_NAME.fullmatch(name):
-            raise CatalogError(f"reference name {name!r}: must start with a letter, then letters, digits or ./_-, "
-                               f"without '..', not ending in '.' or '/'")
-        if name in self.refs:
-            raise BranchExistsError(f"reference {name!r} already exists")
-        if from_hash not in self.commits:
-            raise BranchNotFoundError(f"hash {from_hash} not found")
-        self.refs[name] = from_hash
-        self.bases[name] = from_hash
-        return Branch(name, from_hash)
-
-    def ensure_namespace(self, on: str, namespace: str) -> str:
-        if namespace in self.commits[self._head(on)].contents:
-            return self.refs[on]
-        return self.commit(on, {namespace: {"type": "namespace"}}, f"create namespace {namespace}")
-
-    def merge(self, branch: Branch, onto: str, expected_hash: str, message: str, properties: Mapping[str, str]) -> str:
-        """As Nessie: merges `branch.hash` (maybe not the head); nothing changed, no commit; an unknown hash 404s."""
-        self.calls.append(f"merge {branch.name} -> {onto}")
-        self._head(branch.name)
-        if branch.hash not in self.commits:
-            raise BranchNotFoundError(f"commit {branch.hash} not found on {branch.name!r}")
-        theirs = self._changed_since(self._head(onto), expected_hash)
-        if theirs is None:
-            raise BranchNotFoundError(f"commit {expected_hash} not found on {onto!r}")
-        ours = self._changed_since(branch.hash, self.bases.get(branch.name, expected_hash)) or set()
-        if ours & theirs:
-            raise MergeConflictError(f"{onto} changed {sorted(ours & theirs)} since {expected_hash[:8]}")
-        if not ours:
-            return self.refs[onto]
-        changes = {k: self.commits[branch.hash].contents[k] for k in ours}
-        return self.commit(onto, changes, message, properties)
-
-    def delete_branch(self, branch: Branch) -> None:
-        self.calls.append(f"delete_branch {branch.name}")
-        if branch.name not in self.refs:
-            raise BranchNotFoundError(f"reference {branch.name!r} not found")
-        if self.refs[branch.name] != branch.hash:
-            raise StaleHashError(f"{branch.name} moved")
-        del self.refs[branch.name]
-        self.bases.pop(branch.name, None)
-
-    def head_commit_time(self, name: str) -> datetime | None:
-        return self.times.get(self.reference_hash(name))
-
-    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
-        found: list[Publication] = []
-        cursor: str | None = self._head(on)
-        while cursor is not None and len(found) < limit:
-            commit = self.commits[cursor]
-            if commit.properties.get("wap.table") == table.qualified:
-                when = self.times.get(cursor)
-                found.append(Publication(cursor, when.isoformat() if when else "", commit.message,
-                                         dict(commit.properties)))
-            cursor = commit.parent
-        return found
-
-    def list_branches(self, prefix: str = "") -> list[Branch]:
-        return sorted((Branch(n, h) for n, h in self.refs.items() if n.startswith(prefix)), key=lambda b: b.name)
+__all__ = ["FakeBatchWriter", "FakeCatalog", "FakeDecisionLog", "FakeEventSink", "FakeJobs", "FakeNotifier",
+           "FakeObjectStore", "FakeReportStore", "FakeWriter", "Rows", "Unreadable", "rows_on", "run_one"]
 
 
 class Unreadable:
@@ -202,6 +80,15 @@ class FakeObjectStore(ObjectStore):
         return [self.head(b, k) for (b, k) in sorted(self.objects)  # as S3ObjectStore: without folder markers
                 if b == bucket and k.startswith(prefix) and not k.endswith("/")]
 
+    def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
+        content = self.objects.get((source.bucket, source.key))
+        if content is None:
+            raise SourceNotFoundError(f"{source.uri}: no such object")
+        body = content if isinstance(content, bytes) else repr(content).encode()
+        if len(body) > max_bytes:
+            raise UnreadableSourceError(f"{source.uri}: larger than {max_bytes} bytes, too large for a manifest")
+        return body
+
     def download(self, source: SourceObject, directory: Path) -> Path:  # pragma: no cover - parity only
         raise NotImplementedError
 
@@ -221,9 +108,10 @@ class FakeWriter(TableWriter):
     def append(
         self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
         *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
-        read_options: FormatOptions = (),
+        read_options: FormatOptions = (), quarantine: QuarantinePlan | None = None,
     ) -> Appended:
-        """Reads the rows the fake store holds (any format and options: parsing is the real engine's part)."""
+        """Reads the rows the fake store holds (any format and options: parsing is the real engine's part); a
+        quarantine knows `not_null` and keys unique within the file (the real engine: every row-level check)."""
         if self.fail_with is not None:
             raise self.fail_with
         if len(files) == 1:
@@ -231,8 +119,10 @@ class FakeWriter(TableWriter):
             rows = self._read(source, fmt)
             if not rows:  # a header without rows: nothing committed, the core calls it empty
                 return Appended(None, (), {source.identity: Measurements(row_count=0)})
-            appended = self._write(table, branch, [(source, rows)], allow_new_columns)
-            return Appended(appended, (source,), {source.identity: self._measure(rows, plan, appended.columns)})
+            moved, kept = self._quarantine(rows, quarantine, source, branch) if quarantine else (None, rows)
+            appended = self._write(table, branch, [(source, kept)], allow_new_columns)
+            return Appended(appended, (source,), {source.identity: self._measure(kept, plan, appended.columns)},
+                            quarantined={source.identity: moved} if moved is not None else {})
         readable: dict[SourceObject, Rows] = {}
         left_out: dict[str, str] = {}
         for source, fmt in files:
@@ -288,6 +178,20 @@ class FakeWriter(TableWriter):
         self.catalog.commit(branch, {table.qualified: {"columns": columns, "snapshots": snapshots}}, props=props)
         self.batches.append(len(files))
         return AppendResult(len(written), snapshot_id, parent, existing is None, columns, added)
+
+    def _quarantine(self, rows: Rows, plan: QuarantinePlan, source: SourceObject,
+                    branch: str) -> tuple[Quarantined | None, Rows]:
+        keys = {label: Counter(tuple(r.get(c) for c in cols) for r in rows) for label, cols in plan.unique}
+        failed = [[label for label, c in plan.not_null if row.get(c) is None] + [
+            label for label, cols in plan.unique if keys[label][tuple(row.get(c) for c in cols)] > 1] for row in rows]
+        bad = [row | {FAILED_CHECKS_COLUMN: checks, SOURCE_COLUMN: source.uri}
+               for row, checks in zip(rows, failed, strict=True) if checks]
+        if not bad or len(bad) == len(rows) or len(bad) > plan.max_fraction * len(rows):
+            return None, rows
+        self._write(plan.table, branch, [(source, bad)], True)
+        by_check = Counter(label for checks in failed for label in checks)
+        return (Quarantined(plan.table.qualified, len(bad), dict(by_check), len(rows)),
+                [row for row, checks in zip(rows, failed, strict=True) if not checks])
 
     @staticmethod
     def _measure(rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...]) -> Measurements:
@@ -352,6 +256,19 @@ class FakeDecisionLog(DecisionLog):
         return sorted(mine, key=lambda r: r.decided_at, reverse=True)[:limit]
 
 
+class FakeEventSink(EventSink):
+    """Events kept in memory as a bus would deliver them; `down` plays an unreachable bus (raises a WapError)."""
+
+    def __init__(self) -> None:
+        self.events: list[DownstreamEvent] = []
+        self.down = False
+
+    def publish(self, events: Sequence[DownstreamEvent]) -> None:
+        if self.down:
+            raise InfrastructureError("the event bus is unreachable")
+        self.events.extend(events)
+
+
 class FakeNotifier(Notifier):
     """Alerts kept in memory; `down` plays an unreachable Slack: nothing delivered, False, never raised."""
 
@@ -369,18 +286,34 @@ class FakeNotifier(Notifier):
 class FakeJobs(LargeFileJobs):
     """EMR Serverless in memory, as EmrServerlessJobs: one run per object version and table, newest first."""
 
-    def __init__(self) -> None:
-        self.started: dict[tuple[str, str], JobRun] = {}  # (table, object version) -> its run
+    def __init__(self, max_attempts: int = 3) -> None:
+        self.started: dict[tuple[str, str], JobRun] = {}  # (table, object version) -> its latest run
+        self.attempts: dict[tuple[str, str], int] = {}  # (table, object version) -> runs started
         self.refuse: Exception | None = None  # the engine refuses the next submissions with it
+        self.max_attempts = max_attempts
+        self._count = 0
+
+    def end(self, run: JobRun, state: str = "FAILED") -> None:
+        """The engine ends a run without an outcome (driver lost, out of memory, timeout: FAILED; CANCELLED)."""
+        for key, found in self.started.items():
+            if found.job_run_id == run.job_run_id:
+                self.started[key] = replace(found, state=state)
 
     def submit(self, source: SourceObject, table: TableRef) -> JobRun:
-        if (found := self.started.get((table.qualified, source.identity))) is not None:
-            return replace(found, already_submitted=True)
+        key = (table.qualified, source.identity)
+        if (found := self.started.get(key)) is not None:
+            if found.state not in ("FAILED", "CANCELLED"):
+                return replace(found, already_submitted=True)
+            if self.attempts[key] >= self.max_attempts:
+                raise InfrastructureError(f"EMR job runs for {source.uri} into {table} failed {self.attempts[key]} "
+                                          "time(s), the most allowed; not resubmitted again")
         if self.refuse is not None:
             raise self.refuse
-        run = JobRun(f"fake-run-{len(self.started) + 1:06d}", "app-fake", SourceObject(source.bucket, source.key),
+        self._count += 1
+        run = JobRun(f"fake-run-{self._count:06d}", "app-fake", SourceObject(source.bucket, source.key),
                      table.qualified, "SUBMITTED", datetime.now(UTC).isoformat(timespec="microseconds"))
-        self.started[(table.qualified, source.identity)] = run
+        self.started[key] = run
+        self.attempts[key] = self.attempts.get(key, 0) + 1
         return run
 
     def runs(self, table: TableRef | None = None) -> list[JobRun]:

@@ -17,6 +17,7 @@ from typing import Any
 from wap_ingest.adapters.audits_file import load_suites
 from wap_ingest.adapters.decision_log import S3DecisionLog
 from wap_ingest.adapters.emr import EmrServerlessJobs
+from wap_ingest.adapters.eventbridge import EventBridgeSink
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.nessie_credentials import nessie_client
@@ -37,7 +38,7 @@ from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles,
 from wap_ingest.core.models import AuditReport, IngestOutcome, SourceObject, TableRef
 from wap_ingest.core.naming import digest_from_branch
 from wap_ingest.core.pipeline import PipelineConfig, Ports, Result
-from wap_ingest.core.ports import Notifier
+from wap_ingest.core.ports import EventSink, Notifier
 from wap_ingest.core.publish_requests import PublishRequest, serve
 from wap_ingest.core.review import Decision, publish_branch
 from wap_ingest.emr_request import job_request_for
@@ -61,12 +62,13 @@ class Service:
     large_files: LargeFiles | None = None  # None: EMR is not configured (or this is the EMR job): all runs here
     engine: SparkEngine | None = None  # the process's Spark, started on first use
     retries: SqsRetries | None = None  # delays a failed SQS message's next attempt (the function's own queue)
+    events: EventSink | None = None  # downstream events (WAP_EVENT_BUS); None: none are sent
 
     def ingest_all(self, items: Sequence[Item], out_of_time: Callable[[], bool] = lambda: False) -> list[Result]:
         """The entry points' one call: route, run, alert; one result per item (an outcome, or the error that
         fails its message)."""
         return ingest(items, ports=self.ports, suites=self.suites, config=self.config, notifier=self.notifier,
-                      large_files=self.large_files, out_of_time=out_of_time)
+                      large_files=self.large_files, out_of_time=out_of_time, events=self.events)
 
     def ingest(
         self, source: SourceObject, table: TableRef | None = None, delivery: Delivery = UNKNOWN_DELIVERY
@@ -148,14 +150,18 @@ def reports_for(settings: Settings, client: object | None = None) -> S3ReportSto
     return S3ReportStore(s3, settings.lake_bucket)
 
 
-def jobs_for(settings: Settings, s3: Any | None = None) -> EmrServerlessJobs | None:
-    """The large-file jobs (EMR Serverless); None when EMR is not configured."""
+def jobs_for(settings: Settings, s3: Any | None = None, notifier: Notifier | None = None) -> EmrServerlessJobs | None:
+    """The large-file jobs (EMR Serverless); None when EMR is not configured. `notifier` hears of failed runs."""
     if settings.emr is None:
         return None
     s3 = s3 or s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
+
+    def request_for(source: SourceObject, table: TableRef, attempt: int) -> dict[str, Any]:
+        return job_request_for(settings, source, table, attempt)
+
     return EmrServerlessJobs(boto3_client("emr-serverless", settings), s3, lake_bucket=settings.lake_bucket,
-                             application_id=settings.emr.application_id,
-                             request_for=lambda source, table: job_request_for(settings, source, table))
+                             application_id=settings.emr.application_id, request_for=request_for,
+                             max_attempts=settings.emr.max_attempts, notifier=notifier)
 
 
 def reader_for(settings: Settings) -> IcebergRestReader:
@@ -183,7 +189,8 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
     engine = SparkEngine(lambda: spark_session_for(conf, submitted=submitted, work_dir=settings.work_dir),
                          on_start=lambda session: check_custom_sql(session, suites))
     writer = SparkIcebergWriter(engine, stage, cleanup=cleanup)
-    jobs = None if submitted else jobs_for(settings, s3)
+    notifier = notifier_for(settings)
+    jobs = None if submitted else jobs_for(settings, s3, notifier)
     config = PipelineConfig(
         default_namespace=settings.namespace, main_branch=settings.main_branch,
         source_buckets=settings.source_buckets, refused_buckets=frozenset({settings.lake_bucket}),
@@ -193,9 +200,10 @@ def build_service(settings: Settings, *, submitted: bool = False) -> Service:
     return Service(
         settings=settings,
         ports=Ports(catalog=catalog_for(settings), writer=writer, objects=objects, reports=reports_for(settings, s3)),
-        suites=suites, config=config, objects=objects, notifier=notifier_for(settings), engine=engine,
+        suites=suites, config=config, objects=objects, notifier=notifier, engine=engine,
         large_files=None if jobs is None else LargeFiles(jobs, settings.large_file_bytes),
         retries=None if submitted else SqsRetries(boto3_client("sqs", settings)),
+        events=EventBridgeSink(boto3_client("events", settings), settings.event_bus) if settings.event_bus else None,
     )
 
 

@@ -41,6 +41,7 @@ def job_environment(settings: Settings) -> dict[str, str]:
         "AWS_ENDPOINT_URL": settings.aws_endpoint_url or "",
         "WAP_AUDITS_FILE": AUDITS,  # shipped with spark.files into the driver's working directory
         "WAP_STAGE": "s3",
+        "WAP_EVENT_BUS": settings.event_bus or "",  # the job announces its outcome as the function does
     }
     auth = settings.nessie_auth
     if auth is not None:
@@ -76,8 +77,16 @@ def job_spark_conf(settings: Settings, emr: EmrSettings) -> dict[str, str]:
     return conf
 
 
-def job_request(settings: Settings, emr: EmrSettings, source: SourceObject, table: TableRef) -> dict[str, Any]:
-    """The `start_job_run` arguments for one object version (deterministic: the same version, the same request)."""
+def client_token_for(digest: str, attempt: int) -> str:
+    """EMR deduplicates `start_job_run` by this token: one per object version and attempt (at most 64 characters),
+    so a resubmission after a failed run starts a new run, and two deliveries of the same attempt start one."""
+    return digest[:64] if attempt == 1 else f"{digest[:54]}-attempt{attempt}"
+
+
+def job_request(settings: Settings, emr: EmrSettings, source: SourceObject, table: TableRef,
+                attempt: int = 1) -> dict[str, Any]:
+    """The `start_job_run` arguments for one object version and attempt (deterministic: the same version and
+    attempt, the same request)."""
     arguments = ["--bucket", source.bucket, "--key", source.key, "--table", table.qualified]
     for flag, value in (("--size", source.size), ("--etag", source.etag), ("--version-id", source.version_id)):
         if value is not None:
@@ -86,9 +95,9 @@ def job_request(settings: Settings, emr: EmrSettings, source: SourceObject, tabl
     digest = digest_of(source)
     return {
         "applicationId": emr.application_id,
-        "clientToken": digest[:64],
+        "clientToken": client_token_for(digest, attempt),
         "executionRoleArn": emr.execution_role_arn,
-        "name": f"wap-{table.qualified}-{digest[:16]}",
+        "name": f"wap-{table.qualified}-{digest[:16]}" + (f"-attempt{attempt}" if attempt > 1 else ""),
         "jobDriver": {"sparkSubmit": {
             "entryPoint": f"{emr.artifacts}/{ENTRY_POINT}",
             "entryPointArguments": arguments,
@@ -96,12 +105,13 @@ def job_request(settings: Settings, emr: EmrSettings, source: SourceObject, tabl
         }},
         "configurationOverrides": {"monitoringConfiguration": {"s3MonitoringConfiguration": {"logUri": emr.logs}}},
         "executionTimeoutMinutes": EXECUTION_TIMEOUT_MINUTES,
-        "tags": {"project": "wap-lake", "wap:table": table.qualified, "wap:object-digest": digest[:32]},
+        "tags": {"project": "wap-lake", "wap:table": table.qualified, "wap:object-digest": digest[:32],
+                 "wap:attempt": str(attempt)},
     }
 
 
-def job_request_for(settings: Settings, source: SourceObject, table: TableRef) -> dict[str, Any]:
+def job_request_for(settings: Settings, source: SourceObject, table: TableRef, attempt: int = 1) -> dict[str, Any]:
     if settings.emr is None:
         raise ConfigError("EMR Serverless is not configured. Fix: set WAP_EMR_APPLICATION_ID and "
                           "WAP_EMR_EXECUTION_ROLE_ARN.")
-    return job_request(settings, settings.emr, source, table)
+    return job_request(settings, settings.emr, source, table, attempt)

@@ -63,6 +63,14 @@ class Clients:
         return self._cache[service]
 
 
+@dataclass(frozen=True)
+class JobNetwork:
+    """Subnets and security groups the operator brings for the EMR jobs (--subnet-ids, --security-group-ids)."""
+
+    subnet_ids: tuple[str, ...]
+    security_group_ids: tuple[str, ...]
+
+
 @dataclass
 class Context:
     clients: Clients
@@ -73,6 +81,7 @@ class Context:
     verbose: bool = False
     out: TextIO = field(default_factory=lambda: sys.stdout)
     environ: Mapping[str, str] = field(default_factory=dict)
+    given_network: JobNetwork | None = None  # None: infra/provision/network.py creates the jobs' network
     state: dict[str, str] = field(default_factory=dict)
     outcomes: Counter[Outcome] = field(default_factory=Counter)
     sleep: Callable[[float], None] = time.sleep
@@ -141,6 +150,7 @@ class Context:
             "LakeBucketArn": account.bucket_arn(names.lake_bucket),
             "WarehousePrefix": names.warehouse_prefix,
             "QueueArn": account.queue_arn(names.queue),
+            "EventBusArn": account.arn("events", f"event-bus/{names.event_bus}"),
             "FunctionName": names.function,
             "EmrApplicationName": names.emr_application,
             "EmrJobRoleArn": account.role_arn(names.emr_job_role),

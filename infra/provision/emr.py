@@ -1,4 +1,8 @@
-"""The EMR Serverless application that runs the WAP pipeline for large files (emr-7.x: Spark 3.5)."""
+"""The EMR Serverless application that runs the WAP pipeline for large files (emr-7.x: Spark 3.5).
+
+infra/emr-application.json holds its settings; its `networkConfiguration` (the private subnets and security group
+its jobs reach Nessie, Cognito and Slack through) is added here from the network step (infra/provision/network.py)
+or from --subnet-ids/--security-group-ids, set on create and converged on update."""
 
 from __future__ import annotations
 
@@ -11,12 +15,27 @@ from infra.provision.context import Client, Context, Outcome, ProvisionError
 _KIND = "emr-serverless application"
 _GONE = ("TERMINATED",)
 _COMPARED = ("releaseLabel", "type", "architecture", "autoStartConfiguration", "autoStopConfiguration",
-             "maximumCapacity")
-_UPDATABLE = ("releaseLabel", "architecture", "autoStartConfiguration", "autoStopConfiguration", "maximumCapacity")
+             "maximumCapacity", "networkConfiguration")
+_UPDATABLE = ("releaseLabel", "architecture", "autoStartConfiguration", "autoStopConfiguration", "maximumCapacity",
+              "networkConfiguration")
+
+
+def network_configuration(ctx: Context) -> dict[str, list[str]] | None:
+    """The jobs' subnets and security groups: given by the operator, or made by the network step (None when
+    `--skip network` left both out: the application's network is then neither set nor compared)."""
+    if ctx.given_network is not None:
+        subnets, groups = list(ctx.given_network.subnet_ids), list(ctx.given_network.security_group_ids)
+    else:
+        subnets = [s for s in ctx.state.get("EmrSubnetIds", "").split(",") if s]
+        groups = [g for g in ctx.state.get("EmrSecurityGroupIds", "").split(",") if g]
+    return {"subnetIds": subnets, "securityGroupIds": groups} if subnets and groups else None
 
 
 def application_spec(ctx: Context) -> dict[str, Any]:
     spec: dict[str, Any] = documents.load_rendered("emr-application.json", ctx.template_values())
+    network = network_configuration(ctx)
+    if network is not None:
+        spec["networkConfiguration"] = network
     return spec
 
 
@@ -29,7 +48,9 @@ def find_application(emr: Client, name: str) -> dict[str, Any] | None:
 
 
 def _normalised(key: str, value: Any) -> Any:
-    """EMR answers `Spark` for the `SPARK` it was given."""
+    """EMR answers `Spark` for the `SPARK` it was given, and lists ids in its own order."""
+    if key == "networkConfiguration" and isinstance(value, dict):
+        return {k: sorted(v) for k, v in value.items() if v}
     return value.upper() if key == "type" and isinstance(value, str) else value
 
 
@@ -51,10 +72,12 @@ def ensure_application(ctx: Context) -> Outcome:
         return ctx.pending(lambda: _create(ctx, spec), _KIND, spec["name"], spec["releaseLabel"])
     _remember(ctx, app["applicationId"])
     ctx.detail(f"application id {app['applicationId']}, state {app.get('state')}")
-    # A setting the service does not report (moto omits `architecture`) cannot be compared.
+    # A setting the service does not report (moto omits `architecture`) cannot be compared; an application made
+    # before the network was (no networkConfiguration) gets it.
     changes = [
         key for key in _COMPARED
-        if key in spec and key in app and _normalised(key, app[key]) != _normalised(key, spec[key])
+        if key in spec and (key in app or key == "networkConfiguration")
+        and _normalised(key, app.get(key)) != _normalised(key, spec[key])
     ]
     if "type" in changes:
         raise ProvisionError(f"{_KIND} {spec['name']} exists with type {app.get('type')}: delete it first.")

@@ -80,6 +80,11 @@ class ResourceNames:
         return f"{self.prefix}-ingest-dead-letters"
 
     @property
+    def event_bus(self) -> str:
+        """Downstream events (WAP_EVENT_BUS): Table Published, File Rejected, File Invalid, Load Published."""
+        return f"{self.prefix}-events"
+
+    @property
     def function(self) -> str:
         return f"{self.prefix}-ingest"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from infra.provision import alarms, auth, emr, nessie, queues, registry, roles, secrets, storage
+from infra.provision import alarms, auth, bus, emr, nessie, network, queues, registry, roles, secrets, storage
 from infra.provision.context import Context, Outcome
 
 
@@ -19,12 +19,15 @@ class Step:
 STEPS: tuple[Step, ...] = (
     Step("storage", storage.ensure_lake_bucket, storage.remove_lake_bucket),
     Step("storage", storage.ensure_source_bucket, storage.remove_source_bucket),
+    Step("storage", storage.ensure_lake_lifecycle, lambda ctx: None),  # goes with the bucket
     Step("events", queues.ensure_dead_letter_queue, queues.remove_dead_letter_queue),
     Step("events", queues.ensure_ingest_queue, queues.remove_ingest_queue),
     Step("events", storage.ensure_notification, storage.remove_notification),
     Step("events", alarms.ensure_alarm_topic, alarms.remove_alarm_topic),
     Step("events", alarms.ensure_dead_letter_alarm, alarms.remove_dead_letter_alarm),
+    Step("events", bus.ensure_event_bus, bus.remove_event_bus),
     Step("image", registry.ensure_repository, registry.remove_repository),
+    Step("network", network.ensure_network, network.remove_network),  # before the application that uses it
     Step("emr", emr.ensure_application, emr.remove_application),
     Step("emr", emr.ensure_artifacts, emr.remove_artifacts),
     Step("iam", roles.ensure_emr_job_role, roles.remove_emr_job_role),

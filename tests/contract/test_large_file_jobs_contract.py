@@ -1,5 +1,6 @@
 """One behaviour suite for the LargeFileJobs port, run against the in-memory fake and EmrServerlessJobs on the
-stack's moto (EMR Serverless and S3 over HTTP): one run per object version, runs newest first and per table.
+stack's moto (EMR Serverless and S3 over HTTP): one run per object version, runs newest first and per table, and
+a run that died (moto: cancel_job_run) resubmitted by the next delivery, up to the allowed attempts.
 
 The real side uses an application of its own, not the stack's: the stack's local runner spark-submits every job
 run of its application."""
@@ -8,19 +9,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from tests.fakes import FakeJobs
-from wap_ingest.core.errors import WapError
-from wap_ingest.core.models import SourceObject, TableRef
+from wap_ingest.core.errors import InfrastructureError, WapError
+from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.ports import LargeFileJobs
 
 KNOWN_STATES = {"SUBMITTED", "PENDING", "SCHEDULED", "RUNNING", "SUCCESS", "FAILED", "CANCELLING", "CANCELLED"}
 
 
-Engine = Callable[[bool], LargeFileJobs]  # refusing -> an adapter on one shared record store
+@dataclass(frozen=True)
+class Engine:
+    make: Callable[[bool], LargeFileJobs]  # refusing -> an adapter on one shared record store
+    end: Callable[[JobRun], None]  # the engine ends a run without an outcome (CANCELLED or FAILED)
+
+    def __call__(self, refusing: bool) -> LargeFileJobs:
+        return self.make(refusing)
 
 
 @pytest.fixture(params=["fake", pytest.param("emr", marks=pytest.mark.stack)])
@@ -32,7 +40,7 @@ def engine(request: pytest.FixtureRequest) -> Engine:
             fake.refuse = WapError("EMR Serverless refused the job") if refusing else None
             return fake
 
-        return fake_engine
+        return Engine(fake_engine, lambda run: fake.end(run, "CANCELLED"))
     import boto3
 
     from wap_ingest.adapters.emr import EmrServerlessJobs, digest_of
@@ -47,15 +55,15 @@ def engine(request: pytest.FixtureRequest) -> Engine:
     def real_engine(refusing: bool) -> LargeFileJobs:
         app = "00nosuchapplication" if refusing else application  # EMR refuses a run for a missing application
 
-        def request_for(source: SourceObject, table: TableRef) -> dict[str, Any]:
-            return {"applicationId": app, "clientToken": digest_of(source)[:64],
+        def request_for(source: SourceObject, table: TableRef, attempt: int) -> dict[str, Any]:
+            return {"applicationId": app, "clientToken": f"{digest_of(source)[:54]}-attempt{attempt}",
                     "executionRoleArn": env["WAP_EMR_EXECUTION_ROLE_ARN"], "name": f"wap {table.qualified}",
                     "jobDriver": {"sparkSubmit": {"entryPoint": "s3://lake/emr/artifacts/emr_job.py",
                                                   "entryPointArguments": [source.uri, table.qualified]}}}
 
         return EmrServerlessJobs(emr, s3, lake_bucket=bucket, application_id=app, request_for=request_for)
 
-    return real_engine
+    return Engine(real_engine, lambda run: emr.cancel_job_run(applicationId=application, jobRunId=run.job_run_id))
 
 
 @pytest.fixture
@@ -100,3 +108,21 @@ def test_a_refused_submission_raises_a_wap_error_and_a_retry_submits(engine: Eng
     assert jobs.runs(table) == []
     retried = jobs.submit(source, table)  # the redelivered event: the refused attempt left no claim behind
     assert not retried.already_submitted and [r.job_run_id for r in jobs.runs(table)] == [retried.job_run_id]
+
+
+def test_a_run_that_died_is_resubmitted_until_the_attempts_are_used_up(engine: Engine) -> None:
+    jobs, table, source = engine(False), TableRef("wap", "orders"), version("orders/dies.parquet")
+    first = jobs.submit(source, table)
+    engine.end(first)  # driver lost, out of memory, timeout, cancelled: no outcome was recorded
+
+    second = jobs.submit(source, table)  # the event delivered again (a redrive, `wap ingest`)
+
+    assert not second.already_submitted and second.job_run_id != first.job_run_id
+    assert jobs.submit(source, table).already_submitted  # the new run is alive: not started twice
+    engine.end(second)
+    third = jobs.submit(source, table)
+    assert third.job_run_id not in (first.job_run_id, second.job_run_id)
+    engine.end(third)
+    with pytest.raises(InfrastructureError, match="failed 3 time"):
+        jobs.submit(source, table)  # three runs is the default most
+    assert [r.job_run_id for r in jobs.runs(table)] == [third.job_run_id]

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import pytest
 
 from tests.fakes import FakeObjectStore
-from wap_ingest.core.errors import SourceNotFoundError
+from wap_ingest.core.errors import SourceNotFoundError, UnreadableSourceError
+from wap_ingest.core.models import SourceObject
 from wap_ingest.core.ports import ObjectStore
 
 
@@ -80,3 +81,13 @@ def test_list_objects_skips_folder_markers(harness: Harness) -> None:
     harness.put("t/folder/", b"")  # what the S3 console's "Create folder" writes
     harness.put("t/folder/a.csv", b"a")
     assert [o.key for o in harness.store.list_objects(harness.bucket, "t/")] == ["t/folder/a.csv"]
+
+
+def test_read_bytes_gives_the_headed_version_and_refuses_a_large_or_missing_one(harness: Harness) -> None:
+    harness.put("_loads/m.json", b'{"files": []}')
+    head = harness.store.head(harness.bucket, "_loads/m.json")
+    assert harness.store.read_bytes(head, 1024) == b'{"files": []}'
+    with pytest.raises(UnreadableSourceError, match="too large for a manifest"):
+        harness.store.read_bytes(head, 5)
+    with pytest.raises(SourceNotFoundError):
+        harness.store.read_bytes(SourceObject(harness.bucket, "_loads/absent.json"), 1024)

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import LARGE_FILE_BYTES, Lake
+from tests.downstream import about_object, events_about
 from tests.e2e.test_event_path import alerts_about, table_rows, wait_for
 from wap_ingest.adapters.emr import parse_submit_parameters
 from wap_ingest.emr_request import ENTRY_POINT
@@ -74,8 +75,9 @@ def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
     assert "--size" in args and args[args.index("--size") + 1] == str(len(good))
     conf = parse_submit_parameters(driver["sparkSubmitParameters"])
     jars = {uri.rsplit("/", 1)[1] for uri in conf["spark.jars"].split(",")}
-    assert {j for j in jars if j.startswith(("iceberg-spark-runtime", "iceberg-aws-bundle", "nessie-spark"))} == jars
-    assert len(jars) == 3
+    pinned = ("iceberg-spark-runtime", "iceberg-aws-bundle", "nessie-spark", "spark-avro")
+    assert {j for j in jars if j.startswith(pinned)} == jars
+    assert len(jars) == 4
     assert conf["spark.archives"].endswith("/wap-pyenv.tar.gz#environment")
     assert conf["spark.sql.catalog.nessie.uri"] == f"{stack_env['NESSIE_ENDPOINT']}/api/v2"
     assert conf["spark.emr-serverless.driverEnv.LAKE_BUCKET"] == stack_env["LAKE_BUCKET"]
@@ -98,6 +100,11 @@ def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
     jobs = {j["object"].rsplit("/", 1)[1]: j for j in ops(capsys, "history", table_name)["emr_jobs"]}
     assert jobs["big.csv"]["outcome"] == "published" and jobs["big_nulls.csv"]["outcome"] == "rejected"
     assert jobs["big_nulls.csv"]["branch"] == branch
+    # The job announces its outcomes on the downstream bus, as the function does.
+    [published] = events_about(stack_env, about_object(f"{table_name}/big.csv"), 1)
+    [rejected] = events_about(stack_env, about_object(f"{table_name}/big_nulls.csv"), 1)
+    assert published["detail-type"] == "Table Published" and published["detail"]["rows"] == 60_000
+    assert rejected["detail-type"] == "File Rejected" and rejected["detail"]["branch"] == branch
 
     # A duplicate event for the same version does not start a second job run.
     sqs = boto3.client("sqs", endpoint_url=stack_env["AWS_ENDPOINT_URL"], region_name=stack_env["AWS_REGION"])

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_setup_aws import client, moto_url, names_for, run  # noqa: F401 (moto_url: a fixture)
+from tests.integration.setup_aws_harness import client, names_for, run
 
 pytestmark = pytest.mark.stack
 
 
-def test_setup_aws_creates_the_alarm_on_the_dead_letter_queue_and_its_topic(moto_url: str) -> None:  # noqa: F811
+def test_setup_aws_creates_the_alarm_on_the_dead_letter_queue_and_its_topic(moto_url: str) -> None:
     names = names_for("alarm")
     created = run(moto_url, names, "-v", "create", "--skip", "nessie")
     assert created.code == 0, created.out

@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -62,6 +63,18 @@ def rows_of(lake: Lake, table: str) -> list[tuple[object, ...]]:
 @pytest.mark.parametrize("suffix", list(CASES))
 def test_each_format_is_published_with_its_rows(lake: Lake, table_name: str, suffix: str) -> None:
     outcome = lake.service.ingest(lake.put(f"{table_name}/data{suffix}", CASES[suffix]()))
+    assert outcome.status is OutcomeStatus.PUBLISHED, outcome.message
+    assert rows_of(lake, f"wap.{table_name}") == [(i, f"v{i}", i / 2) for i in range(ROWS)]
+
+
+def test_avro_is_read_with_the_pinned_spark_avro_module(lake: Lake, table_name: str, tmp_path: Path) -> None:
+    spark = lake.service.ports.writer.spark
+    out = tmp_path / "avro"
+    rows = [(i, f"v{i}", i / 2) for i in range(ROWS)]
+    spark.createDataFrame(rows, "my_col_0 int, my_col_1 string, my_col_2 double").coalesce(1).write.format(
+        "avro").save(str(out))
+    [part] = list(out.glob("part-*.avro"))
+    outcome = lake.service.ingest(lake.put(f"{table_name}/data.avro", part.read_bytes()))
     assert outcome.status is OutcomeStatus.PUBLISHED, outcome.message
     assert rows_of(lake, f"wap.{table_name}") == [(i, f"v{i}", i / 2) for i in range(ROWS)]
 

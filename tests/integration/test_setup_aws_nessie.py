@@ -12,7 +12,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 from infra.provision.names import ResourceNames
 
-from tests.integration.test_setup_aws import (  # noqa: F401 (lightsail, moto_url: fixtures)
+from tests.integration.setup_aws_harness import (
     DB_PASSWORD,
     Capture,
     _database,
@@ -23,8 +23,6 @@ from tests.integration.test_setup_aws import (  # noqa: F401 (lightsail, moto_ur
     assert_deployment,
     assert_password_never_sent,
     client,
-    lightsail,
-    moto_url,
     names_for,
     run,
     stub_delete,
@@ -44,7 +42,7 @@ def stub_redeploy(stub: Stubber, names: ResourceNames, deployed: dict[str, Any],
 
 
 def test_the_access_key_is_rotated_on_request_and_replaced_when_gone(
-    moto_url: str, lightsail: tuple[Any, Stubber]  # noqa: F811
+    moto_url: str, lightsail: tuple[Any, Stubber]
 ) -> None:
     ls, stub = lightsail
     names = names_for("rotate")
@@ -118,7 +116,7 @@ def test_the_access_key_is_rotated_on_request_and_replaced_when_gone(
 
 
 def test_without_an_image_the_service_is_created_empty_and_no_key_is_made(
-    moto_url: str, lightsail: tuple[Any, Stubber]  # noqa: F811
+    moto_url: str, lightsail: tuple[Any, Stubber]
 ) -> None:
     ls, stub = lightsail
     names = names_for("noimage")

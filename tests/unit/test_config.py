@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from wap_ingest.config import KNOWN_VARIABLES, Settings, driver_memory_for, nessie_base_from
+from wap_ingest.config import Settings, driver_memory_for, nessie_base_from
 from wap_ingest.core.errors import ConfigError
+from wap_ingest.variables import KNOWN_VARIABLES
 
 AUDITS = str(Path(__file__).resolve().parents[1] / "data" / "audits.yml")
 BASE = {"LAKE_BUCKET": "lake", "NESSIE_ENDPOINT": "http://127.0.0.1:19120", "WAP_AUDITS_FILE": AUDITS}

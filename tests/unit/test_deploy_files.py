@@ -21,7 +21,7 @@ from infra.provision.context import Clients, Context
 from infra.provision.names import Account, ResourceNames
 
 from tests.unit.test_supply_chain import lock_file
-from wap_ingest.config import KNOWN_VARIABLES
+from wap_ingest.variables import KNOWN_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
@@ -317,7 +317,9 @@ def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() 
     names = fake_context(config["params"]["default"]["prefix"]).names
     defined = set(config.get("resources", {}).get("Resources", {}))
     function = config["functions"]["ingest"]
-    [event, alarms] = function["events"]
+    [event, alarms, ended] = function["events"]
+    assert ended["eventBridge"]["pattern"]["source"] == ["aws.emr-serverless"]  # a large file's run that died
+    assert ended["eventBridge"]["pattern"]["detail"]["state"] == ["FAILED", "CANCELLED"]
 
     assert function["name"] == names.function
     assert config["provider"]["iam"]["role"]["Fn::Sub"].endswith(f":role/{names.lambda_role}")

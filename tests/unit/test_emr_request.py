@@ -83,6 +83,8 @@ def test_direct_nessie_secret_cannot_go_to_emr(env: dict[str, str]) -> None:
     ({"WAP_LARGE_FILE_BYTES": "big"}, "WAP_LARGE_FILE_BYTES='big' must be a positive number"),
     ({"WAP_STAGE": "ftp"}, "WAP_STAGE='ftp'"),
     ({"WAP_TIME_RESERVE_SECONDS": "0"}, "WAP_TIME_RESERVE_SECONDS"),
+    ({"WAP_EMR_MAX_ATTEMPTS": "0"}, "WAP_EMR_MAX_ATTEMPTS='0' must be a whole number from 1 to 9"),
+    ({"WAP_EMR_MAX_ATTEMPTS": "three"}, "WAP_EMR_MAX_ATTEMPTS='three'"),
 ])
 def test_invalid_scale_out_settings_name_the_variable(env: dict[str, str], changes: dict[str, str],
                                                        message: str) -> None:
@@ -94,3 +96,18 @@ def test_defaults(env: dict[str, str]) -> None:
     settings = Settings.from_env({k: v for k, v in env.items() if not k.startswith("WAP_EMR")})
     assert settings.emr is None and settings.large_file_bytes == 1024**3 and settings.stage == "download"
     assert settings.time_reserve_seconds == 90
+
+
+def test_each_attempt_has_its_own_client_token_and_name(env: dict[str, str]) -> None:
+    settings = Settings.from_env(env | {"WAP_EMR_MAX_ATTEMPTS": "5"})
+    assert settings.emr is not None and settings.emr.max_attempts == 5
+    first, second = (job_request(settings, settings.emr, SOURCE, TABLE, attempt) for attempt in (1, 2))
+    assert first == job_request(settings, settings.emr, SOURCE, TABLE)  # attempt 1: the request as before
+    assert second == job_request(settings, settings.emr, SOURCE, TABLE, 2)  # deterministic per attempt
+    assert first["clientToken"] != second["clientToken"] and len(second["clientToken"]) <= 64
+    assert second["clientToken"].endswith("-attempt2") and second["name"].endswith("-attempt2")
+    assert second["tags"]["wap:attempt"] == "2"
+    assert {k: v for k, v in second.items() if k not in ("clientToken", "name", "tags")} == {
+        k: v for k, v in first.items() if k not in ("clientToken", "name", "tags")}
+    default = Settings.from_env(env).emr
+    assert default is not None and default.max_attempts == 3

@@ -28,7 +28,8 @@ def test_the_mapping_form_takes_format_options_and_the_list_form_stays_valid() -
     assert spark_options(FileFormat.CSV, eu.format_options) == {"sep": ";", "nullValue": "NA", "header": "true",
                                                                 "encoding": "latin-1"}
     assert spark_options(FileFormat.JSON, eu.format_options) == {"encoding": "latin-1"}  # CSV-only keys dropped
-    assert reader_options(FileFormat.TSV, ())["sep"] == "\t" and reader_options(FileFormat.CSV, ()).get("sep", ",") == ","
+    assert reader_options(FileFormat.TSV, ())["sep"] == "\t"
+    assert reader_options(FileFormat.CSV, ()).get("sep", ",") == ","
     assert reader_options(FileFormat.JSON, (("multiline", "true"),))["multiLine"] == "true"
 
 

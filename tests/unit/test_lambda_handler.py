@@ -185,3 +185,12 @@ def test_direct_invocation_raises_after_processing_every_object(world: World, mo
 def test_unknown_event_shape_is_refused(world: World) -> None:
     with pytest.raises(Exception, match="unrecognised event"):
         world.invoke({"hello": "world"})
+
+
+def test_an_emr_run_state_change_is_recognised_and_read() -> None:
+    from wap_ingest.adapters.events import EventKind, event_kind, job_run_from
+
+    event = {"version": "0", "source": "aws.emr-serverless", "detail-type": "EMR Serverless Job Run State Change",
+             "detail": {"applicationId": "00app", "jobRunId": "run-1", "state": "FAILED", "previousState": "RUNNING"}}
+    assert event_kind(event) is EventKind.JOB_STATE
+    assert job_run_from(event) == ("00app", "run-1", "FAILED")

@@ -17,9 +17,10 @@ from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials
 from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack import token_from_parameter
 from wap_ingest.adapters.spark_session import spark_conf_for
-from wap_ingest.config import KNOWN_VARIABLES, Settings
+from wap_ingest.config import Settings
 from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
 from wap_ingest.core.models import Branch, TableRef
+from wap_ingest.variables import KNOWN_VARIABLES
 
 AUDITS = str(Path(__file__).resolve().parents[1] / "data" / "audits.yml")
 BASE = {"LAKE_BUCKET": "lake", "NESSIE_ENDPOINT": "https://nessie.example.com", "WAP_AUDITS_FILE": AUDITS}

@@ -113,7 +113,7 @@ def test_maven_runs_with_strict_checksums_and_the_jars_are_verified() -> None:
     assert "docker/jars.sha256" in recipe("$(JARS)/.fetched").splitlines()[0]
     manifest = verify_jars.read_manifest(ROOT / "docker" / "jars.sha256")
     assert set(manifest) == {"spark/iceberg-spark-runtime-3.5_2.12-1.7.1.jar", "spark/iceberg-aws-bundle-1.7.1.jar",
-                             "spark/nessie-spark-extensions-3.5_2.12-0.99.0.jar",
+                             "spark/nessie-spark-extensions-3.5_2.12-0.99.0.jar", "spark/spark-avro_2.12-3.5.7.jar",
                              "nessie/nessie-quarkus-0.99.0-runner.jar"}
 
 

@@ -34,6 +34,20 @@ class EventKind(enum.StrEnum):
     SQS = "sqs"
     EVENTBRIDGE = "eventbridge"
     ALARM = "alarm"  # a CloudWatch alarm (the dead-letter queue's depth) delivered by SNS
+    JOB_STATE = "job_state"  # an EMR Serverless job run changed state (EventBridge): a large file's run ended
+
+
+JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
+
+
+def job_run_from(event: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(application id, job run id, state) of an EMR Serverless job run state change."""
+    detail = event.get("detail") or {}
+    found = tuple(str(detail.get(k) or "") for k in ("applicationId", "jobRunId", "state"))
+    if not all(found):
+        raise UnreadableEventError(f"an EMR Serverless state change without applicationId, jobRunId and state: "
+                                   f"{sorted(detail)[:8]}")
+    return found[0], found[1], found[2]
 
 
 def event_kind(event: Mapping[str, Any]) -> EventKind:
@@ -48,6 +62,8 @@ def event_kind(event: Mapping[str, Any]) -> EventKind:
             return EventKind.ALARM
     if event.get("source") == "aws.s3" and "detail" in event:
         return EventKind.EVENTBRIDGE
+    if event.get("source") == "aws.emr-serverless" and event.get("detail-type") == JOB_STATE_CHANGE:
+        return EventKind.JOB_STATE
     raise UnreadableEventError(f"unrecognised event (keys: {sorted(event)[:8]}); expected S3, SQS or EventBridge.")
 
 

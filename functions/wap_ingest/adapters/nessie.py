@@ -136,7 +136,9 @@ class NessieBranches(CatalogBranches):
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
         # pynessie's log cannot return commit properties in this form: REST API v2 with a CEL filter.
         # `table` is a validated identifier (letters, digits, `_`, one `.`), safe inside the CEL string.
-        cel = f"'wap.table' in commit.properties && commit.properties['wap.table'] == '{table.qualified}'"
+        cp, name = "commit.properties", table.qualified  # a load's merge lists its tables in wap.tables
+        cel = (f"('wap.table' in {cp} && {cp}['wap.table'] == '{name}') || "
+               f"('wap.tables' in {cp} && {cp}['wap.tables'].contains(',{name},'))")
         url = f"{self._endpoint}/api/v2/trees/{on}/history"
         found: list[Publication] = []
         params = {"filter": cel, "max-records": str(min(limit, 250))}

@@ -17,7 +17,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
-from wap_ingest.core.errors import ObjectStoreUnavailableError, SourceNotFoundError
+from wap_ingest.core.errors import ObjectStoreUnavailableError, SourceNotFoundError, UnreadableSourceError
 from wap_ingest.core.models import SourceObject
 from wap_ingest.core.ports import ObjectStore
 
@@ -71,6 +71,24 @@ class S3ObjectStore(ObjectStore):
             etag=str(meta.get("ETag", "")).strip('"') or None,
             version_id=_version(meta.get("VersionId")),
         )
+
+    def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
+        extra: dict[str, str] = {}
+        if source.version_id:
+            extra["VersionId"] = source.version_id
+        elif source.etag:
+            extra["IfMatch"] = source.etag
+        try:
+            answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes=0-{max_bytes}", **extra)
+            body = bytes(answer["Body"].read())
+        except ClientError as exc:
+            raise self._translate(exc, source.uri) from exc
+        except (BotoCoreError, EndpointConnectionError) as exc:
+            raise _unavailable(source.uri, exc) from exc
+        if len(body) > max_bytes:
+            raise UnreadableSourceError(f"{source.uri}: larger than {max_bytes} bytes, too large for a manifest. Fix: "
+                                        f"list fewer files per load, and upload it again.")
+        return body
 
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
         uri = f"s3://{bucket}/{prefix}"

@@ -24,6 +24,7 @@ from wap_ingest.core.models import (
     FileFormat,
     MeasurementPlan,
     Measurements,
+    QuarantinePlan,
     SourceObject,
     TableRef,
 )
@@ -32,6 +33,7 @@ from wap_ingest.core.ports import TableWriter
 from .spark_audit import added_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
 from .spark_errors import EngineStep, engine_failure, first_line, gateway_alive
+from .spark_quarantine import Split, split_rows
 from .spark_read import read_source
 from .spark_session import SparkEngine
 from .spark_tables import IcebergTables, table_identifier
@@ -62,12 +64,14 @@ class SparkIcebergWriter(TableWriter):
         keep: Callable[[SourceObject, Measurements], bool] | None = None,
         allow_new_columns: bool = False,
         read_options: FormatOptions = (),
+        quarantine: QuarantinePlan | None = None,
     ) -> Appended:
         tables = IcebergTables(self.spark)
         with _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
             if len(files) == 1:
                 source, fmt = files[0]
-                return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns, read_options)
+                return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns, read_options,
+                                        quarantine)
             return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns, read_options)
 
     def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
@@ -85,20 +89,40 @@ class SparkIcebergWriter(TableWriter):
     def _append_one(
         self, tables: IcebergTables, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
         plan: MeasurementPlan, allow_new_columns: bool, read_options: FormatOptions,
+        quarantine: QuarantinePlan | None = None,
     ) -> Appended:
-        staged = self._stage(source)
+        staged, split = self._stage(source), None
+        properties = lineage.snapshot_properties([(source, 0)])
         try:
             frame = read_source(tables.spark, [str(staged)], fmt, source_uri=source.uri, table=table.qualified,
                                 options=read_options)
-            created, added = tables.write(frame, source.uri, table, branch, lineage.snapshot_properties([(source, 0)]),
-                                          allow_new_columns=allow_new_columns)
+            if quarantine is not None:
+                split = self._split(tables, frame, quarantine, source.uri, table)
+            created, added = tables.write(frame if split is None else split.good, source.uri, table, branch,
+                                          properties, allow_new_columns=allow_new_columns)
             appended = tables.last_append(table, branch, created, tuple(frame.columns), added)
+            if split is not None and quarantine is not None:  # the same lineage: exactly once for both tables
+                tables.write(split.bad, source.uri, quarantine.table, branch, properties, allow_new_columns=True)
         finally:
+            if split is not None:
+                split.release()
             self._cleanup(staged)
         if appended is None or appended.rows == 0:  # the caller says the file is empty
             return Appended(appended, (), {source.identity: Measurements(row_count=0)})
         measured = self._measure(tables, table, branch, appended, plan)
-        return Appended(appended, (source,), {source.identity: measured})
+        moved = {source.identity: split.quarantined} if split is not None else {}
+        return Appended(appended, (source,), {source.identity: measured}, quarantined=moved)
+
+    @staticmethod
+    def _split(tables: IcebergTables, frame: Any, quarantine: QuarantinePlan, uri: str,
+               table: TableRef) -> Split | None:
+        try:
+            return split_rows(tables.spark, frame, quarantine, uri)
+        except WapError:
+            raise
+        except Exception as exc:
+            raise engine_failure(exc, step=EngineStep.MEASURE, doing=f"finding the rows of {uri} to quarantine",
+                                 source_uri=uri, table=table.qualified) from exc
 
     def _measure(
         self, tables: IcebergTables, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan

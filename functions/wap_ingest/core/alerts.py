@@ -33,6 +33,11 @@ def _escape_entities(text: str) -> str:
     return "".join(_ENTITIES.get(char, char) for char in text)
 
 
+def quoted(text: str) -> str:
+    """A value inside a SQL string literal in a command: `'` doubled; no backtick (the command is a code block)."""
+    return text.replace("'", "''").replace("`", "")
+
+
 def mrkdwn_escape(value: object) -> str:
     """A value, safe anywhere in Slack mrkdwn: entities for `&`, `<`, `>`; a look-alike for the backtick."""
     return _escape_entities(str(value)).replace("`", GRAVE_STAND_IN)
@@ -46,6 +51,7 @@ def plain_text(text: str) -> str:
 class AlertKind(enum.StrEnum):
     REJECTED = "rejected"  # the audit failed: a data problem, the branch is open
     WARNED = "warned"  # published, but checks of severity `warn` failed: worth a look
+    QUARANTINED = "quarantined"  # published, with the rows that failed row checks set aside in <table>_quarantine
     INVALID = "invalid"  # the file cannot be ingested as it is: a data problem, nothing was written
     INFRASTRUCTURE = "infrastructure"  # a component failed: not a data problem
     MAINTENANCE = "maintenance"  # an operator's bulk action (pruning old branches)
@@ -122,6 +128,8 @@ def report_lines(report: AuditReport) -> tuple[str, ...]:
 
 def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None) -> Alert | None:
     """The alert an outcome deserves, or None (a clean publish is not news)."""
+    if outcome.status is OutcomeStatus.REJECTED and outcome.parts and outcome.branch:
+        return _load_rejected(outcome, correlation_id)
     if outcome.status is OutcomeStatus.REJECTED and outcome.report is not None and outcome.branch:
         table = mrkdwn_escape(outcome.table or "?")
         failures = outcome.report.failures
@@ -134,6 +142,19 @@ def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None)
                     ("Failed checks", str(len(failures))), *_correlation(correlation_id)),
             details=report_lines(outcome.report),
             commands=_slack_commands(outcome.branch, outcome.table or "?"),
+        )
+    if outcome.status is OutcomeStatus.PUBLISHED and outcome.quarantined is not None:
+        moved, table = outcome.quarantined, mrkdwn_escape(outcome.table or "?")
+        return Alert(
+            kind=AlertKind.QUARANTINED,
+            title=f":large_yellow_circle: WAP published {table}; {moved.rows} rows quarantined",
+            summary=f"{outcome.rows} of {moved.total_rows} new rows were published to main; {moved.rows} failed row "
+            f"checks and were published to {mrkdwn_escape(moved.table)} instead.",
+            fields=(("Table", table), ("Object", mrkdwn_escape(outcome.source.uri)), ("Rows", str(outcome.rows)),
+                    ("Quarantined", str(moved.rows)), *_correlation(correlation_id)),
+            details=tuple(f"{mrkdwn_escape(check)}: {n} rows" for check, n in sorted(moved.by_check.items())),
+            commands=(("See them", _escape_entities(
+                f"SELECT * FROM nessie.{moved.table} WHERE _wap_source = '{quoted(outcome.source.uri)}'")),),
         )
     if outcome.status is OutcomeStatus.PUBLISHED and outcome.report is not None and outcome.report.warnings:
         table = mrkdwn_escape(outcome.table or "?")
@@ -160,6 +181,25 @@ def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None)
             details=details,
         )
     return None
+
+
+def _load_rejected(outcome: IngestOutcome, correlation_id: str | None) -> Alert:
+    """A multi-table load whose audit failed for some file: nothing was published; each file's result."""
+    lines = []
+    for part in outcome.parts:
+        verdict = "passed" if part.report is None or part.report.passed else "FAILED: " + "; ".join(
+            f"{c.check}({c.target}) {c.measured}, expected {c.expected}" for c in part.report.failures)
+        lines.append(mrkdwn_escape(f"{part.table}: {part.source.uri} ({part.rows} rows) {verdict}"))
+    return Alert(
+        kind=AlertKind.REJECTED,
+        title=f":warning: WAP load {mrkdwn_escape(outcome.source.uri)} not published",
+        summary="One merge for every table, or none: a file failed its audit, so no table changed. Every file waits "
+                "on the branch.",
+        fields=(("Tables", mrkdwn_escape(outcome.table or "?")), ("Manifest", mrkdwn_escape(outcome.source.uri)),
+                ("Branch", mrkdwn_escape(outcome.branch or "?")), ("Rows", str(outcome.rows)),
+                *_correlation(correlation_id)),
+        details=tuple(lines),
+    )
 
 
 def alert_for_failure(

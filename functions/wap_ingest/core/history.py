@@ -15,5 +15,5 @@ def history_context(suite: AuditSuite, target: TableRef, catalog: CatalogBranche
         return AuditContext()
     counts: list[int] = []
     for publication in catalog.publications(target, on=main, limit=suite.history_loads):
-        counts.extend(lineage.load_rows(publication.properties))
+        counts.extend(lineage.load_rows(publication.properties, target))
     return AuditContext(history=tuple(counts[: suite.history_loads]))

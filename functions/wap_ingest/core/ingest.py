@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from .alerts import alert_for_failure, alert_for_outcome
 from .audits import AuditSuites
-from .errors import DeferredError, UnexpectedError, WapError
+from .downstream import announce
+from .errors import DeferredError, OutOfTimeError, UnexpectedError, WapError
 from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from .pipeline import PipelineConfig, Ports, Result, route_or_result, run_routed
-from .ports import LargeFileJobs, Notifier
+from .pipeline import Load, PipelineConfig, Ports, Result, is_manifest, is_pending, route_or_result, run_routed, waiting
+from .ports import EventSink, LargeFileJobs, Notifier
 from .routing import Routed
 
 log = logging.getLogger(__name__)
@@ -78,12 +79,20 @@ def ingest(
     notifier: Notifier,
     large_files: LargeFiles | None = None,
     out_of_time: Callable[[], bool] = lambda: False,
+    events: EventSink | None = None,
 ) -> list[Result]:
     """One result per item, in order: route each object (its size from the store), hand the large ones to the
-    distributed engine, run the others through the pipeline, and alert per object."""
+    distributed engine, run the others through the pipeline, alert per object, and send the downstream events."""
     results: dict[int, Result] = {}
     here: list[tuple[int, Routed]] = []
+    loads: list[tuple[int, Item]] = []
     for index, item in enumerate(items):
+        if item.table is None and is_pending(item.source.key):  # a load's file: its manifest ingests it
+            results[index] = waiting(item.source)
+            continue
+        if item.table is None and is_manifest(item.source.key):
+            loads.append((index, item))
+            continue
         routed = route_or_result(item.source, ports=ports, suites=suites, config=config, table=item.table)
         if not isinstance(routed, Routed):
             results[index] = routed
@@ -94,10 +103,30 @@ def ingest(
     ran = run_routed([r for _, r in here], ports=ports, suites=suites, config=config, out_of_time=out_of_time)
     for (index, _), result in zip(here, ran, strict=True):
         results[index] = result
+    for index, item in loads:
+        results[index] = _load(item.source, Load(ports, suites, config), large_files, out_of_time)
     ordered = [results[i] for i in range(len(items))]
     for item, result in zip(items, ordered, strict=True):
         notify(result, item.source, item.delivery, notifier)
+    announce(ordered, events)
     return ordered
+
+
+def _load(manifest: SourceObject, load: Load, large_files: LargeFiles | None, out_of_time: Callable[[], bool]
+          ) -> Result:
+    """A multi-table load: here, or, when its files together are above the large-file threshold, on the distributed
+    engine (the job runs the same load; its record is kept under the load's first table)."""
+    if out_of_time():
+        return OutOfTimeError(f"{manifest.uri}: not started, too little time left in this invocation; it is handed "
+                              f"back to the queue")
+    prepared = load.prepare(manifest)
+    if not isinstance(prepared, tuple):
+        return prepared
+    head, routed = prepared
+    if large_files is not None and sum(r.source.size or 0 for r in routed) > large_files.threshold_bytes:
+        first = min((r.table for r in routed), key=lambda t: t.qualified)
+        return _submit(Routed(head, first, routed[0].fmt), large_files.jobs)
+    return load.run_prepared(head, routed)
 
 
 def _submit(routed: Routed, jobs: LargeFileJobs) -> Result:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import SourceObject, TableRef
+from .models import Quarantined, SourceObject, TableRef
 
 SOURCE_PREFIX = "wap.source."
 BUCKET = f"{SOURCE_PREFIX}bucket"
@@ -30,6 +30,11 @@ TOTAL_ROWS = "wap.rows"
 FILES = "wap.files"
 SOURCES = "wap.sources"
 DECISION_PREFIX = "wap.decision."
+TABLES = "wap.tables"  # a multi-table load's merge: ",<ns>.<t>,<ns>.<t>," (wap.table names one table only)
+LOAD = "wap.load"  # the manifest a load's merge published (its URI), and its identity
+LOAD_IDENTITY = "wap.load.identity"
+QUARANTINED_ROWS = "wap.quarantined.rows"  # rows of the published file set aside in QUARANTINE_TABLE
+QUARANTINE_TABLE = "wap.quarantined.table"
 
 Loaded = tuple[SourceObject, int]  # a source object and the rows it added
 
@@ -80,6 +85,12 @@ def merge_properties(table: TableRef, files: Sequence[Loaded]) -> dict[str, str]
     return total | {FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":"))}
 
 
+def quarantine_properties(quarantined: Quarantined | None) -> dict[str, str]:
+    if quarantined is None:
+        return {}
+    return {QUARANTINED_ROWS: str(quarantined.rows), QUARANTINE_TABLE: quarantined.table}
+
+
 def identities_in_snapshot(summary: Mapping[str, str]) -> dict[str, int]:
     """identity -> rows for every source a snapshot summary carries (a lone file's rows: `added-records`)."""
     found: dict[str, int] = {}
@@ -97,8 +108,20 @@ def carries_identity(key: str) -> bool:
     return key == IDENTITY or (key.startswith(f"{IDENTITY}.") and key.removeprefix(f"{IDENTITY}.").isdigit())
 
 
-def published_files(properties: Mapping[str, str]) -> list[PublishedFile]:
-    """The files a merge commit published: the lone file, or each entry of a batch's list; [] for other commits."""
+def load_properties(manifest: SourceObject, files: Sequence[tuple[SourceObject, TableRef, int]]) -> dict[str, str]:
+    """A multi-table load's merge commit: every table (so each table's history finds it), every file with its table
+    and rows, and the manifest."""
+    tables = sorted({t.qualified for _, t, _ in files})
+    listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows, "table": t.qualified}
+              for s, t, rows in files]
+    return {TABLES: f",{','.join(tables)},", TOTAL_ROWS: str(sum(rows for _, _, rows in files)),
+            FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":")), LOAD: manifest.uri,
+            LOAD_IDENTITY: manifest.identity}
+
+
+def published_files(properties: Mapping[str, str], table: TableRef | None = None) -> list[PublishedFile]:
+    """The files a merge commit published (into `table`, when given): the lone file, or each entry of a batch's or
+    a load's list; [] for other commits."""
     if SOURCES in properties:
         try:
             listed = json.loads(properties[SOURCES])
@@ -107,7 +130,8 @@ def published_files(properties: Mapping[str, str]) -> list[PublishedFile]:
         if not isinstance(listed, list):
             return []
         return [PublishedFile(str(f.get("bucket", "")), str(f.get("key", "")), str(f.get("identity", "")),
-                              _int_or_none(f.get("rows"))) for f in listed if isinstance(f, dict)]
+                              _int_or_none(f.get("rows"))) for f in listed if isinstance(f, dict)
+                and (table is None or f.get("table") in (None, table.qualified))]
     if IDENTITY in properties or KEY in properties:
         return [PublishedFile(properties.get(BUCKET, ""), properties.get(KEY, ""), properties.get(IDENTITY, ""),
                               _int_or_none(properties.get(TOTAL_ROWS)))]
@@ -118,10 +142,10 @@ def is_batch(properties: Mapping[str, str]) -> bool:
     return SOURCES in properties
 
 
-def load_rows(properties: Mapping[str, str]) -> list[int]:
-    """The rows of each file a merge published (a batch merge counts each of its files as one load)."""
+def load_rows(properties: Mapping[str, str], table: TableRef | None = None) -> list[int]:
+    """The rows of each file a merge published into `table` (a batch merge counts each of its files as one load)."""
     if is_batch(properties):
-        return [f.rows for f in published_files(properties) if f.rows is not None]
+        return [f.rows for f in published_files(properties, table) if f.rows is not None]
     rows = _int_or_none(properties.get(TOTAL_ROWS))
     return [] if rows is None else [rows]
 

@@ -234,6 +234,7 @@ class OutcomeStatus(enum.StrEnum):
     FAILED = "failed"  # infrastructure failure (reported by entry points; main untouched)
     SUBMITTED = "submitted"  # a large file handed to the distributed engine (EMR Serverless), which runs WAP
     AUDITED = "audited"  # a dry run (`wap audit`): the audit passed; nothing was published
+    WAITING = "waiting"  # under _pending/: ingested with the manifest of its multi-table load (core.loads)
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,8 @@ class IngestOutcome:
     merged_hash: str | None = None
     message: str = ""
     attempts: int = 1  # 1 + the merge conflicts retried on a fresh branch
+    quarantined: Quarantined | None = None  # rows set aside in <table>_quarantine (on_failure: quarantine)
+    parts: tuple[IngestOutcome, ...] = ()  # a multi-table load's files, each with its own table, rows and report
     # seconds per pipeline stage (route, branch, append, audit, merge), summed over retries; for metrics
     timings: Mapping[str, float] = field(default_factory=dict, compare=False)
 
@@ -263,6 +266,8 @@ class IngestOutcome:
             "attempts": self.attempts,
             "message": self.message,
             "report": self.report.to_dict() if self.report else None,
+            "quarantined": self.quarantined.to_dict() if self.quarantined else None,
+            **({"files": [part.to_dict() for part in self.parts]} if self.parts else {}),
         }
 
 
@@ -301,6 +306,47 @@ class Appended:
     written: tuple[SourceObject, ...]
     measured: Mapping[str, Measurements]  # by source identity, for every file it read
     left_out: Mapping[str, str] = field(default_factory=dict)  # by source identity: why
+    quarantined: Mapping[str, Quarantined] = field(default_factory=dict)  # by source identity (one file alone)
+
+
+QUARANTINE_SUFFIX = "_quarantine"
+FAILED_CHECKS_COLUMN = "_wap_failed_checks"
+SOURCE_COLUMN = "_wap_source"
+LOADED_AT_COLUMN = "_wap_loaded_at"
+
+
+@dataclass(frozen=True)
+class QuarantinePlan:
+    """A table with `on_failure: quarantine`: the new rows that fail one of these row-level checks go to `table`
+    (`<table>_quarantine`, on the same branch, with the names of the checks they failed), the others to the table,
+    when at most `max_fraction` of the file's rows fail; otherwise every row is written and audited as usual.
+    Each check is (label, condition): `not_null` columns, row rules, keys unique within the file, and queries over
+    `new_rows` whose result names rows by the table's columns."""
+
+    table: TableRef
+    max_fraction: float
+    not_null: tuple[tuple[str, str], ...] = ()  # (label, column)
+    rules: tuple[tuple[str, RowRule], ...] = ()
+    unique: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (label, key columns)
+    queries: tuple[tuple[str, str], ...] = ()  # (label, SQL over new_rows)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(label for label, _ in (*self.not_null, *self.rules, *self.unique, *self.queries))
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """What a quarantine moved aside: the rows, how many failed each check (a row may fail several), and where."""
+
+    table: str
+    rows: int
+    by_check: Mapping[str, int]
+    total_rows: int  # the file's rows, quarantined ones included
+
+    def to_dict(self) -> dict[str, object]:
+        return {"table": self.table, "rows": self.rows, "by_check": dict(self.by_check),
+                "total_rows": self.total_rows}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from .models import SourceObject, TableRef
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
 BRANCH_PREFIX = "wap"
+PENDING_PREFIX = "_pending/"  # a multi-table load's files: ingested with their manifest, never on their own
+LOADS_PREFIX = "_loads/"  # multi-table load manifests (core.pipeline.loads)
 
 
 def identifier_from(raw: str, *, what: str, source: str) -> str:

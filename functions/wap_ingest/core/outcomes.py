@@ -7,12 +7,14 @@ from dataclasses import replace
 
 from .errors import BadInputError, SchemaDriftError, WapError
 from .models import (
+    SOURCE_COLUMN,
     AppendResult,
     AuditReport,
     CheckResult,
     CheckStatus,
     IngestOutcome,
     OutcomeStatus,
+    Quarantined,
     SourceObject,
     TableRef,
 )
@@ -51,15 +53,27 @@ def duplicate(source: SourceObject, target: TableRef, published: AppendResult, n
     )
 
 
+def quarantine_note(quarantined: Quarantined | None, source: SourceObject) -> str:
+    """What the outcome and the alert say of a quarantine: how many rows, by which checks, and the query."""
+    if quarantined is None:
+        return ""
+    checks = ", ".join(f"{check}: {n}" for check, n in sorted(quarantined.by_check.items()))
+    return (f"; {quarantined.rows} of {quarantined.total_rows} rows failed row checks ({checks}) and are in "
+            f"{quarantined.table}: SELECT * FROM nessie.{quarantined.table} WHERE {SOURCE_COLUMN} = "
+            f"'{source.uri.replace(chr(39), chr(39) * 2)}'")
+
+
 def rejected(
-    source: SourceObject, target: TableRef, branch: str, rows: int, report: AuditReport, reports: ReportStore | None
+    source: SourceObject, target: TableRef, branch: str, rows: int, report: AuditReport, reports: ReportStore | None,
+    quarantined: Quarantined | None = None,
 ) -> IngestOutcome:
     """The audit failed: the branch stays open with the rows; the report is kept for `wap show`."""
     failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
     log.warning("audit failed for %s on branch %s: %s", target, branch, failed, extra=about(source, target, branch))
     outcome = IngestOutcome(
         source=source, status=OutcomeStatus.REJECTED, table=target.qualified, branch=branch, rows=rows, report=report,
-        message=f"audit failed: {failed}. The rows stay on branch {branch!r}; main is unchanged.",
+        message=f"audit failed: {failed}. The rows stay on branch {branch!r}; main is unchanged"
+        f"{quarantine_note(quarantined, source)}.", quarantined=quarantined,
     )
     if reports is None:
         return outcome

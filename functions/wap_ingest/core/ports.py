@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from .alerts import Alert
 from .formats import FormatOptions
@@ -18,9 +19,13 @@ from .models import (
     MeasurementPlan,
     Measurements,
     Publication,
+    QuarantinePlan,
     SourceObject,
     TableRef,
 )
+
+if TYPE_CHECKING:
+    from .downstream import DownstreamEvent
 
 
 class CatalogBranches(ABC):
@@ -92,6 +97,7 @@ class TableWriter(ABC):
         keep: Callable[[SourceObject, Measurements], bool] | None = None,
         allow_new_columns: bool = False,
         read_options: FormatOptions = (),
+        quarantine: QuarantinePlan | None = None,
     ) -> Appended:
         """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
         (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
@@ -102,7 +108,9 @@ class TableWriter(ABC):
         together with the others is reported in `left_out`, never raised. `keep`: an engine that measures before
         writing leaves the files it refuses out of the snapshot (they are still measured); one that measures after
         writing ignores it. With `allow_new_columns` the files' extra columns are added on `branch` only.
-        `read_options`: the table's format options (core.formats), for the formats they apply to.
+        `read_options`: the table's format options (core.formats), for the formats they apply to. `quarantine`
+        (one file only): the rows failing its checks go to its table on `branch` instead, with the names of the
+        checks and the source, when at most its `max_fraction` of the rows fail (`Appended.quarantined` says so).
         Raises a WapError (never another exception) for infrastructure failures."""
 
     @abstractmethod
@@ -129,6 +137,11 @@ class LargeFileJobs(ABC):
     def runs(self, table: TableRef | None = None) -> list[JobRun]:
         """The recorded job runs (newest first), with their current state."""
 
+    def run_ended(self, application_id: str, job_run_id: str) -> JobRun | None:
+        """The engine says a run ended: resubmit it if it was a recorded file's run and failed (the new run), else
+        None. An engine without such notices keeps this default: a failed run is resubmitted by its redelivery."""
+        return None
+
 
 class ObjectStore(ABC):
     """Where source files live (S3)."""
@@ -140,6 +153,11 @@ class ObjectStore(ABC):
     @abstractmethod
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
         """All objects under `prefix`, in key order."""
+
+    @abstractmethod
+    def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
+        """A small object's content (a manifest), exactly the version `source` names (its version id, else its
+        ETag). Raises SourceNotFoundError; a BadInputError when it is larger than `max_bytes`."""
 
 
 class Notifier(ABC):
@@ -161,6 +179,8 @@ class ReportStore(ABC):
     @abstractmethod
     def load(self, branch: str) -> dict[str, object] | None:
         """The document saved for `branch`, or None if there is none."""
+
+
 class DecisionLog(ABC):
     """A durable, append-only record of operator decisions on WAP branches.
 
@@ -174,3 +194,11 @@ class DecisionLog(ABC):
     @abstractmethod
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         """The decisions recorded for `table`, newest first."""
+
+
+class EventSink(ABC):
+    """Where downstream events go (an EventBridge bus; core.downstream says which events)."""
+
+    @abstractmethod
+    def publish(self, events: Sequence[DownstreamEvent]) -> None:
+        """Send every event, in order; raises a WapError if any was not accepted."""

@@ -254,10 +254,11 @@ def history_for(
     entries = []
     for pub in catalog.publications(table, on=main, limit=limit):
         props = pub.properties
-        if lineage.is_batch(props):  # one merge for a burst's files: one line per file, as if each had its own
-            files = lineage.published_files(props)
+        if lineage.is_batch(props):  # one merge for a burst's (or a load's) files: one line per file of this table
+            files = lineage.published_files(props, table)
+            how = f"load {props[lineage.LOAD]}" if lineage.LOAD in props else f"batch of {len(files)}"
             entries += [HistoryEntry(
-                at=parse_time(pub.committed_at), action="published", how=f"audit passed (batch of {len(files)})",
+                at=parse_time(pub.committed_at), action="published", how=f"audit passed ({how})",
                 branch=None, actor=None, reason=None, source=file.uri, rows=file.rows, hash=pub.hash,
                 properties={lineage.IDENTITY: file.identity}) for file in files]
             continue

@@ -15,7 +15,7 @@ from .audits import AuditSuites
 from .errors import EmptySourceError, RefusedEventError
 from .formats import format_for_key
 from .models import FileFormat, SourceObject, TableRef
-from .naming import table_for_key
+from .naming import LOADS_PREFIX, PENDING_PREFIX, table_for_key
 from .ports import ObjectStore
 
 
@@ -41,6 +41,10 @@ def route(
 ) -> Routed:
     """Raises a BadInputError naming the object and the fix; infrastructure errors of the store propagate."""
     check_bucket(source.bucket, source.uri, source_buckets=source_buckets, refused_buckets=refused_buckets)
+    if table is None and source.key.startswith((PENDING_PREFIX, LOADS_PREFIX)):  # ingest() runs them as a load
+        raise RefusedEventError(f"{source.uri} belongs to a multi-table load: it is ingested with its manifest "
+                                f"({LOADS_PREFIX}<name>.json), not alone. Fix: wap ingest s3://{source.bucket}/"
+                                f"{LOADS_PREFIX}<name>.json (or name a table with --table).")
     target = table or table_for_key(source.key, default_namespace=default_namespace, bucket=source.bucket)
     if table is None:  # an explicit --table is the operator's choice
         suites.check_listed(target, source.uri)

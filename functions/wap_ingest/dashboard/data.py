@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.config import Settings
+from wap_ingest.core import lineage
 from wap_ingest.core.alerts import branch_commands
 from wap_ingest.core.audits import AuditSuites, audit
 from wap_ingest.core.durations import format_age
@@ -108,7 +109,10 @@ def _load_for(entry: HistoryEntry) -> Load:
         audited = "re-audit passed" if entry.reaudit == "passed" else "failed; published by override"
         return Load(entry.at, "published after review", entry.source, entry.rows, audited, entry.branch, entry.actor,
                     entry.reason)
-    return Load(entry.at, "published", entry.source, entry.rows, "passed", None, "wap", None)
+    quarantined = entry.properties.get(lineage.QUARANTINED_ROWS)
+    audit_text = f"passed; {quarantined} rows quarantined in {entry.properties.get(lineage.QUARANTINE_TABLE)}" \
+        if quarantined else "passed"
+    return Load(entry.at, "published", entry.source, entry.rows, audit_text, None, "wap", None)
 
 
 def branch_view(sources: Sources, branch: OpenBranch, main_nulls: dict[str, int] | None, now: datetime) -> BranchView:

@@ -90,7 +90,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(json.dumps({"outcomes": [o.to_dict() for o in outcomes]}, indent=2))
     else:
         print(", ".join(f"{n} {s.value}" for s, n in counts.items() if n or s in _ALWAYS_SHOWN))
-    done = counts[OutcomeStatus.PUBLISHED] + counts[OutcomeStatus.DUPLICATE] + counts[OutcomeStatus.SUBMITTED]
+    done = sum(counts[s] for s in (OutcomeStatus.PUBLISHED, OutcomeStatus.DUPLICATE, OutcomeStatus.SUBMITTED,
+                                   OutcomeStatus.WAITING))  # waiting: a load's file, ingested with its manifest
     return 0 if done == len(outcomes) else 1
 
 

@@ -27,6 +27,7 @@ from wap_ingest.core.errors import WapError
 from wap_ingest.core.ingest import Delivery
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from wap_ingest.core.naming import table_ref_from
+from wap_ingest.core.pipeline import is_manifest
 
 log = logging.getLogger("wap_ingest.emr_job")
 
@@ -55,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     service = build_service(settings, submitted=True)
     delivery = Delivery(correlation_id=f"emr:{job_run_id}:{source.key}")
     try:
-        outcome = service.ingest(source, table=table, delivery=delivery)
+        # a manifest runs its multi-table load (its record is kept under `table`, the load's first table)
+        outcome = service.ingest(source, table=None if is_manifest(source.key) else table, delivery=delivery)
     except WapError as exc:
         log.exception("job %s failed: %s", job_run_id, exc)
         outcome = IngestOutcome(source=source, status=OutcomeStatus.FAILED, table=table.qualified, message=str(exc))

@@ -30,6 +30,7 @@ from wap_ingest.adapters.events import (
     UnreadableEventError,
     alarms_from_sns,
     event_kind,
+    job_run_from,
     objects_from_eventbridge,
     objects_from_s3_event,
     objects_from_sqs_body,
@@ -39,8 +40,9 @@ from wap_ingest.adapters.metrics import OutcomeMetrics
 from wap_ingest.bootstrap import Service, service
 from wap_ingest.core.alerts import alert_for_unreadable_event
 from wap_ingest.core.dead_letters import alert_for_alarm
-from wap_ingest.core.errors import BadInputError, DeferredError, WapError
+from wap_ingest.core.errors import BadInputError, DeferredError, InfrastructureError, WapError
 from wap_ingest.core.ingest import Delivery, Item, retry_delay_seconds
+from wap_ingest.core.job_failures import alert_for_exhausted
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
 from wap_ingest.core.pipeline import Result
 from wap_ingest.core.publish_requests import PublishRequest
@@ -111,6 +113,8 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
             if alert is not None:
                 svc.notifier.notify(alert)
         return {"alarms": [a.name for a in alarms]}
+    if kind is EventKind.JOB_STATE:
+        return _job_ended(svc, event)
     failed: dict[str, str] = {}  # message id -> why (SQS)
     messages: dict[str, _Message] = {}
     asked: list[tuple[PublishRequest, str]] = []  # operators' publish requests on the queue, with their message
@@ -141,6 +145,22 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if errors:
         raise InvocationFailedError(f"{len(errors)} of {len(summaries)} objects failed: {'; '.join(errors)}")
     return {"objects": summaries}
+
+
+def _job_ended(svc: Service, event: dict[str, Any]) -> dict[str, Any]:
+    """A large file's EMR run ended: a failed one is resubmitted now, with its alert (the adapter's), or, past the
+    allowed attempts, alerted as final (it waits for an operator: the fix is in the alert)."""
+    application_id, run_id, state = job_run_from(event)
+    logger.info("job run ended", extra={"job_run_id": run_id, "state": state})
+    if svc.large_files is None or state not in ("FAILED", "CANCELLED"):
+        return {"job_run": run_id, "state": state, "resubmitted": None}
+    try:
+        again = svc.large_files.jobs.run_ended(application_id, run_id)
+    except InfrastructureError as exc:
+        logger.error("job run could not be resubmitted", extra={"job_run_id": run_id, "error": str(exc)})
+        svc.notifier.notify(alert_for_exhausted(run_id, str(exc)))
+        return {"job_run": run_id, "state": state, "resubmitted": None, "error": str(exc)}
+    return {"job_run": run_id, "state": state, "resubmitted": again.job_run_id if again else None}
 
 
 def _from_sqs(event: dict[str, Any], svc: Service, failed: dict[str, str], messages: dict[str, _Message],

@@ -43,6 +43,8 @@ LABELS = {
 
 EVENTS_QUEUE = "wap-events"
 DEAD_LETTER_QUEUE = "wap-events-dlq"
+EVENT_BUS = "wap-lake-events"  # downstream events (WAP_EVENT_BUS), delivered by a rule to DOWNSTREAM_QUEUE
+DOWNSTREAM_QUEUE = "wap-downstream"
 ALERT_CHANNEL = "#wap-alerts"
 # The local sink accepts any bearer token; this one is not a secret and not a real Slack token.
 SINK_TOKEN = "local-sink-token"

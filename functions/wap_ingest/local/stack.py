@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
+from wap_ingest.lake_lifecycle import apply_lake_lifecycle
 from wap_ingest.local import auth, nessie, trigger
 from wap_ingest.local.components import (
     ACCESS_KEY,
@@ -155,6 +156,8 @@ def _create_buckets(config: StackConfig) -> None:
                 s3.create_bucket(Bucket=bucket, CreateBucketConfiguration=location)
             else:
                 s3.create_bucket(Bucket=bucket)
+            if bucket == config.lake_bucket:  # as setup_aws.py does (moto keeps the rules; it never expires)
+                apply_lake_lifecycle(s3, bucket)
         except Exception as exc:
             raise StackError(
                 f"{LABELS[MOTO]} answers but creating bucket {bucket!r} failed ({exc}). Log: {config.moto_log}"

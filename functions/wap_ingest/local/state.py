@@ -95,6 +95,8 @@ class StackState:
     slack_port: int | None = None
     queue_url: str | None = None
     dead_letter_url: str | None = None
+    event_bus: str | None = None  # the bus the function sends downstream events to
+    downstream_queue_url: str | None = None  # where a rule on that bus delivers them, for anyone to watch
     max_receives: int | None = None
     trigger_seconds: float | None = None
     environments: tuple[LambdaEnvironment, ...] = ()
@@ -169,6 +171,8 @@ class StackState:
             "lambda_port": self.lambda_port,
             "queue_url": self.queue_url,
             "dead_letter_url": self.dead_letter_url,
+            "event_bus": self.event_bus,
+            "downstream_queue_url": self.downstream_queue_url,
             "max_receives": self.max_receives,
             "trigger_seconds": self.trigger_seconds,
             "workers": self.workers,
@@ -210,6 +214,8 @@ class StackState:
             slack_port=_optional_int(data.get("slack_port")),
             queue_url=data.get("queue_url"),
             dead_letter_url=data.get("dead_letter_url"),
+            event_bus=data.get("event_bus"),
+            downstream_queue_url=data.get("downstream_queue_url"),
             max_receives=_optional_int(data.get("max_receives")),
             trigger_seconds=None if data.get("trigger_seconds") is None else float(data["trigger_seconds"]),
             environments=environments,
@@ -243,6 +249,8 @@ def stack_environment(state: StackState) -> dict[str, str]:
         env["WAP_MAX_RECEIVES"] = str(state.max_receives)
     if state.queue_url and state.dead_letter_url:
         env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url}
+    if state.event_bus and state.downstream_queue_url:
+        env |= {"WAP_EVENT_BUS": state.event_bus, "WAP_STACK_DOWNSTREAM_QUEUE_URL": state.downstream_queue_url}
     if state.emr_application_id and state.emr_role_arn:
         env |= {"WAP_EMR_APPLICATION_ID": state.emr_application_id, "WAP_EMR_EXECUTION_ROLE_ARN": state.emr_role_arn}
     return env | role_environment(state.state_dir)  # with --auth: the service role's client

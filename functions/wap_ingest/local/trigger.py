@@ -20,11 +20,14 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from wap_ingest.core.downstream import SOURCE
 from wap_ingest.local import emr
 from wap_ingest.local.components import (
     ACCESS_KEY,
     DEAD_LETTER_QUEUE,
+    DOWNSTREAM_QUEUE,
     EMR,
+    EVENT_BUS,
     EVENTS_QUEUE,
     FUNCTION_NAME,
     HOST,
@@ -85,6 +88,18 @@ def setup_notifications(config: StackConfig) -> tuple[str, str]:
     return queue, dead_letter
 
 
+def setup_downstream(config: StackConfig) -> tuple[str, str]:
+    """The bus the function sends downstream events to, and a rule that delivers every wap-lake event to a queue
+    anyone can watch (WAP_STACK_DOWNSTREAM_QUEUE_URL), as a downstream consumer's rule would in AWS."""
+    sqs, events = _client(config, "sqs"), _client(config, "events")
+    queue = sqs.create_queue(QueueName=DOWNSTREAM_QUEUE)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.create_event_bus(Name=EVENT_BUS)
+    events.put_rule(Name=DOWNSTREAM_QUEUE, EventBusName=EVENT_BUS, EventPattern=json.dumps({"source": [SOURCE]}))
+    events.put_targets(Rule=DOWNSTREAM_QUEUE, EventBusName=EVENT_BUS, Targets=[{"Id": "queue", "Arn": queue_arn}])
+    return EVENT_BUS, queue
+
+
 def sink_command(config: StackConfig) -> list[str]:
     return [sys.executable, "-m", "wap_ingest.local.slack_sink", "--port", str(config.slack_port),
             "--record", str(config.alerts_file)]
@@ -129,8 +144,10 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
     """Queues and notification, then the Slack sink, and for each execution environment the function under
     the emulator and the worker that feeds it (all emulators first: the workers start once all listen)."""
     queue_url, dead_letter_url = setup_notifications(config)
+    event_bus, downstream_url = setup_downstream(config)
     application_id, role_arn = emr.register(partial(_client, config), config.lake_bucket)
     record |= {"queue_url": queue_url, "dead_letter_url": dead_letter_url, "max_receives": config.max_receives,
+               "event_bus": event_bus, "downstream_queue_url": downstream_url,
                "slack_port": config.slack_port, "lambda_port": config.lambda_port,
                "emr_application_id": application_id, "emr_role_arn": role_arn}
     record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK), os.environ)

@@ -212,7 +212,23 @@ def _check_from(spec: Any, table: str, index: int) -> Check:
     return _history(spec, where, severity)
 
 
-TABLE_KEYS = {"checks", "samples", "mask", "format_options"}  # the mapping form of a table's entry
+TABLE_KEYS = {"checks", "samples", "mask", "format_options", "on_failure", "max_quarantined_fraction"}
+ON_FAILURE = ("reject", "quarantine")
+
+
+def _quarantine(entry: Mapping[str, Any], table: str) -> tuple[str, float]:
+    on_failure = entry.get("on_failure", "reject")
+    if on_failure not in ON_FAILURE:
+        raise AuditSuiteError(f"audits file: table {table!r}: on_failure must be reject or quarantine, got "
+                              f"{on_failure!r}.")
+    fraction = entry.get("max_quarantined_fraction", 0.05)
+    if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1:
+        raise AuditSuiteError(f"audits file: table {table!r}: max_quarantined_fraction must be a number above 0 "
+                              f"and at most 1 (0.05: at most 5% of a file's rows), got {fraction!r}.")
+    if "max_quarantined_fraction" in entry and on_failure != "quarantine":
+        raise AuditSuiteError(f"audits file: table {table!r}: max_quarantined_fraction applies with on_failure: "
+                              f"quarantine only; add it or remove the fraction.")
+    return str(on_failure), float(fraction)
 
 
 def _suite_from(entry: Any, table: str) -> AuditSuite:
@@ -221,6 +237,7 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
     samples: bool = True
     mask: tuple[str, ...] = ()
     options: FormatOptions = ()
+    on_failure, fraction = "reject", 0.05
     checks = entry
     if isinstance(entry, Mapping) and "check" in entry:
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks (or a mapping with "
@@ -242,9 +259,11 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
         mask = tuple(_column_name(c, "mask", f"audits file: table {table!r}") for c in raw)
         if "format_options" in entry:
             options = format_options_from(entry["format_options"], table)
+        on_failure, fraction = _quarantine(entry, table)
     if not isinstance(checks, Sequence) or isinstance(checks, str):
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks.")
-    suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask, options)
+    suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask, options,
+                       on_failure, fraction)
     if sum(isinstance(c, Schema) for c in suite.checks) > 1:
         raise AuditSuiteError(f"audits file: table {table!r}: more than one schema check; keep one.")
     return suite

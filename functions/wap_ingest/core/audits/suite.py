@@ -9,15 +9,18 @@ from dataclasses import dataclass, replace
 from wap_ingest.core.errors import RefusedEventError
 from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.models import (
+    QUARANTINE_SUFFIX,
     AuditReport,
     CheckResult,
     MeasurementPlan,
     Measurements,
+    QuarantinePlan,
     Sample,
     TableRef,
 )
 
 from .base import AuditContext, Check
+from .rows import CustomSql, NotNull, RuleCheck, Unique
 from .table import RowCount, RowCountVsHistory, Schema
 
 
@@ -27,12 +30,28 @@ class AuditSuite:
     samples: bool = True  # False: no sample rows are read, reported, stored or alerted
     mask: tuple[str, ...] = ()  # columns whose sample values are replaced with a hash of the value
     format_options: FormatOptions = ()  # how the table's files are read (core.formats): delimiter, null_value, ...
+    on_failure: str = "reject"  # or "quarantine": rows failing a row-level check go to <table>_quarantine
+    max_quarantined_fraction: float = 0.05  # above it, the whole file is rejected as with `reject`
 
     def plan(self) -> MeasurementPlan:
         plan = MeasurementPlan()
         for check in self.checks:
             plan = plan.merged(check.plan())
         return plan if self.samples else replace(plan, samples=0)
+
+    def quarantine_plan(self, target: TableRef) -> QuarantinePlan | None:
+        """With `on_failure: quarantine`: the blocking row-level checks whose failing rows are set aside."""
+        if self.on_failure != "quarantine":
+            return None
+        blocking = [c for c in self.checks if c.severity == "error"]
+        return QuarantinePlan(
+            table=TableRef(target.namespace, f"{target.name}{QUARANTINE_SUFFIX}"),
+            max_fraction=self.max_quarantined_fraction,
+            not_null=tuple((f"not_null({col})", col) for c in blocking if isinstance(c, NotNull) for col in c.columns),
+            rules=tuple((f"{c.rule.kind}({c.rule.column})", c.rule) for c in blocking if isinstance(c, RuleCheck)),
+            unique=tuple((f"unique({','.join(c.columns)})", c.columns) for c in blocking if isinstance(c, Unique)),
+            queries=tuple((f"custom_sql({c.name})", c.sql) for c in blocking if isinstance(c, CustomSql)),
+        )
 
     @property
     def history_loads(self) -> int:

@@ -1,80 +1,55 @@
 """The WAP pipeline, defined once: route, dedupe, branch, write, audit, then publish or reject, and clean up.
 
 Every entry point runs it (SQS batches, direct S3 and EventBridge events, `wap ingest`, `wap audit`'s dry run,
-the EMR job). The files of one table are one group: one branch, one write, one audit per file, one merge. A
-single file is a group of one. Each file keeps its own fate:
+the EMR job). The files of one table are one group (a single file: a group of one): one branch, one write, one
+audit per file, one merge. Each file keeps its own fate:
 - DUPLICATE   the object version is already on main: nothing is written
-- PUBLISHED   audited and merged into main
+- PUBLISHED   audited and merged into main (with `on_failure: quarantine`, its failing rows in <table>_quarantine)
 - REJECTED    the audit failed: the file's branch stays open with its rows, the report is kept
 - INVALID     the file (or its key) is unusable: nothing reaches main, no branch is left
 A file of a larger group that fails its audit or cannot be written with the others runs again alone, so a
 rejected branch holds only its own rows. Failures of the infrastructure are returned per file as the WapError
-(the entry point retries them); any other exception while handling a group fails that group's files only.
-"""
+(the entry point retries them); any other exception while handling a group fails that group's files only."""
 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from . import lineage
-from .audits import AuditSuite, AuditSuites, audit
-from .branches import DRY_RUN_PREFIX, RunBranches, branch_name_for
-from .errors import (
+from wap_ingest.core import lineage
+from wap_ingest.core.audits import AuditSuite, AuditSuites, audit
+from wap_ingest.core.branches import RunBranches, branch_name_for
+from wap_ingest.core.errors import (
     BadInputError,
-    BranchExistsError,
     BranchNotFoundError,
     EmptySourceError,
     EngineError,
     MergeConflictError,
     OutOfTimeError,
     OverBudgetError,
-    StaleHashError,
-    UnexpectedError,
     WapError,
 )
-from .history import history_context
-from .models import AuditReport, Branch, IngestOutcome, Measurements, OutcomeStatus, SourceObject, TableRef
-from .outcomes import about, duplicate, invalid, rejected
-from .ports import CatalogBranches, ObjectStore, ReportStore, TableWriter
-from .routing import Routed, route
-from .stopwatch import Stopwatch
+from wap_ingest.core.history import history_context
+from wap_ingest.core.models import (
+    AuditReport,
+    Branch,
+    IngestOutcome,
+    Measurements,
+    OutcomeStatus,
+    Quarantined,
+    SourceObject,
+    TableRef,
+)
+from wap_ingest.core.outcomes import about, duplicate, invalid, quarantine_note, rejected
+from wap_ingest.core.routing import Routed, route
+from wap_ingest.core.stopwatch import Stopwatch
 
-__all__ = ["DRY_RUN_PREFIX", "PipelineConfig", "Ports", "Result", "route_or_result", "run_routed", "run_wap"]
+from .base import RETRY_FROM_MAIN, PipelineConfig, Ports, Result, retry_delay, unexpected
 
 log = logging.getLogger(__name__)
 
-Result = IngestOutcome | WapError  # a file's outcome, or the error that fails it (to be retried or deferred)
-RETRY_FROM_MAIN = (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError)
-
-
-@dataclass(frozen=True)
-class Ports:
-    catalog: CatalogBranches
-    writer: TableWriter
-    objects: ObjectStore
-    reports: ReportStore | None = None  # where rejected runs' reports go (for `wap show`); None: not kept
-
-
-@dataclass(frozen=True)
-class PipelineConfig:
-    default_namespace: str
-    main_branch: str = "main"
-    source_buckets: frozenset[str] = frozenset()  # the buckets that may be read (empty: any but the refused)
-    refused_buckets: frozenset[str] = frozenset()  # never read (the lake bucket: the tables' own files)
-    # Enough for a writer that keeps losing races to several concurrent writers of the same table (each round one
-    # wins); when exhausted the error is returned and the message is retried, never lost.
-    merge_attempts: int = 20
-    backoff_seconds: float = 0.2
-    backoff_cap_seconds: float = 8.0
-    staging_budget_bytes: int | None = None  # a group stages at most this much at once (None: no limit)
-    free_bytes: Callable[[], int] | None = field(default=None, compare=False)  # free space where files are staged
-    abandoned_after_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
-    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
-    clock: Callable[[], float] = field(default=time.time, compare=False)
 
 
 def run_wap(
@@ -119,7 +94,7 @@ def route_or_result(
     except WapError as exc:
         return exc
     except Exception as exc:
-        return _unexpected(f"routing {source.uri}", exc)
+        return unexpected(f"routing {source.uri}", exc)
 
 
 def run_routed(
@@ -180,6 +155,7 @@ class _Run:
     def __init__(self, ports: Ports, suites: AuditSuites, config: PipelineConfig, dry_run: bool) -> None:
         self.ports, self.suites, self.config, self.dry_run = ports, suites, config, dry_run
         self.settled: dict[int, Result] = {}
+        self.quarantined: dict[str, Quarantined] = {}  # by source identity: rows a quarantine set aside
         self.branches = RunBranches(ports.catalog, clock=config.clock, abandoned_after=config.abandoned_after_seconds)
 
     def settle_all(self, group: list[tuple[int, Routed]], error: Callable[[Routed], WapError]) -> None:
@@ -214,7 +190,7 @@ class _Run:
                 self.fail_all(pending, exc)
                 return
             except Exception as exc:
-                self.fail_all(pending, _unexpected(f"ingesting into {target}", exc))
+                self.fail_all(pending, unexpected(f"ingesting into {target}", exc))
                 return
         for index, item in group:
             found = self.settled.get(index)
@@ -318,7 +294,9 @@ class _Run:
             appended = self.ports.writer.append(
                 [(r.source, r.fmt) for _, r in todo], target, branch.name, suite.plan(),
                 keep=keep if len(todo) > 1 else None, allow_new_columns=suite.allow_new_columns,
-                read_options=suite.format_options)
+                read_options=suite.format_options,  # a file of a batch that fails runs alone, then quarantines
+                quarantine=suite.quarantine_plan(target) if len(todo) == 1 else None)
+            self.quarantined.update(appended.quarantined)
         with watch.stage("audit"):
             reports = {identity: audit(suite, target, m, context) for identity, m in appended.measured.items()}
         snapshot_rows = appended.snapshot.rows if appended.snapshot is not None else 0
@@ -341,7 +319,8 @@ class _Run:
                 + f"; nothing was published{note}")
             return
         self.branches.clean_up(target, [source], keep=branch.name)
-        self.settled[index] = rejected(source, target, branch.name, rows[source.identity], report, self.ports.reports)
+        self.settled[index] = rejected(source, target, branch.name, rows[source.identity], report, self.ports.reports,
+                                       self.quarantined.get(source.identity))
 
     def _publish(
         self, target: TableRef, todo: list[tuple[int, Routed]], branch: Branch, rows: dict[str, int],
@@ -354,33 +333,23 @@ class _Run:
         try:
             merged = catalog.merge(head, self.config.main_branch, main_hash,
                                    message=f"wap: publish {what} into {target} ({sum(rows.values())} rows)",
-                                   properties=lineage.merge_properties(target, loaded))
+                                   properties=lineage.merge_properties(target, loaded) | lineage.quarantine_properties(
+                                       self.quarantined.get(todo[0][1].source.identity) if len(todo) == 1 else None))
         except MergeConflictError:
             self.branches.discard(branch.name)  # another file for this table was published first: redo from main
             raise
         note = self.branches.clean_up(target, [s for s, _ in loaded], extra=branch.name)
         for index, item in todo:
-            n = rows[item.source.identity]
+            n, quarantined = rows[item.source.identity], self.quarantined.get(item.source.identity)
             log.info("published %s into %s (%d rows)", item.source.uri, target, n,
                      extra=about(item.source, target, branch.name))
             self.settled[index] = IngestOutcome(
                 source=item.source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
                 rows=n, report=reports[item.source.identity], merged_hash=merged, attempts=attempt,
-                message=f"published {n} rows into {target}" + (f" (one merge for {len(todo)} files)"
-                                                                 if len(todo) > 1 else "") + note)
+                quarantined=quarantined, message=f"published {n} rows into {target}" + (
+                    f" (one merge for {len(todo)} files)" if len(todo) > 1 else "")
+                + quarantine_note(quarantined, item.source) + note)
 
 
 def _passes(report: AuditReport | None, measured: Measurements | None) -> bool:
     return report is not None and measured is not None and report.passed and measured.row_count > 0
-
-
-def _unexpected(doing: str, exc: BaseException) -> UnexpectedError:
-    log.exception("unexpected error %s", doing)
-    return UnexpectedError(f"{doing}: unexpected {type(exc).__name__}: {exc}. The file will be retried; if it "
-                           f"keeps failing, it reaches the dead-letter queue (see the logs for the traceback).")
-
-
-def retry_delay(attempt: int, config: PipelineConfig) -> float:
-    """Capped exponential back-off with jitter, so concurrent writers of one table spread out."""
-    ceiling = float(min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1)))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)

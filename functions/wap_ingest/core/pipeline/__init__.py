@@ -1,0 +1,13 @@
+"""The WAP pipeline, defined once, in this package: route, dedupe, branch, write, audit, then publish or reject, and
+clean up. `groups` runs the files of one table (a single file: a group of one); `loads` runs a multi-table load (one
+branch and one merge for several tables); `base` holds what both share. No other module of the core creates a
+branch or merges one (tests/unit/test_layering.py)."""
+
+from wap_ingest.core.branches import DRY_RUN_PREFIX
+
+from .base import RETRY_FROM_MAIN, PipelineConfig, Ports, Result, retry_delay
+from .groups import route_or_result, run_routed, run_wap
+from .loads import Load, is_manifest, is_pending, waiting
+
+__all__ = ["DRY_RUN_PREFIX", "RETRY_FROM_MAIN", "Load", "PipelineConfig", "Ports", "Result", "is_manifest",
+           "is_pending", "retry_delay", "route_or_result", "run_routed", "run_wap", "waiting"]

@@ -1,0 +1,64 @@
+"""What every WAP run shares (the one-table groups of groups.py and the multi-table loads of loads.py): its ports,
+its settings, the result of a file, and the back-off between attempts from `main`."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from wap_ingest.core.errors import (
+    BranchExistsError,
+    BranchNotFoundError,
+    MergeConflictError,
+    StaleHashError,
+    UnexpectedError,
+    WapError,
+)
+from wap_ingest.core.models import IngestOutcome
+from wap_ingest.core.ports import CatalogBranches, ObjectStore, ReportStore, TableWriter
+
+log = logging.getLogger(__name__)
+
+Result = IngestOutcome | WapError  # a file's outcome, or the error that fails it (to be retried or deferred)
+RETRY_FROM_MAIN = (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError)
+
+
+@dataclass(frozen=True)
+class Ports:
+    catalog: CatalogBranches
+    writer: TableWriter
+    objects: ObjectStore
+    reports: ReportStore | None = None  # where rejected runs' reports go (for `wap show`); None: not kept
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    default_namespace: str
+    main_branch: str = "main"
+    source_buckets: frozenset[str] = frozenset()  # the buckets that may be read (empty: any but the refused)
+    refused_buckets: frozenset[str] = frozenset()  # never read (the lake bucket: the tables' own files)
+    # Enough for a writer that keeps losing races to several concurrent writers of the same table (each round one
+    # wins); when exhausted the error is returned and the message is retried, never lost.
+    merge_attempts: int = 20
+    backoff_seconds: float = 0.2
+    backoff_cap_seconds: float = 8.0
+    staging_budget_bytes: int | None = None  # a group stages at most this much at once (None: no limit)
+    free_bytes: Callable[[], int] | None = field(default=None, compare=False)  # free space where files are staged
+    abandoned_after_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
+    clock: Callable[[], float] = field(default=time.time, compare=False)
+
+
+def unexpected(doing: str, exc: BaseException) -> UnexpectedError:
+    log.exception("unexpected error %s", doing)
+    return UnexpectedError(f"{doing}: unexpected {type(exc).__name__}: {exc}. The file will be retried; if it "
+                           f"keeps failing, it reaches the dead-letter queue (see the logs for the traceback).")
+
+
+def retry_delay(attempt: int, config: PipelineConfig) -> float:
+    """Capped exponential back-off with jitter, so concurrent writers of one table spread out."""
+    ceiling = float(min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1)))
+    return ceiling / 2 + random.uniform(0, ceiling / 2)

@@ -1,0 +1,149 @@
+"""FakeCatalog: the CatalogBranches port in memory, with Nessie's hash checks, reference names and key-level merge
+conflicts (tests/fakes.py holds the other fakes)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from wap_ingest.core.errors import (
+    BranchExistsError,
+    BranchNotFoundError,
+    CatalogError,
+    MergeConflictError,
+    StaleHashError,
+)
+from wap_ingest.core.models import Branch, Publication, TableRef
+from wap_ingest.core.ports import CatalogBranches
+
+Rows = list[dict[str, Any]]
+_REF_NAME = re.compile(r"[A-Za-z](((?![.][.])[A-Za-z0-9./_-])*[A-Za-z0-9_-])?")  # Nessie's reference names
+
+
+@dataclass(frozen=True)
+class Commit:
+    parent: str | None
+    contents: Mapping[str, Any]
+    changed: frozenset[str]
+    message: str = ""
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
+class FakeCatalog(CatalogBranches):
+    """A tiny Nessie: commits with parents, named branches, expected-hash checks, key-level conflicts."""
+
+    def __init__(self) -> None:
+        self._seq = itertools.count()
+        root = self._hash()
+        self.commits: dict[str, Commit] = {root: Commit(None, {}, frozenset())}
+        self.refs: dict[str, str] = {"main": root}
+        self.bases: dict[str, str] = {}
+        self.calls: list[str] = []
+        self.times: dict[str, datetime] = {}  # commit -> when (the root has none, as in Nessie); tests may set it
+
+    def _hash(self) -> str:
+        return hashlib.sha256(str(next(self._seq)).encode()).hexdigest()
+
+    # helpers for the fakes and tests
+    def contents(self, ref: str) -> Mapping[str, Any]:
+        return self.commits[self.refs[ref]].contents
+
+    def commit(
+        self, ref: str, changes: Mapping[str, Any], message: str = "", props: Mapping[str, str] | None = None
+    ) -> str:
+        head = self.refs[ref]
+        new = self._hash()
+        self.commits[new] = Commit(head, {**self.commits[head].contents, **changes}, frozenset(changes), message,
+                                   dict(props or {}))
+        self.refs[ref] = new
+        self.times[new] = datetime.now(UTC)
+        return new
+
+    def _changed_since(self, head: str, ancestor: str) -> set[str] | None:
+        changed: set[str] = set()
+        cursor: str | None = head
+        while cursor is not None and cursor != ancestor:
+            changed |= self.commits[cursor].changed
+            cursor = self.commits[cursor].parent
+        return changed if cursor == ancestor else None
+
+    def _head(self, name: str) -> str:
+        if name not in self.refs:
+            raise BranchNotFoundError(f"reference {name!r} not found")
+        return self.refs[name]
+
+    # the port
+    def reference_hash(self, name: str) -> str:
+        self.calls.append(f"reference_hash {name}")
+        return self._head(name)
+
+    def find_branch(self, name: str) -> Branch | None:
+        return Branch(name, self.refs[name]) if name in self.refs else None
+
+    def create_branch(self, name: str, from_hash: str) -> Branch:
+        self.calls.append(f"create_branch {name}")
+        if not _REF_NAME.fullmatch(name):
+            raise CatalogError(f"reference name {name!r}: must start with a letter, then letters, digits or ./_-, "
+                               f"without '..', not ending in '.' or '/'")
+        if name in self.refs:
+            raise BranchExistsError(f"reference {name!r} already exists")
+        if from_hash not in self.commits:
+            raise BranchNotFoundError(f"hash {from_hash} not found")
+        self.refs[name] = from_hash
+        self.bases[name] = from_hash
+        return Branch(name, from_hash)
+
+    def ensure_namespace(self, on: str, namespace: str) -> str:
+        if namespace in self.commits[self._head(on)].contents:
+            return self.refs[on]
+        return self.commit(on, {namespace: {"type": "namespace"}}, f"create namespace {namespace}")
+
+    def merge(self, branch: Branch, onto: str, expected_hash: str, message: str, properties: Mapping[str, str]) -> str:
+        """As Nessie: merges `branch.hash` (maybe not the head); nothing changed, no commit; an unknown hash 404s."""
+        self.calls.append(f"merge {branch.name} -> {onto}")
+        self._head(branch.name)
+        if branch.hash not in self.commits:
+            raise BranchNotFoundError(f"commit {branch.hash} not found on {branch.name!r}")
+        theirs = self._changed_since(self._head(onto), expected_hash)
+        if theirs is None:
+            raise BranchNotFoundError(f"commit {expected_hash} not found on {onto!r}")
+        ours = self._changed_since(branch.hash, self.bases.get(branch.name, expected_hash)) or set()
+        if ours & theirs:
+            raise MergeConflictError(f"{onto} changed {sorted(ours & theirs)} since {expected_hash[:8]}")
+        if not ours:
+            return self.refs[onto]
+        changes = {k: self.commits[branch.hash].contents[k] for k in ours}
+        return self.commit(onto, changes, message, properties)
+
+    def delete_branch(self, branch: Branch) -> None:
+        self.calls.append(f"delete_branch {branch.name}")
+        if branch.name not in self.refs:
+            raise BranchNotFoundError(f"reference {branch.name!r} not found")
+        if self.refs[branch.name] != branch.hash:
+            raise StaleHashError(f"{branch.name} moved")
+        del self.refs[branch.name]
+        self.bases.pop(branch.name, None)
+
+    def head_commit_time(self, name: str) -> datetime | None:
+        return self.times.get(self.reference_hash(name))
+
+    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
+        found: list[Publication] = []
+        cursor: str | None = self._head(on)
+        while cursor is not None and len(found) < limit:
+            commit = self.commits[cursor]
+            if commit.properties.get("wap.table") == table.qualified or \
+                    f",{table.qualified}," in commit.properties.get("wap.tables", ""):
+                when = self.times.get(cursor)
+                found.append(Publication(cursor, when.isoformat() if when else "", commit.message,
+                                         dict(commit.properties)))
+            cursor = commit.parent
+        return found
+
+    def list_branches(self, prefix: str = "") -> list[Branch]:
+        return sorted((Branch(n, h) for n, h in self.refs.items() if n.startswith(prefix)), key=lambda b: b.name)

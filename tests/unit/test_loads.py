@@ -1,0 +1,132 @@
+"""Multi-table atomic loads in the core (core.loads), with the fakes: one manifest, one branch, one merge for every
+table or none; the files under _pending/ wait for their manifest; exactly once by the files' identities. Against the
+real Spark and Nessie: tests/integration/test_loads.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fakes import FakeCatalog, FakeEventSink, FakeNotifier, FakeObjectStore, FakeWriter, rows_on
+from wap_ingest.core import lineage
+from wap_ingest.core.audits import suites_from
+from wap_ingest.core.ingest import Item, ingest
+from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
+from wap_ingest.core.pipeline import PipelineConfig, Ports
+
+SUITES = suites_from({"tables": {
+    "orders": [{"check": "not_null", "columns": ["id"]}],
+    "lines": [{"check": "not_null", "columns": ["order_id"]}],
+}}, default_namespace="wap")
+
+
+class Lake:
+    def __init__(self) -> None:
+        self.catalog, self.objects = FakeCatalog(), FakeObjectStore()
+        self.ports = Ports(catalog=self.catalog, writer=FakeWriter(self.catalog, self.objects), objects=self.objects)
+        self.notifier, self.events = FakeNotifier(), FakeEventSink()
+
+    def put(self, key: str, content: object) -> SourceObject:
+        return self.objects.put("source", key, content)  # type: ignore[arg-type]
+
+    def ingest(self, *sources: SourceObject) -> list[IngestOutcome]:
+        results = ingest([Item(s) for s in sources], ports=self.ports, suites=SUITES,
+                         config=PipelineConfig(default_namespace="wap"), notifier=self.notifier, events=self.events)
+        assert all(isinstance(r, IngestOutcome) for r in results), results
+        return results  # type: ignore[return-value]
+
+
+@pytest.fixture
+def lake() -> Lake:
+    return Lake()
+
+
+def manifest(lake: Lake, name: str, files: list[object]) -> SourceObject:
+    return lake.put(f"_loads/{name}.json", json.dumps({"files": files}).encode())
+
+
+def two_tables(lake: Lake, bad_line: bool = False) -> list[SourceObject]:
+    return [lake.put("_pending/orders/o.parquet", [{"id": 1}, {"id": 2}]),
+            lake.put("_pending/lines/l.parquet", [{"order_id": None if bad_line else 1}, {"order_id": 2}])]
+
+
+def test_the_pending_files_wait_and_the_manifest_publishes_both_tables_in_one_merge(lake: Lake) -> None:
+    files = two_tables(lake)
+    assert [o.status for o in lake.ingest(*files)] == [OutcomeStatus.WAITING] * 2  # their own notifications
+    assert lake.catalog.publications(TableRef("wap", "orders")) == []
+    [outcome] = lake.ingest(manifest(lake, "day1", ["_pending/orders/o.parquet",
+                                                    {"key": "_pending/lines/l.parquet", "table": "lines"}]))
+    assert outcome.status is OutcomeStatus.PUBLISHED and outcome.rows == 4 and outcome.table == "wap.lines, wap.orders"
+    [orders_merge] = lake.catalog.publications(TableRef("wap", "orders"))
+    [lines_merge] = lake.catalog.publications(TableRef("wap", "lines"))
+    assert orders_merge.hash == lines_merge.hash == outcome.merged_hash  # one commit for both tables
+    assert orders_merge.properties[lineage.LOAD] == "s3://source/_loads/day1.json"
+    assert len(rows_on(lake.catalog, "main", "wap.orders")) == 2
+    assert len(rows_on(lake.catalog, "main", "wap.lines")) == 2
+    assert [p.status for p in outcome.parts] == [OutcomeStatus.PUBLISHED] * 2
+    [event] = lake.events.events
+    assert event.detail_type == "Load Published" and event.detail["tables"] == ["wap.orders", "wap.lines"]
+    assert lake.catalog.list_branches("wap-") == []
+    [again] = lake.ingest(manifest(lake, "day1-again", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"]))
+    assert again.status is OutcomeStatus.DUPLICATE  # every file of it is on main already
+
+
+def test_a_failing_table_publishes_neither_and_one_alert_lists_each_file(lake: Lake) -> None:
+    two_tables(lake, bad_line=True)
+    [outcome] = lake.ingest(manifest(lake, "day2", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"]))
+    assert outcome.status is OutcomeStatus.REJECTED and outcome.branch in {
+        b.name for b in lake.catalog.list_branches("wap-")}
+    assert rows_on(lake.catalog, "main", "wap.orders") == [] and rows_on(lake.catalog, "main", "wap.lines") == []
+    assert len(rows_on(lake.catalog, outcome.branch, "wap.orders")) == 2  # type: ignore[arg-type]
+    [alert] = lake.notifier.alerts
+    assert "not published" in alert.title and len(alert.details) == 2
+    assert any("wap.lines" in d and "FAILED" in d for d in alert.details)
+    assert any("wap.orders" in d and "passed" in d for d in alert.details)
+
+
+@pytest.mark.parametrize(
+    ("body", "phrase"),
+    [(b"{not json", "not JSON"), (b'{"files": []}', "lists no files"),
+     (json.dumps({"files": ["orders/o.parquet"]}).encode(), "not a key under _pending/"),
+     (json.dumps({"files": ["_pending/orders/missing.parquet"]}).encode(), "no such object"),
+     (json.dumps({"files": ["_pending/orders/o.xlsx"]}).encode(), "unsupported file type")],
+)
+def test_a_bad_manifest_is_invalid_and_names_the_fix(lake: Lake, body: bytes, phrase: str) -> None:
+    lake.put("_pending/orders/o.xlsx", b"PK")
+    [outcome] = lake.ingest(lake.put("_loads/bad.json", body))
+    assert outcome.status is OutcomeStatus.INVALID and phrase in outcome.message, outcome.message
+    assert lake.catalog.list_branches("wap-") == []
+
+
+def test_a_load_whose_file_was_published_apart_is_refused(lake: Lake) -> None:
+    two_tables(lake)
+    lake.ingest(manifest(lake, "only-orders", ["_pending/orders/o.parquet"]))
+    [outcome] = lake.ingest(manifest(lake, "both", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"]))
+    assert outcome.status is OutcomeStatus.INVALID and "1 of its 2 files are on main already" in outcome.message
+    assert rows_on(lake.catalog, "main", "wap.lines") == []
+
+
+def test_a_large_load_goes_to_the_distributed_engine_under_its_first_table(lake: Lake) -> None:
+    from tests.fakes import FakeJobs
+    from wap_ingest.core.ingest import LargeFiles
+
+    two_tables(lake)
+    source = manifest(lake, "big", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
+    jobs = FakeJobs()
+    [outcome] = ingest([Item(source)], ports=lake.ports, suites=SUITES, config=PipelineConfig(default_namespace="wap"),
+                       notifier=lake.notifier, large_files=LargeFiles(jobs, threshold_bytes=100))
+    assert isinstance(outcome, IngestOutcome) and outcome.status is OutcomeStatus.SUBMITTED
+    [(submitted, table)] = [(r.source, r.table) for r in jobs.runs()]
+    assert submitted.key == "_loads/big.json" and table == "wap.lines"  # the load's first table keeps the record
+    assert lake.catalog.list_branches("wap-") == []  # nothing was written here
+
+
+def test_a_dry_run_or_any_routing_refuses_a_loads_file_alone(lake: Lake) -> None:
+    from wap_ingest.core.pipeline import run_wap
+
+    source = lake.put("_pending/orders/o.parquet", [{"id": 1}])
+    [outcome] = run_wap([source], ports=lake.ports, suites=SUITES, config=PipelineConfig(default_namespace="wap"),
+                        dry_run=True)
+    assert isinstance(outcome, IngestOutcome) and outcome.status is OutcomeStatus.INVALID
+    assert "belongs to a multi-table load" in outcome.message and lake.catalog.list_branches("wap-") == []
