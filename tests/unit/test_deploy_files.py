@@ -20,6 +20,7 @@ from infra.provision import documents
 from infra.provision.context import Clients, Context
 from infra.provision.names import Account, ResourceNames
 
+from tests.unit.test_supply_chain import lock_file
 from wap_ingest.variables import KNOWN_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +115,8 @@ def test_every_file_the_dockerfile_copies_from_the_context_exists_and_is_not_ign
             continue
         sources += [w for w in words[:-1] if not w.startswith("--")]
 
-    assert {"requirements.txt", "docker/pom.xml", "audits.yml", "functions", "pyproject.toml"} <= set(sources)
+    assert {"requirements-build.lock", "requirements-runtime.lock", "docker/pom.xml", "docker/jars.sha256",
+            "scripts/verify_jars.py", "audits.yml", "functions", "pyproject.toml"} <= set(sources)
     for source in sources:
         assert (ROOT / source).exists(), f"COPY {source}: no such file in the repository"
         assert _dockerignore_allows(source), f"COPY {source}: excluded by .dockerignore"
@@ -125,19 +127,59 @@ def test_every_file_the_dockerfile_copies_from_the_context_exists_and_is_not_ign
 def test_jars_are_fetched_from_the_same_pom_as_the_local_stack() -> None:
     runs = " ".join(_args("RUN"))
 
-    assert "mvn -q -B -f docker/pom.xml dependency:copy-dependencies" in runs
+    assert "mvn -q -B -C -f docker/pom.xml dependency:copy-dependencies" in runs
     assert "-DexcludeTransitive=true -DoutputDirectory=/opt/wap/jars" in runs
-    assert "COPY --from=jars /opt/wap/jars /opt/wap/jars" in [f"COPY {r}" for r in _args("COPY")]
+    copies = [f"COPY {r}" for r in _args("COPY")]
+    assert "COPY --from=jars /opt/wap/jars /opt/wap/jars" in copies  # into the stage that checks them
+    assert "python3 scripts/verify_jars.py --manifest docker/jars.sha256 --group spark /opt/wap/jars" in runs
+    assert copies[-2:] == ["COPY --from=verified-jars /opt/wap/jars /opt/wap/jars",
+                           "COPY audits.yml ${LAMBDA_TASK_ROOT}/audits.yml"]
     assert "docker/pom.xml" in (ROOT / "Makefile").read_text()
 
 
 def test_base_images_are_the_lambda_python_image_and_a_maven_jdk17_stage() -> None:
     text = DOCKERFILE.read_text()
 
-    assert "ARG LAMBDA_BASE=public.ecr.aws/lambda/python:3.11" in text
-    assert "ARG MAVEN_IMAGE=maven:3-eclipse-temurin-17" in text
-    assert [r.split()[0] for r in _args("FROM")] == ["${MAVEN_IMAGE}", "${LAMBDA_BASE}", "${LAMBDA_BASE}"]
+    assert "ARG LAMBDA_BASE=public.ecr.aws/lambda/python:3.11" in text  # Amazon Linux 2, as requirements-runtime.lock
+    assert re.search(r"^ARG MAVEN_IMAGE=maven:3[.0-9]*-eclipse-temurin-17(?:[:@]|$)", text, re.MULTILINE)
+    assert [r.split()[0] for r in _args("FROM")] == ["${MAVEN_IMAGE}"] + ["${LAMBDA_BASE}"] * 3
     assert "java-17-amazon-corretto-headless" in " ".join(_args("RUN"))
+
+
+DIGEST_PINNED = re.compile(r"[a-z0-9][a-z0-9./_-]*:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}")
+
+
+def dockerfiles() -> list[Path]:
+    skip = {".git", ".venv", "node_modules", ".cache", "dist"}
+    return sorted(p for p in ROOT.rglob("*Dockerfile*") if p.is_file() and not skip & set(p.relative_to(ROOT).parts))
+
+
+# Dockerfiles whose base images are not pinned yet, each with the reason; `make pin-images` pins them.
+NOT_YET_PINNED = {"docker/nessie/Dockerfile": "no published digest of ghcr.io/projectnessie/nessie:0.99.0 or "
+                  "ubi9/openjdk-21:1.20 was found without registry access"}
+
+
+def test_every_base_image_is_pinned_by_digest() -> None:
+    assert DOCKERFILE in dockerfiles()
+    makefile = (ROOT / "Makefile").read_text()
+    for path in dockerfiles():
+        name = path.relative_to(ROOT).as_posix()
+        for arg in re.findall(r"^ARG (\w+)=\S+:", path.read_text(), re.MULTILINE):
+            assert f"{name}:{arg}=" in makefile, f"make pin-images does not refresh {name}'s {arg}"
+        if name in NOT_YET_PINNED:
+            assert "@sha256:" not in path.read_text(), f"{name} is pinned now: drop it from NOT_YET_PINNED"
+            continue
+        args = dict(rest.split("=", 1) for keyword, rest in instructions(path) if keyword == "ARG" and "=" in rest)
+        stages: set[str] = set()
+        for keyword, rest in instructions(path):
+            if keyword != "FROM":
+                continue
+            words = [w for w in rest.split() if not w.startswith("--platform")]
+            image = re.sub(r"\$\{(\w+)\}", lambda m, a=args: a.get(m.group(1), m.group(0)), words[0])
+            assert image in stages or DIGEST_PINNED.fullmatch(image), f"{path.name}: FROM {words[0]} = {image}"
+            if len(words) == 3 and words[1].upper() == "AS":
+                stages.add(words[2])
+        assert not re.search(r"^# *syntax=(?!\S+@sha256:[0-9a-f]{64})", path.read_text(), re.MULTILINE | re.I)
 
 
 def test_cmd_is_the_lambda_handler() -> None:
@@ -172,17 +214,13 @@ def test_image_environment_fits_lambdas_read_only_file_system() -> None:
     assert {k for k in env if k.startswith("WAP_")} <= set(KNOWN_VARIABLES)
 
 
-def test_image_installs_the_runtime_requirements_only() -> None:
-    [grep] = [r for r in _args("RUN") if "requirements-runtime.txt" in r]
-    pattern = re.search(r"grep -v -E '([^']+)'", grep)
-    assert pattern is not None
-    kept: set[str] = set()
-    dropped: set[str] = set()
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            name = re.split(r"[\[=<>]", line)[0].lower()
-            (dropped if re.search(pattern.group(1), line) else kept).add(name)
+def test_image_installs_the_runtime_lock_only_with_hashes() -> None:
+    runs = " ".join(" ".join(_args("RUN")).split())
 
+    assert "pip install --no-cache-dir --require-hashes -r requirements-build.lock" in runs
+    assert "--require-hashes --no-build-isolation --target /opt/python -r requirements-runtime.lock" in runs
+    assert "requirements.txt" not in runs
+    kept = set(lock_file(ROOT / "requirements-runtime.lock"))
     assert kept >= RUNTIME
     assert not kept & TEST_ONLY
     assert not {n for n in kept if n.startswith("types-")}
