@@ -42,37 +42,44 @@ def test_the_nessie_dockerfile_passes_hadolint_without_any_finding() -> None:
     assert "hadolint ignore" not in DOCKERFILE.read_text()
 
 
-def test_it_extends_nessie_0_99_0_and_starts_nessie_through_the_entry_point() -> None:
+def test_it_runs_the_checked_nessie_jar_on_pinned_images_through_the_entry_point() -> None:
     text = DOCKERFILE.read_text()
 
-    assert "ARG NESSIE_IMAGE=ghcr.io/projectnessie/nessie:0.99.0" in text
-    assert [r.split()[0] for r in _args("FROM")] == ["${JDK_IMAGE}", "${NESSIE_IMAGE}"]
+    assert [r.split()[0] for r in _args("FROM")] == ["${MAVEN_IMAGE}", "${JRE_IMAGE}"]
+    assert re.search(r"^ARG JRE_IMAGE=eclipse-temurin:21-jre@sha256:[0-9a-f]{64}$", text, re.M)
+    fetch = _args("RUN")[0]
+    # the runner jar of docker/pom.xml, Maven with strict checksums, then the committed digest
+    assert "mvn -C " in fetch and "dependency:copy@nessie-server" in fetch
+    assert "grep '  nessie/' docker/jars.sha256 | sha256sum -c -" in fetch
+    assert "nessie/nessie-quarkus-0.99.0-runner.jar" in (ROOT / "docker" / "jars.sha256").read_text()
     assert _args("ENTRYPOINT") == ['["/opt/wap/entrypoint.sh"]']
-    # the command of Nessie's base image (ubi9/openjdk-21-runtime), which ENTRYPOINT would otherwise reset
-    assert _args("CMD") == ['["/opt/jboss/container/java/run/run-java.sh"]']
-    assert not _args("USER")  # Nessie's own user (nessie) stays
+    assert "-jar /opt/wap/nessie/nessie-quarkus-0.99.0-runner.jar" in _args("CMD")[0]
+    assert _args("USER") == ["10001:10001"]  # the nessie user, not root
 
 
-def test_every_file_copied_from_the_context_exists() -> None:
+def test_every_file_copied_from_the_context_exists_and_is_let_in() -> None:
     sources = []
     for rest in _args("COPY"):
         words = shlex.split(rest)
         if not any(w.startswith("--from=") for w in words):
             sources += [w for w in words[:-1] if not w.startswith("--")]
 
-    assert set(sources) == {"FetchParameter.java", "entrypoint.sh"}
+    assert set(sources) == {"docker/pom.xml", "docker/jars.sha256", "docker/nessie/FetchParameter.java",
+                            "docker/nessie/entrypoint.sh"}
+    allowed = (IMAGE_DIR / "Dockerfile.dockerignore").read_text().splitlines()
     for source in sources:
-        assert (IMAGE_DIR / source).is_file(), source
+        assert (ROOT / source).is_file(), source
+        assert f"!{source}" in allowed, source
 
 
 def test_the_entry_point_finds_the_compiled_fetcher_where_the_image_puts_it() -> None:
-    [run] = _args("RUN")
+    compile_ = next(r for r in _args("RUN") if "javac" in r)
     copies = {shlex.split(r)[-2]: shlex.split(r)[-1] for r in _args("COPY")}
-    classes = re.search(r"-d (\S+)", run)
+    classes = re.search(r"-d (\S+)", compile_)
 
-    assert classes is not None and "javac --release 21" in run and run.endswith("FetchParameter.java")
+    assert classes is not None and "javac --release 17" in compile_ and compile_.endswith("FetchParameter.java")
     assert copies[classes.group(1) + "/"] == "/opt/wap/fetcher/"
-    assert copies["entrypoint.sh"] == "/opt/wap/entrypoint.sh"
+    assert copies["docker/nessie/entrypoint.sh"] == "/opt/wap/entrypoint.sh"
     assert 'classpath="${WAP_FETCHER_CLASSPATH:-/opt/wap/fetcher}"' in ENTRYPOINT.read_text()
 
 
