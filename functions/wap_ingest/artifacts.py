@@ -6,7 +6,7 @@
 - `emr_job.py`: the entry point (wap_ingest/entrypoints/emr_job.py);
 - `wap_ingest.zip`: the package, for `spark.submit.pyFiles`;
 - `wap-pyenv.tar.gz`: the runtime dependencies for CPython 3.11 on manylinux x86_64 (pip --target, binary wheels
-  only, from the pinned requirements.txt without Spark, the Lambda runtime client and the test tools), for
+  only, from requirements-runtime.lock with its hashes, without Spark and the Lambda runtime client), for
   `spark.archives` (#environment, on PYTHONPATH);
 - `audits.yml`: the audits file the job validates at start, for `spark.files`;
 - `jars/*.jar`: the pinned jars from docker/pom.xml (`make jars`), for `spark.jars`.
@@ -48,21 +48,31 @@ def package_zip(dest: Path) -> Path:
     return target
 
 
-def job_requirements(requirements: Path) -> list[str]:
-    lines = [line.strip() for line in requirements.read_text().splitlines()]
-    return [line for line in lines if line and not line.startswith("#") and not EXCLUDED.match(line)]
+def job_requirements(lock: Path) -> str:
+    """The image's lock (requirements-runtime.lock: every package pinned with its hashes) without the packages EMR
+    brings or the job does not need: each kept entry with its `--hash` lines."""
+    kept: list[str] = []
+    keep = False
+    for line in lock.read_text().splitlines():
+        if line and not line[0].isspace() and not line.startswith("#"):
+            keep = not EXCLUDED.match(line)
+        if keep and line.strip() and not line.lstrip().startswith("#"):
+            kept.append(line)
+    return "\n".join(kept) + "\n"
 
 
-def python_archive(dest: Path, requirements: Path) -> Path:
-    """The dependencies as EMR's x86_64 Linux CPython 3.11 needs them: wheels only, never built here."""
+def python_archive(dest: Path, lock: Path) -> Path:
+    """The dependencies as EMR's x86_64 Linux CPython 3.11 needs them (emr-7: Amazon Linux 2023, glibc 2.34): wheels
+    only, never built here, each checked against the lock's hashes."""
     target = dest / PYTHON_ARCHIVE
     with tempfile.TemporaryDirectory() as tmp:
         wanted = Path(tmp) / "requirements-emr.txt"
-        wanted.write_text("\n".join(job_requirements(requirements)) + "\n")
+        wanted.write_text(job_requirements(lock))
         tree = Path(tmp) / "environment"
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--target", str(tree), "--platform", "manylinux2014_x86_64",
-             "--implementation", "cp", "--python-version", "3.11", "--only-binary=:all:", "-r", str(wanted)],
+            [sys.executable, "-m", "pip", "install", "-q", "--target", str(tree), "--require-hashes", "--no-deps",
+             "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64", "--implementation", "cp",
+             "--python-version", "3.11", "--only-binary=:all:", "-r", str(wanted)],
             check=True,
         )
         with tarfile.open(target, "w:gz") as archive:
@@ -79,7 +89,7 @@ def build(dest: Path, *, python: bool = True, jars_dir: Path | None = None, audi
     shutil.copyfile(audits or REPO / "audits.yml", dest / AUDITS)
     built.append(dest / AUDITS)
     if python:
-        built.append(python_archive(dest, REPO / "requirements.txt"))
+        built.append(python_archive(dest, REPO / "requirements-runtime.lock"))
     if jars_dir is not None:
         (dest / "jars").mkdir(exist_ok=True)
         for jar in sorted(jars_dir.glob("*.jar")):
