@@ -48,6 +48,8 @@ pytestmark = pytest.mark.stack
 
 ENV_KEYS = {
     "WAP_EMR_APPLICATION_ID",
+    "WAP_EVENT_BUS",  # downstream events, and the queue a rule on that bus delivers them to
+    "WAP_STACK_DOWNSTREAM_QUEUE_URL",
     "WAP_EMR_EXECUTION_ROLE_ARN",
     "AWS_ENDPOINT_URL",
     "AWS_ACCESS_KEY_ID",
