@@ -130,3 +130,13 @@ def test_a_dry_run_or_any_routing_refuses_a_loads_file_alone(lake: Lake) -> None
                         dry_run=True)
     assert isinstance(outcome, IngestOutcome) and outcome.status is OutcomeStatus.INVALID
     assert "belongs to a multi-table load" in outcome.message and lake.catalog.list_branches("wap-") == []
+
+
+def test_a_file_that_does_not_fit_its_table_makes_the_load_invalid_and_leaves_no_branch(lake: Lake) -> None:
+    lake.put("_pending/orders/o.parquet", [{"id": 1}])
+    lake.ingest(manifest(lake, "first", ["_pending/orders/o.parquet"]))
+    lake.put("_pending/orders/wide.parquet", [{"id": 2, "extra": "x"}])  # a column the table does not have
+    lake.put("_pending/lines/l.parquet", [{"order_id": 2}])
+    [outcome] = lake.ingest(manifest(lake, "second", ["_pending/orders/wide.parquet", "_pending/lines/l.parquet"]))
+    assert outcome.status is OutcomeStatus.INVALID and "nothing of it was published" in outcome.message
+    assert lake.catalog.list_branches("wap-") == [] and rows_on(lake.catalog, "main", "wap.lines") == []

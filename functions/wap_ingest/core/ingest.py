@@ -104,7 +104,12 @@ def ingest(
     for (index, _), result in zip(here, ran, strict=True):
         results[index] = result
     for index, item in loads:
-        results[index] = _load(item.source, Load(ports, suites, config), large_files, out_of_time)
+        try:
+            results[index] = _load(item.source, Load(ports, suites, config), large_files, out_of_time)
+        except Exception as exc:  # a bug must fail this load's message only
+            log.exception("running the load %s", item.source.uri)
+            results[index] = UnexpectedError(f"running the load {item.source.uri}: unexpected {type(exc).__name__}: "
+                                             f"{exc}")
     ordered = [results[i] for i in range(len(items))]
     for item, result in zip(items, ordered, strict=True):
         notify(result, item.source, item.delivery, notifier)

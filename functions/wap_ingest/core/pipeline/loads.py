@@ -170,8 +170,8 @@ class Load:
             parts = [self._write(r, branch.name) for r in routed]
         except BadInputError as exc:
             catalog.delete_branch(Branch(branch.name, catalog.reference_hash(branch.name)))
-            raise type(exc)(f"{exc} (in the load {manifest.uri}; nothing of it was published)") from exc
-        except WapError:
+            raise BadInputError(f"{exc} (in the load {manifest.uri}; nothing of it was published)") from exc
+        except Exception:  # an outage, or a bug: no branch of this attempt stays behind
             catalog.delete_branch(Branch(branch.name, catalog.reference_hash(branch.name)))
             raise
         if not all(p.report.passed for p in parts):
