@@ -35,7 +35,8 @@ def split_rows(spark: Any, frame: Any, plan: QuarantinePlan, source_uri: str) ->
     from pyspark.sql import functions as F
 
     names = {c.lower(): c for c in frame.columns}
-    rows = frame.withColumn(_ROW_ID, F.monotonically_increasing_id()).persist()
+    base = frame.withColumn(_ROW_ID, F.monotonically_increasing_id()).persist()  # one id per row, read once
+    rows = base
     flags: list[Any] = []
     for label, column in plan.not_null:
         if column.lower() in names:
@@ -48,13 +49,13 @@ def split_rows(spark: Any, frame: Any, plan: QuarantinePlan, source_uri: str) ->
             window = Window.partitionBy(*[F.col(names[k.lower()]) for k in keys])
             flags.append(F.when(F.count(F.lit(1)).over(window) > 1, F.lit(label)))
     for i, (label, query) in enumerate(plan.queries):
-        named = _rows_named_by(spark, frame, rows, query)
+        named = _rows_named_by(spark, frame, base, query)
         if named is not None:
             column = f"_wap_q{i}"
             rows = rows.join(named.select(_ROW_ID).distinct().withColumn(column, F.lit(label)), _ROW_ID, "left")
             flags.append(F.col(column))
     if not flags:
-        rows.unpersist()
+        base.unpersist()
         return None
     helper = [c for c in rows.columns if c.startswith("_wap_q")]
     flagged = rows.withColumn(FAILED_CHECKS_COLUMN, F.filter(F.array(*flags), lambda x: x.isNotNull())) \
@@ -65,7 +66,7 @@ def split_rows(spark: Any, frame: Any, plan: QuarantinePlan, source_uri: str) ->
 
     def release() -> None:
         flagged.unpersist()
-        rows.unpersist()
+        base.unpersist()
 
     if bad_rows in (0, total) or bad_rows > plan.max_fraction * total:
         release()
