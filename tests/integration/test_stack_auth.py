@@ -13,9 +13,10 @@ import argparse
 import io
 import secrets
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -33,9 +34,10 @@ from wap_ingest.local.stack import StackConfig, StackState, free_port_block, fre
 pytestmark = [pytest.mark.stack]
 
 
-def wap(*argv: str) -> tuple[int, str, str]:
+def wap(*argv: str, commands: Callable[[Any], None] = stack_cli.register) -> tuple[int, str, str]:
+    """`wap ARGV` in this process (`commands`: the module that registers them; the stack's by default)."""
     parser = argparse.ArgumentParser(prog="wap")
-    stack_cli.register(parser.add_subparsers(required=True))
+    commands(parser.add_subparsers(required=True))
     args = parser.parse_args(list(argv))
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -187,13 +189,7 @@ def test_the_stacks_function_ingests_a_file_as_the_service(auth_stack: tuple[Sta
 def ops(*argv: str) -> tuple[int, str, str]:
     from wap_ingest.entrypoints import ops_cli
 
-    parser = argparse.ArgumentParser(prog="wap")
-    ops_cli.register(parser.add_subparsers(required=True))
-    args = parser.parse_args(list(argv))
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = args.func(args)
-    return code, out.getvalue(), err.getvalue()
+    return wap(*argv, commands=ops_cli.register)
 
 
 def rejected_branch(state: StackState, env: dict[str, str], table: str) -> str:

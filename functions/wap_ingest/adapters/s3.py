@@ -41,6 +41,13 @@ def s3_client_for(region: str, endpoint_url: str | None, timeout: float) -> Any:
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
 
 
+def _exact_version(source: SourceObject) -> dict[str, str]:
+    """GetObject's arguments for exactly the headed version: its version id, else a guard on its ETag."""
+    if source.version_id:
+        return {"VersionId": source.version_id}
+    return {"IfMatch": source.etag} if source.etag else {}
+
+
 def _staged_name(source: SourceObject) -> str:
     """`<digest of the version>-<random><suffix>`: concurrent runs never share a staged file."""
     suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
@@ -73,13 +80,9 @@ class S3ObjectStore(ObjectStore):
         )
 
     def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
-        extra: dict[str, str] = {}
-        if source.version_id:
-            extra["VersionId"] = source.version_id
-        elif source.etag:
-            extra["IfMatch"] = source.etag
         try:
-            answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes=0-{max_bytes}", **extra)
+            answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes=0-{max_bytes}",
+                                         **_exact_version(source))
             body = bytes(answer["Body"].read())
         except ClientError as exc:
             raise self._translate(exc, source.uri) from exc
@@ -114,13 +117,8 @@ class S3ObjectStore(ObjectStore):
         """Fetch exactly the version that was headed (by version id, else guarded by ETag)."""
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / _staged_name(source)
-        extra: dict[str, str] = {}
-        if source.version_id:
-            extra["VersionId"] = source.version_id
-        elif source.etag:
-            extra["IfMatch"] = source.etag
         try:
-            body = self._s3.get_object(Bucket=source.bucket, Key=source.key, **extra)["Body"]
+            body = self._s3.get_object(Bucket=source.bucket, Key=source.key, **_exact_version(source))["Body"]
             with target.open("wb") as out:
                 shutil.copyfileobj(body, out, length=8 * 1024 * 1024)
         except ClientError as exc:
