@@ -60,9 +60,12 @@ def split_rows(spark: Any, frame: Any, plan: QuarantinePlan, source_uri: str) ->
     helper = [c for c in rows.columns if c.startswith("_wap_q")]
     flagged = rows.withColumn(FAILED_CHECKS_COLUMN, F.filter(F.array(*flags), lambda x: x.isNotNull())) \
         .drop(*helper).persist()
-    total = flagged.count()
-    failing = flagged.filter(F.size(FAILED_CHECKS_COLUMN) > 0)
-    bad_rows = failing.count()
+    checks = F.col(FAILED_CHECKS_COLUMN)
+    counted = flagged.agg(  # one pass: the rows, the failing ones, and each check's
+        F.count(F.lit(1)), F.sum(F.when(F.size(checks) > 0, 1).otherwise(0)),
+        *[F.sum(F.when(F.array_contains(checks, label), 1).otherwise(0)) for label in plan.labels]).collect()[0]
+    total, bad_rows = int(counted[0]), int(counted[1] or 0)
+    failing = flagged.filter(F.size(checks) > 0)
 
     def release() -> None:
         flagged.unpersist()
@@ -71,8 +74,7 @@ def split_rows(spark: Any, frame: Any, plan: QuarantinePlan, source_uri: str) ->
     if bad_rows in (0, total) or bad_rows > plan.max_fraction * total:
         release()
         return None
-    by_check = {str(r[0]): int(r[1]) for r in failing.select(F.explode(FAILED_CHECKS_COLUMN)).groupBy("col")
-                .count().collect()}
+    by_check = {label: int(n) for label, n in zip(plan.labels, counted[2:], strict=True) if n}
     good = flagged.filter(F.size(FAILED_CHECKS_COLUMN) == 0).drop(FAILED_CHECKS_COLUMN, _ROW_ID)
     bad = failing.drop(_ROW_ID).withColumn(SOURCE_COLUMN, F.lit(source_uri)) \
         .withColumn(LOADED_AT_COLUMN, F.current_timestamp())
