@@ -18,8 +18,10 @@ from typing import Any
 import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import CatalogUnavailableError, InfrastructureError, ObjectStoreUnavailableError
-from wap_ingest.core.publish_requests import PublishRequest, RequestRefusedError, requester_from, result_key
+from wap_ingest.core.errors import CatalogUnavailableError, InfrastructureError
+from wap_ingest.core.publish_requests import RESULT_PREFIX, PublishRequest, RequestRefusedError, requester_from
+
+from .s3_reports import S3ReportStore
 
 UNVERIFIED = "(unverified: the catalog has no authentication)"
 
@@ -39,31 +41,19 @@ class SqsPublishRequests:
 
 
 class S3RequestResults:
+    """The answers, one JSON object per request id, kept by the audit reports' store under `wap-requests/`."""
+
     def __init__(self, s3: Any, bucket: str) -> None:
-        self._s3, self._bucket = s3, bucket
+        self._store = S3ReportStore(s3, bucket, prefix=f"{RESULT_PREFIX}/", what="the publish request's answer")
 
     def uri(self, request_id: str) -> str:
-        return f"s3://{self._bucket}/{result_key(request_id)}"
+        return self._store.uri(request_id)
 
     def put(self, request_id: str, answer: dict[str, Any]) -> None:
-        body = json.dumps(answer, indent=2, default=str).encode("utf-8")
-        try:
-            self._s3.put_object(Bucket=self._bucket, Key=result_key(request_id), Body=body,
-                                ContentType="application/json")
-        except (ClientError, BotoCoreError) as exc:
-            raise ObjectStoreUnavailableError(f"could not write the answer {self.uri(request_id)}: {exc}") from exc
+        self._store.save(request_id, answer)
 
     def get(self, request_id: str) -> dict[str, Any] | None:
-        try:
-            body = self._s3.get_object(Bucket=self._bucket, Key=result_key(request_id))["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return None
-            raise ObjectStoreUnavailableError(f"could not read {self.uri(request_id)}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise ObjectStoreUnavailableError(f"could not read {self.uri(request_id)}: {exc}") from exc
-        answer = json.loads(body)
-        return answer if isinstance(answer, dict) else None
+        return self._store.load(request_id)
 
     def wait(self, request_id: str, timeout: float, *, sleep: Callable[[float], None] = time.sleep,
              clock: Callable[[], float] = time.monotonic) -> dict[str, Any] | None:

@@ -71,10 +71,6 @@ Identify = Callable[[PublishRequest], str]  # the verified actor, or RequestRefu
 Publish = Callable[[PublishRequest, str], Decision]  # (request, actor) -> the decision (raises as publish_branch)
 
 
-def result_key(request_id: str) -> str:
-    return f"{RESULT_PREFIX}/{request_id}.json"
-
-
 def decision_document(decision: Decision) -> dict[str, Any]:
     return {"branch": decision.branch, "table": decision.table.qualified, "action": decision.action,
             "reason": decision.reason, "actor": decision.actor, "merged_hash": decision.merged_hash,
