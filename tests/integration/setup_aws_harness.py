@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-import socket
 from collections.abc import Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass
@@ -24,18 +23,14 @@ from botocore.stub import ANY, Stubber
 from infra.provision.names import Account, ResourceNames
 from moto.server import ThreadedMotoServer
 
+from wap_ingest.local.processes import free_port
+
 ACCOUNT = Account("123456789012", "us-east-1")
 SLACK_TOKEN = "xoxb-not-a-real-token-0001"
 DB_PASSWORD = "db-password-never-printed"
 NESSIE_URL = "https://nessie-it.abc123.us-east-1.cs.amazonlightsail.com/"
 NESSIE_IMAGE = ":nessie-itest.nessie.3"  # as `aws lightsail push-container-image` names a pushed image
 JDBC_TLS = "?sslmode=verify-full&sslrootcert=/opt/wap/rds-global-bundle.pem"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +41,7 @@ def moto_url() -> Iterator[str]:
         patch.setenv(name, value)
     patch.delenv("AWS_ENDPOINT_URL", raising=False)
     patch.delenv("AWS_PROFILE", raising=False)
-    port = _free_port()
+    port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
