@@ -110,9 +110,11 @@ class FakeWriter(TableWriter):
         self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
         *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
         read_options: FormatOptions = (), quarantine: QuarantinePlan | None = None, layout: Layout | None = None,
+        keep_snapshots: int | None = None,
     ) -> Appended:
         """Reads the rows the fake store holds (any format and options: parsing is the real engine's part); a
-        quarantine knows `not_null` and keys unique within the file (the real engine: every row-level check)."""
+        quarantine knows `not_null` and keys unique within the file (the real engine: every row-level check). Its
+        snapshots hold the rows, so it never drops one (`keep_snapshots` is the real engine's)."""
         if self.fail_with is not None:
             raise self.fail_with
         if len(files) == 1:
@@ -199,18 +201,16 @@ class FakeWriter(TableWriter):
         nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in columns}
         return Measurements(row_count=len(rows), null_counts=nulls, columns=columns)
 
-    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
+    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         content = self.catalog.contents(ref).get(table.qualified)
         snapshots = content["snapshots"] if content else []
-        found: dict[str, AppendResult] = {}
-        for index, (sid, rows, props) in enumerate(snapshots):
+        for index in range(len(snapshots) - 1, max(-1, len(snapshots) - 1 - lineage.RECENT_APPENDS), -1):
+            sid, rows, props = snapshots[index]
             carried = lineage.identities_in_snapshot({**props, "added-records": str(len(rows))})
-            for identity in identities:
-                if identity in carried and identity not in found:
-                    parent = snapshots[index - 1][0] if index else None
-                    found[identity] = AppendResult(carried[identity], sid, parent, index == 0,
-                                                   tuple(content["columns"]))
-        return found
+            if identity in carried:
+                parent = snapshots[index - 1][0] if index else None
+                return AppendResult(carried[identity], sid, parent, index == 0, tuple(content["columns"]))
+        return None
 
     def measure_appended(self, table: TableRef, branch: str, appended: AppendResult,
                          plan: MeasurementPlan) -> Measurements:

@@ -17,8 +17,10 @@ from typing import Any
 from wap_ingest.adapters.audits_file import load_suites
 from wap_ingest.adapters.decision_log import S3DecisionLog
 from wap_ingest.adapters.emr import EmrServerlessJobs
+from wap_ingest.adapters.emr_maintenance import EmrMaintenanceJobs
 from wap_ingest.adapters.eventbridge import EventBridgeSink
 from wap_ingest.adapters.lake_reader import IcebergRestReader
+from wap_ingest.adapters.metrics import record_maintenance
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.nessie_credentials import nessie_client
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
@@ -26,6 +28,7 @@ from wap_ingest.adapters.publish_requests import CatalogRequesters, S3RequestRes
 from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
+from wap_ingest.adapters.spark_maintenance import SparkTableMaintainer
 from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_conf_for, spark_session_for
 from wap_ingest.adapters.spark_sql_guard import check_custom_sql
 from wap_ingest.adapters.spark_writer import SparkIcebergWriter
@@ -34,14 +37,17 @@ from wap_ingest.catalog_authz import OPERATOR, SERVICE, scope_for
 from wap_ingest.config import Settings
 from wap_ingest.core.audits import AuditSuites
 from wap_ingest.core.dry_run import audit_branch
+from wap_ingest.core.errors import WapError
 from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
+from wap_ingest.core.ledger import LEDGER_NAMESPACE
+from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import AuditReport, IngestOutcome, SourceObject, TableRef
 from wap_ingest.core.naming import digest_from_branch
-from wap_ingest.core.pipeline import PipelineConfig, Ports, Result
+from wap_ingest.core.pipeline import MaintenancePorts, PipelineConfig, Ports, Result, maintain_table
 from wap_ingest.core.ports import EventSink, Notifier
 from wap_ingest.core.publish_requests import PublishRequest, serve
 from wap_ingest.core.review import Decision, publish_branch
-from wap_ingest.emr_request import job_request_for
+from wap_ingest.emr_request import job_request_for, maintenance_request_for
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +84,33 @@ class Service:
         if isinstance(result, Exception):
             raise result
         return result
+
+    def maintain(self, table: TableRef | None, *, dry_run: bool = False, here: bool = False
+                 ) -> list[MaintenanceReport | WapError]:
+        """`wap maintain`, its schedule and the EMR job (`here`: never sent to EMR again): one table, or every
+        table on main (None). Each table's report, or the error that failed it (the others still run); each is
+        logged and counted in the metrics."""
+        main, catalog = self.settings.main_branch, self.ports.catalog
+        tables = [table] if table else [t for t in catalog.list_tables(main) if t.namespace != LEDGER_NAMESPACE]
+        if self.engine is None:
+            raise WapError("maintenance needs the Spark engine; this service has none")
+        jobs = None if here or self.settings.emr is None else EmrMaintenanceJobs(
+            boto3_client("emr-serverless", self.settings),
+            lambda t, day: maintenance_request_for(self.settings, t, day))
+        ports = MaintenancePorts(catalog, SparkTableMaintainer(self.engine), jobs)
+        results: list[MaintenanceReport | WapError] = []
+        for each in tables:
+            try:
+                report = maintain_table(each, ports=ports, suite=self.suites.suite_for(each), config=self.config,
+                                        dry_run=dry_run, here=here)
+            except WapError as exc:
+                log.error("maintaining %s failed: %s", each, exc, extra={"table": each.qualified})
+                results.append(exc)
+                continue
+            log.info("maintenance of %s: %s", each, report.message, extra={"maintenance": report.to_dict()})
+            record_maintenance(report)
+            results.append(report)
+        return results
 
     def answer(self, request: PublishRequest) -> dict[str, Any]:
         """An operator's publish request (wap_ingest.core.publish_requests), served with the service's own catalog

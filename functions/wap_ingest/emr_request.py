@@ -115,3 +115,27 @@ def job_request_for(settings: Settings, source: SourceObject, table: TableRef, a
         raise ConfigError("EMR Serverless is not configured. Fix: set WAP_EMR_APPLICATION_ID and "
                           "WAP_EMR_EXECUTION_ROLE_ARN.")
     return job_request(settings, settings.emr, source, table, attempt)
+
+
+def maintenance_request_for(settings: Settings, table: TableRef, day: str) -> dict[str, Any]:
+    """The `start_job_run` arguments of `wap maintain` for one table on one day (`YYYY-MM-DD`): the client token
+    makes it at most one run per table and day, whoever asks (the schedule, an operator)."""
+    if settings.emr is None:
+        raise ConfigError("EMR Serverless is not configured. Fix: set WAP_EMR_APPLICATION_ID and "
+                          "WAP_EMR_EXECUTION_ROLE_ARN.")
+    emr = settings.emr
+    conf = job_spark_conf(settings, emr)
+    return {
+        "applicationId": emr.application_id,
+        "clientToken": f"maintain-{table.qualified}-{day}"[:64],
+        "executionRoleArn": emr.execution_role_arn,
+        "name": f"wap-maintain-{table.qualified}-{day}",
+        "jobDriver": {"sparkSubmit": {
+            "entryPoint": f"{emr.artifacts}/{ENTRY_POINT}",
+            "entryPointArguments": ["--maintain", table.qualified],
+            "sparkSubmitParameters": " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items()),
+        }},
+        "configurationOverrides": {"monitoringConfiguration": {"s3MonitoringConfiguration": {"logUri": emr.logs}}},
+        "executionTimeoutMinutes": EXECUTION_TIMEOUT_MINUTES,
+        "tags": {"project": "wap-lake", "wap:table": table.qualified, "wap:maintain": day},
+    }

@@ -84,11 +84,11 @@ def test_one_file_is_one_snapshot_measured_and_found_again_by_its_identity(harne
     assert appended.written == (source,) and dict(appended.left_out) == {}
     measured = appended.measured[source.identity]
     assert measured.row_count == 5 and measured.null_counts["b"] == 2
-    found = harness.writer.find_appends(harness.table, branch, [source.identity, "other#x"])
-    assert list(found) == [source.identity] and found[source.identity].rows == 5
-    assert found[source.identity].snapshot_id == appended.snapshot.snapshot_id
-    assert harness.writer.find_appends(harness.table, "main", [source.identity]) == {}  # the table is not on main
-    again = harness.writer.measure_appended(harness.table, branch, found[source.identity], PLAN)
+    found = harness.writer.find_append(harness.table, branch, source.identity)
+    assert found is not None and found.rows == 5 and found.snapshot_id == appended.snapshot.snapshot_id
+    assert harness.writer.find_append(harness.table, branch, "other#x") is None
+    assert harness.writer.find_append(harness.table, "main", source.identity) is None  # the table is not on main
+    again = harness.writer.measure_appended(harness.table, branch, found, PLAN)
     assert again.row_count == 5 and again.null_counts["b"] == 2
 
 
@@ -103,8 +103,8 @@ def test_several_files_are_one_snapshot_and_keep_leaves_refused_files_out(harnes
     assert set(appended.written) == set(kept)
     assert {i: m.row_count for i, m in appended.measured.items()} == {s.identity: 3 + n for n, s in enumerate(sources)}
     assert appended.measured[sources[1].identity].null_counts["b"] == 1  # measured, though not written
-    found = harness.writer.find_appends(harness.table, branch, [s.identity for s in sources])
-    assert {i: a.rows for i, a in found.items()} == {sources[0].identity: 3, sources[2].identity: 5}
+    found = {s.identity: harness.writer.find_append(harness.table, branch, s.identity) for s in sources}
+    assert {i: a.rows for i, a in found.items() if a} == {sources[0].identity: 3, sources[2].identity: 5}
 
 
 def test_a_file_that_cannot_join_the_others_is_left_out_not_raised(harness: Harness) -> None:

@@ -57,7 +57,7 @@ def audit_again(lake: Lake, table: str, audits: Any) -> tuple[int, int, float]:
     writer = lake.service.ports.writer
     ref = TableRef("wap", table)
     identity = f"{lake.inbox_bucket}/{table}/new.parquet#" + _etag(lake, table)
-    appended = writer.find_appends(ref, "main", [identity]).get(identity)
+    appended = writer.find_append(ref, "main", identity)
     assert isinstance(appended, AppendResult) and appended.rows == NEW
     plan = audits.suite_for(ref).plan()
     measured = []

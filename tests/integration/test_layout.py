@@ -45,7 +45,7 @@ def test_a_new_table_gets_its_layout_and_a_changed_layout_evolves_it_on_the_bran
     # the metadata shortcuts still answer on a partitioned table (no row read for the row count and the nulls)
     writer = lake.service.ports.writer
     ref = TableRef("wap", table_name)
-    appended = writer.find_appends(ref, "main", [outcome.source.identity])[outcome.source.identity]
+    appended = writer.find_append(ref, "main", outcome.source.identity)
     assert isinstance(appended, AppendResult)
     measured = writer.measure_appended(ref, "main", appended, first.suites.suite_for(ref).plan())  # type: ignore[attr-defined]
     assert {"row_count", "not_null:my_col_1"} <= set(measured.from_metadata)

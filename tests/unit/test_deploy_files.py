@@ -317,7 +317,8 @@ def test_serverless_references_only_resources_it_defines_or_setup_aws_creates() 
     names = fake_context(config["params"]["default"]["prefix"]).names
     defined = set(config.get("resources", {}).get("Resources", {}))
     function = config["functions"]["ingest"]
-    [event, alarms, ended] = function["events"]
+    [event, alarms, ended, schedule] = function["events"]
+    assert schedule["schedule"] == {"rate": "rate(1 day)", "input": {"wap_maintain": "all"}}  # wap maintain --all
     assert ended["eventBridge"]["pattern"]["source"] == ["aws.emr-serverless"]  # a large file's run that died
     assert ended["eventBridge"]["pattern"]["detail"]["state"] == ["FAILED", "CANCELLED"]
 

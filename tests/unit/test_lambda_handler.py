@@ -194,3 +194,21 @@ def test_an_emr_run_state_change_is_recognised_and_read() -> None:
              "detail": {"applicationId": "00app", "jobRunId": "run-1", "state": "FAILED", "previousState": "RUNNING"}}
     assert event_kind(event) is EventKind.JOB_STATE
     assert job_run_from(event) == ("00app", "run-1", "FAILED")
+
+
+def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_one(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wap_ingest.adapters.events import EventKind, event_kind
+    from wap_ingest.core.maintenance import MaintenanceReport, MaintenanceWork, TableHealth
+
+    assert event_kind({"wap_maintain": "all"}) is EventKind.MAINTAIN  # serverless.yml's schedule input
+    asked: list[Any] = []
+    report = MaintenanceReport("wap.a", "maintained", MaintenanceWork(compact=True), TableHealth(data_files=9),
+                               TableHealth(data_files=1), attempts=1)
+    results: list[Any] = [report]
+    monkeypatch.setattr(Service, "maintain", lambda self, table, **kw: asked.append((table, kw)) or results)
+    assert world.invoke({"wap_maintain": "all"}) == {"maintained": [report.to_dict()]}
+    assert asked == [(None, {})]  # every table on main, here or on EMR by size
+    results.append(CatalogUnavailableError("nessie down"))
+    with pytest.raises(Exception, match="maintenance failed for 1 of 2 tables: nessie down"):
+        world.invoke({"wap_maintain": "all"})

@@ -62,12 +62,13 @@ def test_adapters_get_plain_values_not_the_settings_nor_the_wiring() -> None:
 
 
 def test_the_wap_steps_are_defined_once() -> None:
-    """Branch, write, audit and merge are called from the one pipeline package (its one-table groups and its
-    multi-table loads); no other core module drives them."""
+    """Branch, write, audit and merge are called from the one pipeline package (its one-table groups, its
+    multi-table loads and the tables' maintenance); no other core module drives them."""
     pipeline = PACKAGE / "core" / "pipeline"
     callers = {path for path in (PACKAGE / "core").rglob("*.py")
                if ".create_branch(" in path.read_text(encoding="utf-8") or ".merge(" in path.read_text(
                    encoding="utf-8")}
     outside = {str(p.relative_to(PACKAGE)) for p in callers if p.parent != pipeline}
     assert outside == {"core/review.py"}, outside  # review: an operator's publish of a branch the pipeline left
-    assert {p.name for p in callers if p.parent == pipeline} == {"groups.py", "loads.py"}
+    # groups and loads publish files; maintain merges a table's upkeep through the same discipline
+    assert {p.name for p in callers if p.parent == pipeline} == {"groups.py", "loads.py", "maintain.py"}

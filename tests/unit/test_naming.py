@@ -30,6 +30,7 @@ def test_table_for_key(key: str, expected: TableRef) -> None:
         ("a.b.c/x.parquet", "3 dot-separated parts"),
         ("t; DROP TABLE x/x.parquet", "not a valid identifier"),
         ("tbl`@main/x.parquet", "not a valid identifier"),
+        ("wap_ledger.orders/x.parquet", "reserved for the service's exactly-once ledger"),
         (f"{'a' * 129}/x.parquet", "not a valid identifier"),
     ],
 )

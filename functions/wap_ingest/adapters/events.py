@@ -35,9 +35,11 @@ class EventKind(enum.StrEnum):
     EVENTBRIDGE = "eventbridge"
     ALARM = "alarm"  # a CloudWatch alarm (the dead-letter queue's depth) delivered by SNS
     JOB_STATE = "job_state"  # an EMR Serverless job run changed state (EventBridge): a large file's run ended
+    MAINTAIN = "maintain"  # the maintenance schedule (serverless.yml: `{"wap_maintain": "all"}`): `wap maintain --all`
 
 
 JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
+MAINTAIN_KEY = "wap_maintain"  # the schedule's input
 
 
 def job_run_from(event: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -64,6 +66,8 @@ def event_kind(event: Mapping[str, Any]) -> EventKind:
         return EventKind.EVENTBRIDGE
     if event.get("source") == "aws.emr-serverless" and event.get("detail-type") == JOB_STATE_CHANGE:
         return EventKind.JOB_STATE
+    if event.get(MAINTAIN_KEY) == "all":
+        return EventKind.MAINTAIN
     raise UnreadableEventError(f"unrecognised event (keys: {sorted(event)[:8]}); expected S3, SQS or EventBridge.")
 
 

@@ -13,6 +13,7 @@ import os
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus
 
 log = logging.getLogger(__name__)
@@ -68,3 +69,22 @@ class OutcomeMetrics:
         except Exception as exc:  # never fail an invocation because of its metrics
             log.warning("metrics not flushed: %s", exc)
             self._metrics.clear_metrics()
+
+
+def record_maintenance(report: MaintenanceReport, namespace: str | None = None, service: str | None = None) -> None:
+    """One EMF document per maintained table: data files and bytes before and after, snapshots dropped."""
+    metrics = OutcomeMetrics(namespace, service)
+    try:
+        metrics._metrics.add_dimension(name="table", value=report.table)
+        add = metrics._metrics.add_metric
+        add(name="MaintenanceRuns", unit=MetricUnit.Count, value=1)
+        add(name="DataFilesBefore", unit=MetricUnit.Count, value=report.before.data_files)
+        add(name="DataBytesBefore", unit=MetricUnit.Bytes, value=report.before.data_bytes)
+        if report.after is not None:
+            add(name="DataFilesAfter", unit=MetricUnit.Count, value=report.after.data_files)
+            add(name="DataBytesAfter", unit=MetricUnit.Bytes, value=report.after.data_bytes)
+            add(name="SnapshotsDropped", unit=MetricUnit.Count, value=report.work.remove_snapshots)
+        add(name="MaintenanceRetries", unit=MetricUnit.Count, value=max(0, report.attempts - 1))
+    except Exception as exc:  # never fail a maintenance because of its metrics
+        log.warning("maintenance metrics of %s not recorded: %s", report.table, exc)
+    metrics.flush()

@@ -12,7 +12,7 @@ that names the client (or says that none is configured).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,7 @@ from wap_ingest.core.errors import (
     StaleHashError,
     WapError,
 )
+from wap_ingest.core.ledger import LEDGER_NAMESPACE, LedgerEntry, ledger_key, matching
 from wap_ingest.core.models import Branch, Publication, TableRef
 from wap_ingest.core.ports import CatalogBranches
 
@@ -165,7 +166,58 @@ class NessieBranches(CatalogBranches):
             params = params | {"page-token": str(page["token"])}
         return found[:limit]
 
+    def list_tables(self, ref: str) -> list[TableRef]:
+        found: list[TableRef] = []
+        params = {"filter": "entry.contentType == 'ICEBERG_TABLE'"}
+        while True:
+            try:
+                response = self._http.get(f"{self._endpoint}/api/v2/trees/{ref}/entries", params=params,
+                                          timeout=self._timeout)
+            except requests.RequestException as exc:
+                raise self._unavailable(f"listing the tables on {ref!r}", exc) from exc
+            if response.status_code in (401, 403):
+                raise self._refused(f"listing the tables on {ref!r}", response.status_code)
+            if response.status_code == 404:
+                raise BranchNotFoundError(f"listing the tables on {ref!r}: no such reference")
+            if response.status_code >= 400:
+                raise CatalogError(f"listing the tables on {ref!r}: HTTP {response.status_code} {response.text[:200]}")
+            page = json_object(response)
+            found += [TableRef(*e["name"]["elements"]) for e in page.get("entries", [])
+                      if len(e.get("name", {}).get("elements", [])) == 2]
+            if not page.get("hasMore") or not page.get("token"):
+                return sorted(found, key=lambda t: t.qualified)
+            params = params | {"page-token": str(page["token"])}
+
+    def find_published(self, ref: str, table: TableRef, identities: Sequence[str]) -> dict[str, LedgerEntry]:
+        # REST v2 "get multiple contents": every key in one request, each an indexed lookup in Nessie.
+        if not identities:
+            return {}
+        keys = sorted({ledger_key(table.qualified, i) for i in identities})
+        payload = self._v2("post", f"trees/{ref}/contents", f"looking up {len(identities)} source(s) of {table} "
+                           f"in the ledger on {ref!r}", {"requestedKeys": [
+                               {"elements": [LEDGER_NAMESPACE, k]} for k in keys]})
+        found = {c["key"]["elements"][-1]: c["content"].get("properties") or {} for c in payload.get("contents", [])
+                 if len(c.get("key", {}).get("elements", [])) == 2}
+        return matching(table, found, identities)
+
     # --- writes ------------------------------------------------------------------------------------
+
+    def record_published(self, branch: str, entries: Sequence[LedgerEntry]) -> Branch:
+        doing = f"recording {len(entries)} source(s) in the ledger on {branch!r}"
+        # one read gives the branch's head and whether it has the ledger's namespace; then one commit
+        seen = self._v2("post", f"trees/{branch}/contents", doing,
+                        {"requestedKeys": [{"elements": [LEDGER_NAMESPACE]}]})
+        head = str(seen.get("effectiveReference", {}).get("hash"))
+        operations = [] if seen.get("contents") else [
+            {"type": "PUT", "key": {"elements": [LEDGER_NAMESPACE]},
+             "content": {"type": "NAMESPACE", "elements": [LEDGER_NAMESPACE]}}]
+        operations += [{"type": "PUT", "key": {"elements": [LEDGER_NAMESPACE, e.key]},
+                        "content": {"type": "NAMESPACE", "elements": [LEDGER_NAMESPACE, e.key],
+                                    "properties": e.properties()}} for e in entries]
+        body = {"commitMeta": {"message": f"wap: ledger, {len(entries)} source(s)"}, "operations": operations}
+        committed = self._v2("post", f"trees/{branch}@{head}/history/commit", doing, body)
+        return Branch(branch, str(committed.get("targetBranch", {}).get("hash")))
+
 
     def create_branch(self, name: str, from_hash: str) -> Branch:
         with self._translated(f"creating branch {name!r}"):
@@ -235,6 +287,27 @@ class NessieBranches(CatalogBranches):
             self._client.delete_branch(branch.name, branch.hash)
 
     # --- helpers -----------------------------------------------------------------------------------
+
+    def _v2(self, method: str, path: str, doing: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """One REST v2 call; the project's errors for Nessie's (409: a conflict, retried from main)."""
+        try:
+            response = self._http.request(method, f"{self._endpoint}/api/v2/{path}", json=dict(body),
+                                          timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise self._unavailable(doing, exc) from exc
+        if response.status_code in (401, 403):
+            raise self._refused(doing, response.status_code)
+        payload: dict[str, Any] = json_object(response)
+        message = payload.get("message", response.text[:200])
+        if response.status_code == 404:
+            raise BranchNotFoundError(f"{doing}: {message}")
+        if response.status_code == 409:
+            raise MergeConflictError(f"{doing}: {message}")
+        if response.status_code >= 500:
+            raise CatalogUnavailableError(f"{doing}: Nessie failed (HTTP {response.status_code}): {message}")
+        if response.status_code >= 400:
+            raise CatalogError(f"{doing}: HTTP {response.status_code} {message}")
+        return payload
 
     def _exists(self, ref: str, hash_: str, key: ContentKey) -> bool:
         with self._translated(f"reading {key.to_string()} on {ref!r}"):

@@ -7,7 +7,7 @@ without switching the session's reference. DataFrames never leave the adapters.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from wap_ingest.core import lineage
@@ -37,8 +37,12 @@ def _not_found(exc: BaseException) -> bool:
 
 
 class IcebergTables:
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: Any, keep_snapshots: int | None = None) -> None:
+        """`keep_snapshots`: after an append, a table whose current metadata lists more than twice this many
+        snapshots drops all but the newest this many from it (metadata only, spark_maintenance.trim_snapshots), so
+        the metadata every commit rewrites stays bounded."""
         self.spark = spark
+        self.keep_snapshots = keep_snapshots
 
     def schema(self, table: TableRef, ref: str) -> Any:
         """The table's Spark schema on `ref`, or None if there is no such table (metadata only)."""
@@ -135,9 +139,12 @@ class IcebergTables:
         """The snapshot the write just committed on the branch (ours alone writes there), or None if it committed
         none (an empty file)."""
         try:
-            snapshot = self.iceberg_table(table, branch).currentSnapshot()
+            iceberg = self.iceberg_table(table, branch)
+            snapshot = iceberg.currentSnapshot()
             if snapshot is None:
                 return None
+            if self.keep_snapshots:
+                self._bound(iceberg, table, branch)
             parent = snapshot.parentId()
             records = snapshot.summary().get("added-records")
             return AppendResult(rows=int(records or 0), snapshot_id=int(snapshot.snapshotId()),
@@ -147,39 +154,38 @@ class IcebergTables:
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"reading the new snapshot of {table} on "
                                  f"{branch!r}", table=table.qualified) from exc
 
-    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
-        """One read of the table's `snapshots` metadata table on `ref` for all the identities. They come from
-        object keys: compared as literal values, never put into SQL."""
-        from pyspark.sql import functions as F
+    def _bound(self, iceberg: Any, table: TableRef, branch: str) -> None:
+        from .spark_maintenance import snapshot_count, trim_snapshots
 
-        if not identities:
-            return {}
-        ident = table_identifier(table, ref)
-        doing = f"looking for {len(identities)} source(s) in {table} on {ref!r}"
+        jvm, keep = self.spark.sparkContext._jvm, int(self.keep_snapshots or 0)
+        if snapshot_count(jvm, iceberg) > 2 * keep:
+            dropped = trim_snapshots(jvm, iceberg, keep)
+            log.info("%s on %s: %d old snapshot(s) dropped from the current metadata (kept %d)", table, branch,
+                     dropped, keep)
+
+    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
+        """Walk back from the table's current snapshot on `ref` through the newest lineage.RECENT_APPENDS, in the
+        table's metadata (no Spark job). The identity is compared as a value, never put into SQL."""
+        doing = f"looking for {identity!r} in the recent snapshots of {table} on {ref!r}"
         try:
-            entry = F.explode(F.map_entries("summary")).alias("entry")
-            rows = (self.spark.table(f"{ident}.snapshots").select("snapshot_id", "parent_id", "summary", entry)
-                    .filter(F.col("entry.key").startswith(lineage.IDENTITY) & F.col("entry.value").isin(
-                        list(identities))).collect())
-            if not rows:
-                return {}
-            columns = tuple(self.spark.table(ident).columns)
+            iceberg = self.iceberg_table(table, ref)
+            snapshot = iceberg.currentSnapshot()
+            for _ in range(lineage.RECENT_APPENDS):
+                if snapshot is None:
+                    return None
+                rows = lineage.identities_in_snapshot(dict(snapshot.summary())).get(identity)
+                parent = snapshot.parentId()
+                if rows is not None:
+                    return AppendResult(rows=rows, snapshot_id=int(snapshot.snapshotId()),
+                                        parent_snapshot_id=None if parent is None else int(parent),
+                                        table_created=parent is None,
+                                        columns=tuple(str(c.name()) for c in iceberg.schema().columns()))
+                snapshot = None if parent is None else iceberg.snapshot(parent)
+            return None
         except Exception as exc:
-            if _not_found(exc):
-                return {}
+            if _not_found(exc) or "NoSuchTableException" in type(exc).__name__ + str(exc)[:300]:
+                return None
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, table=table.qualified) from exc
-        found: dict[str, AppendResult] = {}
-        for row in rows:
-            key, identity, summary = row["entry"]["key"], row["entry"]["value"], row["summary"]
-            if not lineage.carries_identity(key):
-                continue
-            rows_of = lineage.identities_in_snapshot(summary)
-            parent = row["parent_id"]
-            found.setdefault(identity, AppendResult(
-                rows=rows_of.get(identity, 0), snapshot_id=int(row["snapshot_id"]),
-                parent_snapshot_id=None if parent is None else int(parent), table_created=parent is None,
-                columns=columns))
-        return found
 
 
 def schema_difference(table: Any, file: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:

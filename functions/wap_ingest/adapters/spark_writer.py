@@ -67,8 +67,9 @@ class SparkIcebergWriter(TableWriter):
         read_options: FormatOptions = (),
         quarantine: QuarantinePlan | None = None,
         layout: Layout | None = None,
+        keep_snapshots: int | None = None,
     ) -> Appended:
-        tables = IcebergTables(self.spark)
+        tables = IcebergTables(self.spark, keep_snapshots)
         with _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
             if len(files) == 1:
                 source, fmt = files[0]
@@ -77,10 +78,10 @@ class SparkIcebergWriter(TableWriter):
             return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns, read_options,
                                      layout)
 
-    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
+    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         tables = IcebergTables(self.spark)
-        with _engine_lost_is_infrastructure(tables.spark, f"looking for sources in {table}"):
-            return tables.find_appends(table, ref, identities)
+        with _engine_lost_is_infrastructure(tables.spark, f"looking for a source in {table}"):
+            return tables.find_append(table, ref, identity)
 
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan

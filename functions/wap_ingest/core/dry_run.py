@@ -64,7 +64,7 @@ def audit_branch(table: TableRef, branch: str, identity: str, *, writer: TableWr
     """The table's suite, as the audits file says now, on the rows the branch's WAP append added (found by the
     file's identity): the re-audit before a reviewed publish."""
     suite = suites.suite_for(table)
-    appended = writer.find_appends(table, branch, [identity]).get(identity)
+    appended = writer.find_append(table, branch, identity)
     if appended is None:
         raise CatalogError(
             f"no snapshot of {table} on {branch!r} carries the source identity {identity!r}, so its new rows "

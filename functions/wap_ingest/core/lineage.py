@@ -36,6 +36,8 @@ LOAD_IDENTITY = "wap.load.identity"
 QUARANTINED_ROWS = "wap.quarantined.rows"  # rows of the published file set aside in QUARANTINE_TABLE
 QUARANTINE_TABLE = "wap.quarantined.table"
 
+RECENT_APPENDS = 20  # how far back from a ref's current snapshot an append is looked for (a WAP branch's own)
+
 Loaded = tuple[SourceObject, int]  # a source object and the rows it added
 
 

@@ -11,6 +11,7 @@ import re
 import secrets
 
 from .errors import InvalidTableNameError
+from .ledger import LEDGER_NAMESPACE
 from .models import SourceObject, TableRef
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
@@ -40,10 +41,12 @@ def table_ref_from(name: str, *, default_namespace: str, source: str) -> TableRe
     if len(parts) == 1:
         return TableRef(default_namespace, identifier_from(parts[0], what="table name", source=source))
     if len(parts) == 2:
-        return TableRef(
-            identifier_from(parts[0], what="namespace", source=source),
-            identifier_from(parts[1], what="table name", source=source),
-        )
+        namespace = identifier_from(parts[0], what="namespace", source=source)
+        if namespace == LEDGER_NAMESPACE:
+            raise InvalidTableNameError(
+                f"{source}: namespace {LEDGER_NAMESPACE!r} is reserved for the service's exactly-once ledger. "
+                f"Fix: use another namespace.")
+        return TableRef(namespace, identifier_from(parts[1], what="table name", source=source))
     raise InvalidTableNameError(
         f"{source}: {name!r} has {len(parts)} dot-separated parts. Fix: name it '<table>' or "
         f"'<namespace>.<table>'."

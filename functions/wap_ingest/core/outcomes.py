@@ -6,9 +6,9 @@ import logging
 from dataclasses import replace
 
 from .errors import BadInputError, SchemaDriftError, WapError
+from .ledger import LedgerEntry
 from .models import (
     SOURCE_COLUMN,
-    AppendResult,
     AuditReport,
     CheckResult,
     CheckStatus,
@@ -43,13 +43,13 @@ def invalid(source: SourceObject, exc: BadInputError, table: TableRef | None = N
                          message=f"{exc}{note}", report=report)
 
 
-def duplicate(source: SourceObject, target: TableRef, published: AppendResult, note: str = "") -> IngestOutcome:
+def duplicate(source: SourceObject, target: TableRef, published: LedgerEntry, note: str = "") -> IngestOutcome:
     """At most once: this version is on main already (its left-over attempts were cleaned up)."""
     log.info("already published: %s in %s", source.uri, target, extra=about(source, target))
     return IngestOutcome(
         source=source, status=OutcomeStatus.DUPLICATE, table=target.qualified, rows=published.rows,
-        message=f"{source.uri} is already published in {target} (snapshot {published.snapshot_id}); "
-        f"nothing to do{note}",
+        message=f"{source.uri} is already published in {target} (at {published.recorded_at}, by branch "
+        f"{published.branch}); nothing to do{note}",
     )
 
 

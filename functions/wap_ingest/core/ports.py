@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from .alerts import Alert
 from .formats import FormatOptions
 from .layout import Layout
+from .ledger import LedgerEntry
+from .maintenance import MaintenanceSettings, MaintenanceWork, TableHealth
 from .models import (
     Appended,
     AppendResult,
@@ -83,6 +85,23 @@ class CatalogBranches(ABC):
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
         """The merges into `on` that published to `table`, newest first."""
 
+    @abstractmethod
+    def list_tables(self, ref: str) -> list[TableRef]:
+        """The Iceberg tables on `ref`, in name order (`wap maintain --all`)."""
+
+    @abstractmethod
+    def record_published(self, branch: str, entries: Sequence[LedgerEntry]) -> Branch:
+        """Commit these ledger entries (core.ledger) on `branch`, in one commit, creating the ledger's namespace
+        there if `branch` lacks it; returns the branch at its new head (what to merge). Raises BranchNotFoundError,
+        or CatalogError when an entry exists on `branch` already. Nessie merges these entries without conflict
+        checks (they are namespaces): two publications of one version are serialized by the table they both
+        change, whose key conflicts."""
+
+    @abstractmethod
+    def find_published(self, ref: str, table: TableRef, identities: Sequence[str]) -> dict[str, LedgerEntry]:
+        """The ledger entries on `ref` of these object versions in `table`, by identity (absent: never published
+        there). One lookup by key for all of them: its cost does not grow with the table's history."""
+
 
 class TableWriter(ABC):
     """The engine: appends files into an Iceberg table on a branch and measures each file's new rows."""
@@ -100,6 +119,7 @@ class TableWriter(ABC):
         read_options: FormatOptions = (),
         quarantine: QuarantinePlan | None = None,
         layout: Layout | None = None,
+        keep_snapshots: int | None = None,
     ) -> Appended:
         """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
         (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
@@ -114,19 +134,49 @@ class TableWriter(ABC):
         (one file only): the rows failing its checks go to its table on `branch` instead, with the names of the
         checks and the source, when at most its `max_fraction` of the rows fail (`Appended.quarantined` says so).
         `layout`: the table's partition spec, sort order and write properties, set when the table is created and
-        evolved on `branch` when they differ (None: the table's own stay).
+        evolved on `branch` when they differ (None: the table's own stay). `keep_snapshots`: an engine whose table
+        metadata lists every snapshot keeps it bounded (more than twice this many: the oldest are dropped from the
+        current metadata, never a file).
         Raises a WapError (never another exception) for infrastructure failures."""
 
     @abstractmethod
-    def find_appends(self, table: TableRef, ref: str, identities: Sequence[str]) -> dict[str, AppendResult]:
-        """The appends on `ref` that carry any of these source identities, by identity (absent: not found, also
-        when the table does not exist). The identities are values, never SQL."""
+    def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
+        """The recent append on `ref` (a WAP branch, or main right after a publish) that carries this source
+        identity, among the newest lineage.RECENT_APPENDS snapshots, from the table's metadata (no engine job).
+        None if not found or the table does not exist. Never the exactly-once lookup: that is the ledger's
+        (CatalogBranches.find_published), which no expiry can lose."""
 
     @abstractmethod
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
     ) -> Measurements:
         """Measure only the rows of `appended` (its snapshot), never the whole table (a re-audit)."""
+
+
+class TableMaintainer(ABC):
+    """The engine's upkeep of a table (core.maintenance): its health, and the maintenance work on a branch."""
+
+    @abstractmethod
+    def health(self, table: TableRef, ref: str, small_file_bytes: int) -> TableHealth | None:
+        """The table's rows, data files (and how many are under `small_file_bytes`), bytes, manifests and snapshots
+        on `ref`; None when there is no such table."""
+
+    @abstractmethod
+    def maintain(self, table: TableRef, branch: str, work: MaintenanceWork, settings: MaintenanceSettings,
+                 layout: Layout) -> None:
+        """Do `work` on `branch`: compact the small data files (within partitions, in the table's sort order when
+        it has one, to the layout's target size), rewrite the manifests, drop the oldest snapshots from the current
+        metadata (never a file), and set the table's Nessie-safe GC properties. The rows never change. Raises a
+        WapError."""
+
+
+class MaintenanceJobs(ABC):
+    """The distributed engine that maintains tables too large for a function (EMR Serverless)."""
+
+    @abstractmethod
+    def submit_maintenance(self, table: TableRef) -> str:
+        """Start a maintenance run for `table`, at most one per table and day (a second call the same day returns
+        the first run's id); returns the run's id. Raises a WapError if the engine refuses."""
 
 
 class LargeFileJobs(ABC):

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from . import lineage
 from .errors import BranchNotFoundError, CatalogError, MergeConflictError, StaleHashError, WapError
+from .maintenance import summary_line
 from .models import AuditReport, Branch, DecisionRecord, Publication, TableRef
 from .naming import BRANCH_PREFIX, digest_from_branch, identity_digest, table_from_branch
 from .ports import CatalogBranches, DecisionLog
@@ -261,6 +262,11 @@ def history_for(
                 at=parse_time(pub.committed_at), action="published", how=f"audit passed ({how})",
                 branch=None, actor=None, reason=None, source=file.uri, rows=file.rows, hash=pub.hash,
                 properties={lineage.IDENTITY: file.identity}) for file in files]
+            continue
+        maintained = summary_line(props)
+        if maintained is not None:  # `wap maintain`: what it did, no rows published
+            entries.append(HistoryEntry(at=parse_time(pub.committed_at), action="maintained", how=maintained,
+                                        branch=None, actor=None, reason=None, source=None, rows=None, hash=pub.hash))
             continue
         reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
         entries.append(HistoryEntry(

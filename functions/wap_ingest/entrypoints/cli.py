@@ -21,7 +21,7 @@ from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, T
 from wap_ingest.core.naming import table_ref_from
 from wap_ingest.core.routing import check_bucket
 
-from . import audit_cli, dlq_cli, ops_cli, stack_cli
+from . import audit_cli, dlq_cli, maintain_cli, ops_cli, stack_cli
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.set_defaults(func=cmd_ingest)
     audit_cli.register(sub)
     dlq_cli.register(sub)
+    maintain_cli.register(sub)
     ops_cli.register(sub)
     stack_cli.register(sub)
     return parser

@@ -2,6 +2,7 @@
 
     spark-submit [--conf ... from the submission] emr_job.py --bucket B --key K --table NS.T
                  [--size N] [--etag E] [--version-id V]
+    spark-submit [--conf ...] emr_job.py --maintain NS.T      (`wap maintain` of a table above its emr_above_mb)
 
 Submitted by the function (adapters/emr.py) with the object version it was notified of; runs branch, append,
 audit, merge-or-reject and the alert exactly as the function does (bootstrap's Service with the submitted Spark
@@ -34,19 +35,38 @@ log = logging.getLogger("wap_ingest.emr_job")
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="WAP for one large file, as an EMR Serverless job")
-    parser.add_argument("--bucket", required=True)
-    parser.add_argument("--key", required=True)
-    parser.add_argument("--table", required=True, help="<namespace>.<table>, routed by the function")
+    parser.add_argument("--maintain", metavar="NS.T", help="maintain this table (core.pipeline.maintain) instead")
+    parser.add_argument("--bucket")
+    parser.add_argument("--key")
+    parser.add_argument("--table", help="<namespace>.<table>, routed by the function")
     parser.add_argument("--size", type=int)
     parser.add_argument("--etag")
     parser.add_argument("--version-id")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.maintain and not (args.bucket and args.key and args.table):
+        parser.error("--bucket, --key and --table are required (or --maintain NS.T)")
+    return args
+
+
+def _maintain(name: str) -> int:
+    """The maintenance of one large table, here (never sent to EMR again); 1 if it failed."""
+    settings = Settings.from_env()
+    table = table_ref_from(name, default_namespace=settings.namespace, source="--maintain")
+    job_run_id = os.environ.get("EMR_SERVERLESS_JOB_RUN_ID") or os.environ.get("WAP_EMR_JOB_RUN_ID") or "local"
+    (result,) = build_service(settings, submitted=True).maintain(table, here=True)
+    if isinstance(result, WapError):
+        print(json.dumps({"job_run_id": job_run_id, "table": table.qualified, "error": str(result)}), flush=True)
+        return 1
+    print(json.dumps({"job_run_id": job_run_id, **result.to_dict()}, default=str), flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format='{"ts":"%(asctime)s","level":"%(levelname)s",'
                         '"logger":"%(name)s","message":"%(message)s"}')
     args = _arguments(argv)
+    if args.maintain:
+        return _maintain(args.maintain)
     settings = Settings.from_env()
     source = SourceObject(bucket=args.bucket, key=args.key, size=args.size, etag=args.etag,
                           version_id=args.version_id)

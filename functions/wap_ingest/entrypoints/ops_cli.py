@@ -241,6 +241,8 @@ def _history_line(entry: HistoryEntry) -> str:
         if entry.source:
             what += f" [{entry.source}]"
         return f"{when}  {'-':12}  {what}"
+    if entry.action == "maintained":
+        return f"{when}  {(entry.hash or '?')[:12]:12}  maintained: {entry.how}"
     if entry.how == "reviewed":
         audit = "re-audit passed" if entry.reaudit == "passed" else "published without re-audit"
         what = f"reviewed publish of branch {entry.branch} by {entry.actor} ({audit}): {entry.reason}"

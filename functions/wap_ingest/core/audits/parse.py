@@ -10,6 +10,7 @@ from wap_ingest.core.durations import parse_duration
 from wap_ingest.core.errors import AuditSuiteError, ConfigError, InvalidTableNameError
 from wap_ingest.core.formats import FormatOptions, format_options_from
 from wap_ingest.core.layout import Layout, layout_from
+from wap_ingest.core.maintenance import DEFAULT_MAINTENANCE, maintenance_from
 from wap_ingest.core.models import (
     RowRule,
     Scalar,
@@ -213,7 +214,8 @@ def _check_from(spec: Any, table: str, index: int) -> Check:
     return _history(spec, where, severity)
 
 
-TABLE_KEYS = {"checks", "samples", "mask", "format_options", "on_failure", "max_quarantined_fraction", "layout"}
+TABLE_KEYS = {"checks", "samples", "mask", "format_options", "on_failure", "max_quarantined_fraction", "layout",
+              "maintenance"}
 ON_FAILURE = ("reject", "quarantine")
 
 
@@ -238,7 +240,7 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
     samples: bool = True
     mask: tuple[str, ...] = ()
     options: FormatOptions = ()
-    on_failure, fraction, layout = "reject", 0.05, Layout()
+    on_failure, fraction, layout, maintenance = "reject", 0.05, Layout(), DEFAULT_MAINTENANCE
     checks = entry
     if isinstance(entry, Mapping) and "check" in entry:
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks (or a mapping with "
@@ -262,10 +264,12 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
             options = format_options_from(entry["format_options"], table)
         on_failure, fraction = _quarantine(entry, table)
         layout = layout_from(entry["layout"], table) if "layout" in entry else Layout()
+        if "maintenance" in entry:
+            maintenance = maintenance_from(entry["maintenance"], table)
     if not isinstance(checks, Sequence) or isinstance(checks, str):
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks.")
     suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask, options,
-                       on_failure, fraction, layout)
+                       on_failure, fraction, layout, maintenance)
     if sum(isinstance(c, Schema) for c in suite.checks) > 1:
         raise AuditSuiteError(f"audits file: table {table!r}: more than one schema check; keep one.")
     return suite

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from wap_ingest.core.errors import RefusedEventError
 from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.layout import NO_LAYOUT, Layout
+from wap_ingest.core.maintenance import DEFAULT_MAINTENANCE, MaintenanceSettings
 from wap_ingest.core.models import (
     QUARANTINE_SUFFIX,
     AuditReport,
@@ -34,6 +35,7 @@ class AuditSuite:
     on_failure: str = "reject"  # or "quarantine": rows failing a row-level check go to <table>_quarantine
     max_quarantined_fraction: float = 0.05  # above it, the whole file is rejected as with `reject`
     layout: Layout = NO_LAYOUT  # partition spec, sort order, write properties (core.layout)
+    maintenance: MaintenanceSettings = DEFAULT_MAINTENANCE  # when `wap maintain` compacts (core.maintenance)
 
     def plan(self) -> MeasurementPlan:
         plan = MeasurementPlan()

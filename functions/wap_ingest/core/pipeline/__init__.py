@@ -8,6 +8,8 @@ from wap_ingest.core.branches import DRY_RUN_PREFIX
 from .base import RETRY_FROM_MAIN, PipelineConfig, Ports, Result, retry_delay
 from .groups import route_or_result, run_routed, run_wap
 from .loads import Load, is_manifest, is_pending, waiting
+from .maintain import MaintenancePorts, maintain_table
 
-__all__ = ["DRY_RUN_PREFIX", "RETRY_FROM_MAIN", "Load", "PipelineConfig", "Ports", "Result", "is_manifest",
-           "is_pending", "retry_delay", "route_or_result", "run_routed", "run_wap", "waiting"]
+__all__ = ["DRY_RUN_PREFIX", "RETRY_FROM_MAIN", "Load", "MaintenancePorts", "PipelineConfig", "Ports", "Result",
+           "is_manifest", "is_pending", "maintain_table", "retry_delay", "route_or_result", "run_routed", "run_wap",
+           "waiting"]

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from wap_ingest.core import lineage
+from wap_ingest.core import ledger, lineage
 from wap_ingest.core.audits import AuditSuite, AuditSuites, audit
 from wap_ingest.core.branches import RunBranches, branch_name_for
 from wap_ingest.core.errors import (
@@ -217,11 +217,11 @@ class _Run:
         self, target: TableRef, pending: list[tuple[int, Routed]], attempt: int, watch: Stopwatch
     ) -> list[list[tuple[int, Routed]]]:
         """One try: dedupe, branch, write, audit, then publish or reject. Returns the parts to run apart."""
-        catalog, writer, main = self.ports.catalog, self.ports.writer, self.config.main_branch
+        catalog, main = self.ports.catalog, self.config.main_branch
         with watch.stage("branch"):
             main_hash = catalog.ensure_namespace(main, target.namespace)
-            if not self.dry_run:
-                published = writer.find_appends(target, main, [r.source.identity for _, r in pending])
+            if not self.dry_run:  # the ledger on main, by key (a concurrent publication conflicts at the merge)
+                published = catalog.find_published(main, target, [r.source.identity for _, r in pending])
                 done = [(i, r) for i, r in pending if r.source.identity in published]
                 note = self.branches.clean_up(target, [r.source for _, r in done]) if done else ""
                 for index, item in done:  # on main already; its left-over attempts are gone now
@@ -295,7 +295,8 @@ class _Run:
                 [(r.source, r.fmt) for _, r in todo], target, branch.name, suite.plan(),
                 keep=keep if len(todo) > 1 else None, allow_new_columns=suite.allow_new_columns,
                 read_options=suite.format_options,  # a file of a batch that fails runs alone, then quarantines
-                quarantine=suite.quarantine_plan(target) if len(todo) == 1 else None, layout=suite.layout)
+                quarantine=suite.quarantine_plan(target) if len(todo) == 1 else None, layout=suite.layout,
+                keep_snapshots=suite.maintenance.keep_snapshots)
             self.quarantined.update(appended.quarantined)
         with watch.stage("audit"):
             reports = {identity: audit(suite, target, m, context) for identity, m in appended.measured.items()}
@@ -328,7 +329,9 @@ class _Run:
     ) -> None:
         catalog = self.ports.catalog
         loaded = [(r.source, rows[r.source.identity]) for _, r in todo]
-        head = Branch(branch.name, catalog.reference_hash(branch.name))
+        # the ledger's entries on the branch: merged with the rows, in the same atomic merge
+        head = catalog.record_published(branch.name, ledger.entries_for(target, loaded, branch.name,
+                                                                        self.config.clock()))
         what = todo[0][1].source.uri if len(todo) == 1 else f"{len(todo)} files"
         try:
             merged = catalog.merge(head, self.config.main_branch, main_hash,

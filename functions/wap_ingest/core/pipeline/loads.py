@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from wap_ingest.core import lineage
+from wap_ingest.core import ledger, lineage
 from wap_ingest.core.audits import AuditSuites, audit
 from wap_ingest.core.errors import (
     BadInputError,
@@ -152,15 +152,15 @@ class Load:
         return head, routed
 
     def _attempt(self, manifest: SourceObject, routed: list[Routed], attempt: int) -> IngestOutcome:
-        catalog, writer, main = self.ports.catalog, self.ports.writer, self.config.main_branch
+        catalog, main = self.ports.catalog, self.config.main_branch
         tables = sorted({r.table for r in routed}, key=lambda t: t.qualified)
         main_hash = ""
         for namespace in sorted({t.namespace for t in tables}):
             main_hash = catalog.ensure_namespace(main, namespace)
         on_main: dict[str, int] = {}
         for table in tables:
-            found = writer.find_appends(table, main, [r.source.identity for r in routed if r.table == table])
-            on_main |= {identity: append.rows for identity, append in found.items()}
+            found = catalog.find_published(main, table, [r.source.identity for r in routed if r.table == table])
+            on_main |= {identity: entry.rows for identity, entry in found.items()}
         if on_main:
             return self._published_before(manifest, routed, on_main)
         name = f"{BRANCH_PREFIX}-{tables[0].namespace}-{tables[0].name}-{identity_digest(manifest.identity)}-" \
@@ -176,7 +176,8 @@ class Load:
             raise
         if not all(p.report.passed for p in parts):
             return self._rejected(manifest, branch.name, parts)
-        head = Branch(branch.name, catalog.reference_hash(branch.name))
+        head = catalog.record_published(branch.name, [e for p in parts for e in ledger.entries_for(
+            p.routed.table, [(p.routed.source, p.rows)], branch.name, self.config.clock())])
         files = [(p.routed.source, p.routed.table, p.rows) for p in parts]
         total = sum(p.rows for p in parts)
         try:
@@ -201,7 +202,8 @@ class Load:
         suite = self.suites.suite_for(item.table)
         appended = self.ports.writer.append([(item.source, item.fmt)], item.table, branch, suite.plan(),
                                             allow_new_columns=suite.allow_new_columns,
-                                            read_options=suite.format_options, layout=suite.layout)
+                                            read_options=suite.format_options, layout=suite.layout,
+                                            keep_snapshots=suite.maintenance.keep_snapshots)
         measured = appended.measured[item.source.identity]
         if appended.snapshot is None or measured.row_count == 0:
             raise EmptySourceError(f"{item.source.uri}: the file has no rows; nothing to ingest into {item.table}. "

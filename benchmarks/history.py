@@ -1,0 +1,177 @@
+"""Workload 6 (issue 15): what a table's history costs, and what maintenance gives back.
+
+    python -m benchmarks.history [--loads 10,100,1000] [--unbounded] [--compaction-files 200] [--out DIR]
+
+1. load cost against history: small files (100 rows) ingested one by one into one table through the service's
+   pipeline (direct, warm), timing each load; at each checkpoint (after 10, 100 and 1,000 loads) the median time of
+   the last loads before it and the size of the table's current metadata file. With the ingestion's snapshot trim
+   (`keep_snapshots`, 50 by default) and, with --unbounded, the same without it (keep_snapshots so large it never
+   trims), so the report shows what the trim buys. The target: the 1,000th load within 1.5x of the 10th.
+2. compaction: --compaction-files small files, one load each, then `wap maintain`: data files and bytes before and
+   after, the row count and a checksum of every row (the same), and a full scan's time (best of 3) before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+RESULTS = Path(__file__).resolve().parent / "results"
+INBOX = "bench-history"
+WINDOW = 5  # the loads before each checkpoint whose median is reported
+
+
+def small_parquet(rows: int, seed: int) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"my_col_0": pa.array(range(seed, seed + rows), pa.int64()),
+                             "my_col_1": pa.array([f"v{seed}-{i}" for i in range(rows)], pa.string()),
+                             "my_col_2": pa.array([i / 2 for i in range(rows)], pa.float64())}), sink)
+    return sink.getvalue()
+
+
+def _service_for(service: Any, table: str, maintenance: dict[str, int]) -> Any:
+    from wap_ingest.core.audits import suites_from
+
+    suites = suites_from({"tables": {table: {"checks": [{"check": "not_null", "columns": ["my_col_1"]}],
+                                             "maintenance": maintenance}}}, default_namespace="wap")
+    return replace(service, suites=suites)
+
+
+def _metadata_bytes(service: Any, table: str) -> int:
+    from wap_ingest.adapters.spark_tables import IcebergTables
+    from wap_ingest.core.models import TableRef
+
+    iceberg = IcebergTables(service.ports.writer.spark).iceberg_table(TableRef("wap", table), "main")
+    location = str(iceberg.operations().current().metadataFileLocation())
+    bucket, key = location.removeprefix("s3://").split("/", 1)
+    return int(service.objects._s3.head_object(Bucket=bucket, Key=key)["ContentLength"])
+
+
+def _load(service: Any, table: str, i: int) -> float:
+    from wap_ingest.core.models import OutcomeStatus, SourceObject
+
+    key = f"{table}/f{i:05}.parquet"
+    service.objects._s3.put_object(Bucket=INBOX, Key=key, Body=small_parquet(100, i * 100))
+    started = time.perf_counter()
+    outcome = service.ingest(SourceObject(INBOX, key))
+    elapsed = time.perf_counter() - started
+    if outcome.status is not OutcomeStatus.PUBLISHED:
+        raise RuntimeError(f"load {i} of {table}: {outcome.status.value}: {outcome.message}")
+    return elapsed
+
+
+def load_cost(service: Any, checkpoints: list[int], keep_snapshots: int) -> dict[str, Any]:
+    table = f"history_{uuid.uuid4().hex[:8]}"
+    svc = _service_for(service, table, {"keep_snapshots": keep_snapshots})
+    times: list[float] = []
+    points = []
+    for i in range(1, max(checkpoints) + 1):
+        times.append(_load(svc, table, i))
+        if i in checkpoints:
+            last = times[-min(WINDOW, i):]
+            points.append({"loads": i, "load_median_s": round(statistics.median(last), 3),
+                           "load_samples_s": [round(t, 3) for t in last],
+                           "metadata_bytes": _metadata_bytes(svc, table)})
+            print(json.dumps({"keep_snapshots": keep_snapshots, **points[-1]}), flush=True)
+    first, last_point = points[0], points[-1]
+    return {"table": f"wap.{table}", "keep_snapshots": keep_snapshots, "checkpoints": points,
+            "last_vs_first_load": round(last_point["load_median_s"] / first["load_median_s"], 3),
+            "last_vs_first_metadata": round(last_point["metadata_bytes"] / first["metadata_bytes"], 3)}
+
+
+def _checksum(spark: Any, table: str) -> tuple[int, int]:
+    row = spark.sql(f"SELECT count(*) AS n, sum(xxhash64(my_col_0, my_col_1, my_col_2)) AS h "
+                    f"FROM nessie.wap.{table}").collect()[0]
+    return int(row["n"]), int(row["h"])
+
+
+def _scan(spark: Any, table: str, runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        started = time.perf_counter()
+        spark.sql(f"SELECT sum(length(my_col_1)), sum(my_col_2), max(my_col_0) FROM nessie.wap.{table}").collect()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def compaction(service: Any, files: int) -> dict[str, Any]:
+    from wap_ingest.core.maintenance import MaintenanceReport
+    from wap_ingest.core.models import TableRef
+
+    table = f"compaction_{uuid.uuid4().hex[:8]}"
+    svc = _service_for(service, table, {"min_input_files": 5})
+    for i in range(files):
+        _load(svc, table, i)
+    spark = svc.ports.writer.spark
+    before_sum, scan_before = _checksum(spark, table), _scan(spark, table)
+    started = time.perf_counter()
+    (report,) = svc.maintain(TableRef("wap", table))
+    maintain_s = time.perf_counter() - started
+    if not isinstance(report, MaintenanceReport):
+        raise RuntimeError(f"maintaining {table}: {report}")
+    after_sum, scan_after = _checksum(spark, table), _scan(spark, table)
+    return {"table": f"wap.{table}", "files": files, "maintain_s": round(maintain_s, 3), "report": report.to_dict(),
+            "rows_and_checksum_before": list(before_sum), "rows_and_checksum_after": list(after_sum),
+            "same_rows": before_sum == after_sum, "full_scan_before_s": round(scan_before, 3),
+            "full_scan_after_s": round(scan_after, 3), "full_scan_after_vs_before": round(scan_after / scan_before, 3)}
+
+
+def run(service: Any, checkpoints: list[int], unbounded: bool, compaction_files: int) -> dict[str, Any]:
+    """The workload on a running stack's service (benchmarks.run registers it as workload 6)."""
+    service.objects._s3.create_bucket(Bucket=INBOX)
+    results: dict[str, Any] = {"bounded": load_cost(service, checkpoints, keep_snapshots=50)}
+    if unbounded:
+        results["unbounded"] = load_cost(service, checkpoints, keep_snapshots=100_000)
+    if compaction_files:
+        results["compaction"] = compaction(service, compaction_files)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--loads", default="10,100,1000", help="checkpoints (default 10,100,1000)")
+    parser.add_argument("--unbounded", action="store_true", help="also without the snapshot trim")
+    parser.add_argument("--compaction-files", type=int, default=200)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    import os
+
+    from wap_ingest.bootstrap import build_service
+    from wap_ingest.config import Settings
+    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+
+    moto, nessie, mgmt, slack, function, runtime = free_ports(6)
+    config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-history-")), moto_port=moto,
+                         nessie_port=nessie, nessie_management_port=mgmt, slack_port=slack, lambda_port=function,
+                         runtime_port=runtime)
+    state = start_stack(config)
+    try:
+        env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "work"),
+                                                               "WAP_SOURCE_BUCKETS": INBOX}
+        os.environ.update(env)
+        service = build_service(Settings.from_env(env))
+        started = time.perf_counter()
+        results = run(service, sorted(int(n) for n in args.loads.split(",")), args.unbounded, args.compaction_files)
+        results["seconds"] = round(time.perf_counter() - started, 1)
+    finally:
+        stop_stack(config)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "history.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

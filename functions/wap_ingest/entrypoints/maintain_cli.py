@@ -1,0 +1,54 @@
+"""`wap maintain TABLE|--all [--dry-run]`: compaction, manifest rewrite and the metadata-only snapshot trim of a
+table (or every table on main), each through a WAP branch merged into main (core.pipeline.maintain); a table above
+its `emr_above_mb` goes to the EMR Serverless job. The function runs the same thing on its schedule
+(serverless.yml, `wap-maintain`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from wap_ingest.core.errors import WapError
+from wap_ingest.core.maintenance import MaintenanceReport
+
+
+def _line(report: MaintenanceReport) -> str:
+    after = report.after or report.before
+    return (f"{report.table}: {report.status} ({report.work.describe()}); data files {report.before.data_files} -> "
+            f"{after.data_files}, bytes {report.before.data_bytes} -> {after.data_bytes}, manifests "
+            f"{report.before.manifests} -> {after.manifests}, snapshots {report.before.snapshots} -> "
+            f"{after.snapshots}" + (f"; attempts {report.attempts}" if report.attempts > 1 else "")
+            + (f"; EMR job run {report.job_run}" if report.job_run else ""))
+
+
+def cmd_maintain(args: argparse.Namespace) -> int:
+    from wap_ingest.bootstrap import service
+    from wap_ingest.core.naming import table_ref_from
+
+    svc = service()
+    table = None if args.all else table_ref_from(args.table, default_namespace=svc.settings.namespace,
+                                                 source="wap maintain")
+    results = svc.maintain(table, dry_run=args.dry_run)
+    failed = [r for r in results if isinstance(r, WapError)]
+    if args.json:
+        print(json.dumps({"results": [r.to_dict() if isinstance(r, MaintenanceReport) else {"error": str(r)}
+                                      for r in results]}, indent=2))
+    else:
+        for result in results:
+            print(_line(result) if isinstance(result, MaintenanceReport) else f"failed: {result}")
+        if not results:
+            print("no table on main")
+    return 1 if failed else 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    maintain = sub.add_parser("maintain", help="compact a table's small files and bound its metadata",
+                              description="Compaction of small data files, manifest rewrite and the metadata-only "
+                              "snapshot trim, on the thresholds of the table's `maintenance:` settings, through a "
+                              "WAP branch merged into main (a concurrent ingestion makes it retry, never lose data).")
+    which = maintain.add_mutually_exclusive_group(required=True)
+    which.add_argument("table", nargs="?", help="<table> or <namespace>.<table>")
+    which.add_argument("--all", action="store_true", help="every table on main")
+    maintain.add_argument("--dry-run", action="store_true", help="say what it would do; change nothing")
+    maintain.add_argument("--json", action="store_true")
+    maintain.set_defaults(func=cmd_maintain)
