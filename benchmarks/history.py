@@ -72,6 +72,21 @@ def _load(service: Any, table: str, i: int) -> float:
     return elapsed
 
 
+def _lookup_s(service: Any, table: str, i: int, runs: int = 5) -> float:
+    """The exactly-once lookup alone: the ledger entry of load `i` on main (median of `runs`)."""
+    from wap_ingest.core.models import SourceObject, TableRef
+
+    source = service.objects.head(INBOX, f"{table}/f{i:05}.parquet")
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        found = service.ports.catalog.find_published("main", TableRef("wap", table), [source.identity])
+        samples.append(time.perf_counter() - started)
+        if source.identity not in found:
+            raise RuntimeError(f"{SourceObject(INBOX, source.key).uri} has no ledger entry on main")
+    return statistics.median(samples)
+
+
 def load_cost(service: Any, checkpoints: list[int], keep_snapshots: int) -> dict[str, Any]:
     table = f"history_{uuid.uuid4().hex[:8]}"
     svc = _service_for(service, table, {"keep_snapshots": keep_snapshots})
@@ -83,12 +98,14 @@ def load_cost(service: Any, checkpoints: list[int], keep_snapshots: int) -> dict
             last = times[-min(WINDOW, i):]
             points.append({"loads": i, "load_median_s": round(statistics.median(last), 3),
                            "load_samples_s": [round(t, 3) for t in last],
-                           "metadata_bytes": _metadata_bytes(svc, table)})
+                           "metadata_bytes": _metadata_bytes(svc, table),
+                           "ledger_lookup_s": round(_lookup_s(svc, table, 1), 4)})
             print(json.dumps({"keep_snapshots": keep_snapshots, **points[-1]}), flush=True)
     first, last_point = points[0], points[-1]
     return {"table": f"wap.{table}", "keep_snapshots": keep_snapshots, "checkpoints": points,
             "last_vs_first_load": round(last_point["load_median_s"] / first["load_median_s"], 3),
-            "last_vs_first_metadata": round(last_point["metadata_bytes"] / first["metadata_bytes"], 3)}
+            "last_vs_first_metadata": round(last_point["metadata_bytes"] / first["metadata_bytes"], 3),
+            "last_vs_first_ledger_lookup": round(last_point["ledger_lookup_s"] / first["ledger_lookup_s"], 3)}
 
 
 def _checksum(spark: Any, table: str) -> tuple[int, int]:
