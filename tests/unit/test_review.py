@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.fakes import FakeCatalog, FakeDecisionLog
-from wap_ingest.core.errors import BranchNotFoundError, CatalogError
+from wap_ingest.core.errors import BranchNotFoundError, CatalogError, CatalogUnavailableError
 from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, TableRef
 from wap_ingest.core.naming import identity_digest
 from wap_ingest.core.review import (
@@ -72,6 +72,9 @@ def test_a_passing_reaudit_merges_with_source_and_decision_on_the_commit() -> No
     assert props["wap.decision.reaudit"] == "passed" and props["wap.source.identity"] == IDENTITY
     assert props["wap.decision.actor"] == "ann" and props["wap.rows"] == "20"
     assert catalog.find_branch(BRANCH) is None
+    # the ledger's entry came with the merge: a redelivery of the object version is a duplicate
+    entry = catalog.find_published("main", TABLE, [IDENTITY])[IDENTITY]
+    assert entry.rows == 20 and entry.branch == BRANCH and entry.source == "s3://inbox/orders/bad.parquet"
 
 
 def test_the_override_needs_a_reason_and_is_recorded() -> None:
@@ -81,6 +84,17 @@ def test_the_override_needs_a_reason_and_is_recorded() -> None:
     publish_branch(catalog, BRANCH, reason="nulls ok", actor="ann", source_of=source_of, reaudit=None)
     props = catalog.commits[catalog.reference_hash("main")].properties
     assert props["wap.decision.reaudit"] == "skipped" and props["wap.decision.reason"] == "nulls ok"
+
+
+def test_a_publish_retried_after_its_merge_failed_records_the_ledger_entry_once() -> None:
+    catalog = lake()
+    real_merge = catalog.merge
+    catalog.merge = lambda *a, **k: (_ for _ in ()).throw(CatalogUnavailableError("nessie down"))  # type: ignore
+    with pytest.raises(CatalogUnavailableError):
+        publish_branch(catalog, BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
+    catalog.merge = real_merge  # type: ignore[method-assign]
+    publish_branch(catalog, BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
+    assert IDENTITY in catalog.find_published("main", TABLE, [IDENTITY])
 
 
 def test_publishing_twice_or_after_an_interrupted_publish_is_a_no_op() -> None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from . import lineage
 from .errors import BranchNotFoundError, CatalogError, MergeConflictError, StaleHashError, WapError
+from .ledger import LedgerEntry
 from .maintenance import summary_line
 from .models import AuditReport, Branch, DecisionRecord, Publication, TableRef
 from .naming import BRANCH_PREFIX, digest_from_branch, identity_digest, table_from_branch
@@ -165,6 +166,13 @@ def publish_branch(
     }
     if report is not None:
         properties[lineage.TOTAL_ROWS] = str(report.rows)
+    identity = source.get(IDENTITY)
+    # the ledger's entry rides the merge, as the pipeline's: a redelivery is a duplicate (recorded once per branch:
+    # a publish retried after an outage finds it there)
+    if identity is not None and not catalog.find_published(name, table, [identity]):
+        rows = report.rows if report is not None else int(source.get("added-records") or 0)
+        branch = catalog.record_published(name, [LedgerEntry(table.qualified, identity, source_uri(source) or identity,
+                                                              rows, name, now_iso())])
     main_hash = catalog.reference_hash(main)
     try:
         merged = catalog.merge(branch, main, main_hash, f"wap: publish reviewed branch {name} ({why})", properties)
