@@ -94,7 +94,7 @@ def load_cost(service: Any, checkpoints: list[int], keep_snapshots: int) -> dict
     (other work on the machine weighs on both): the ratio of their medians is the cost of the history."""
     table = f"history_{uuid.uuid4().hex[:8]}"
     svc = _service_for(service, table, {"keep_snapshots": keep_snapshots})
-    done, points = 0, []
+    done, points = 0, list[dict[str, Any]]()
     for checkpoint in checkpoints:
         while done < checkpoint - 1:
             done += 1
