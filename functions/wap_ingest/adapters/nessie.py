@@ -84,6 +84,7 @@ class NessieBranches(CatalogBranches):
         self._timeout = timeout
         self._auth = auth
         self._client = client or nessie_client_for(self._endpoint, timeout, auth)
+        self._namespaces: set[tuple[str, str]] = set()  # (reference, namespace) known to exist there
         self._http = session or requests.Session()
         if auth is not None:
             self._http.auth = auth
@@ -225,10 +226,15 @@ class NessieBranches(CatalogBranches):
         return Branch(ref.name, str(ref.hash_))
 
     def ensure_namespace(self, on: str, namespace: str) -> str:
+        # Known to exist on `on` (checked or created by this process): only the head is read. The service never
+        # drops a namespace (the catalog's rules give no role DELETE_ENTITY on main).
+        if (on, namespace) in self._namespaces:
+            return self.reference_hash(on)
         key = ContentKey([namespace])
         for _ in range(5):
             head = self.reference_hash(on)
             if self._exists(on, head, key):
+                self._namespaces.add((on, namespace))
                 return head
             try:
                 with self._translated(f"creating namespace {namespace!r} on {on!r}"):
@@ -236,6 +242,7 @@ class NessieBranches(CatalogBranches):
                         on, head, f"wap: create namespace {namespace}", None,
                         Put(key, Namespace(id=None, elements=[namespace])),
                     )
+                self._namespaces.add((on, namespace))
                 return str(created.hash_)
             except (MergeConflictError, StaleHashError, BranchExistsError):
                 continue  # another writer moved the branch or created the namespace first: look again

@@ -119,6 +119,7 @@ class SparkTableMaintainer(TableMaintainer):
             if work.rewrite_manifests:
                 spark.sql(f"CALL {CATALOG}.system.rewrite_manifests(table => {name}, use_caching => false)").collect()
             if work.remove_snapshots:
-                trim_snapshots(spark.sparkContext._jvm, tables.iceberg_table(table, branch), settings.keep_snapshots)
+                fresh = IcebergTables(spark).iceberg_table(table, branch)  # as the procedures left it
+                trim_snapshots(spark.sparkContext._jvm, fresh, settings.keep_snapshots)
         except Exception as exc:
             raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, table=table.qualified) from exc

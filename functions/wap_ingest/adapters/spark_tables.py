@@ -43,6 +43,7 @@ class IcebergTables:
         the metadata every commit rewrites stays bounded."""
         self.spark = spark
         self.keep_snapshots = keep_snapshots
+        self._loaded: dict[tuple[TableRef, str], Any] = {}  # one run's loaded tables (an instance serves one run)
 
     def schema(self, table: TableRef, ref: str) -> Any:
         """The table's Spark schema on `ref`, or None if there is no such table (metadata only)."""
@@ -55,6 +56,16 @@ class IcebergTables:
                                  table=table.qualified) from exc
 
     def write(
+        self, frame: Any, source_uri: str, table: TableRef, branch: str, properties: Mapping[str, str], *,
+        allow_new_columns: bool = False, layout: Layout | None = None,
+    ) -> tuple[bool, tuple[str, ...]]:
+        try:
+            return self._write(frame, source_uri, table, branch, properties, allow_new_columns=allow_new_columns,
+                               layout=layout)
+        finally:  # Spark's write committed through its own load of the table: the next use loads it again
+            self._loaded.pop((table, branch), None)
+
+    def _write(
         self, frame: Any, source_uri: str, table: TableRef, branch: str, properties: Mapping[str, str], *,
         allow_new_columns: bool = False, layout: Layout | None = None,
     ) -> tuple[bool, tuple[str, ...]]:
@@ -125,13 +136,18 @@ class IcebergTables:
                                  f"on {branch!r}", table=table.qualified) from exc
 
     def iceberg_table(self, table: TableRef, ref: str) -> Any:
-        """The Iceberg (Java) table on `ref`, loaded through the session's catalog (one catalog call, no job)."""
+        """The Iceberg (Java) table on `ref`, loaded through the session's catalog (one catalog call, no job) once
+        per run: later calls get the same object until this instance writes to the table again (a commit through
+        the object itself keeps it current)."""
+        if (table, ref) in self._loaded:
+            return self._loaded[(table, ref)]
         gateway = self.spark.sparkContext._gateway
         namespace = gateway.new_array(gateway.jvm.java.lang.String, 1)
         namespace[0] = table.namespace
         identifier = gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, f"{table.name}@{ref}")
         catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog(CATALOG)
-        return catalog.loadTable(identifier).table()
+        loaded = self._loaded[(table, ref)] = catalog.loadTable(identifier).table()
+        return loaded
 
     def last_append(
         self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...], added: tuple[str, ...] = ()
