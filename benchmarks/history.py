@@ -122,13 +122,15 @@ def load_cost(service: Any, checkpoints: list[int], keep_snapshots: int) -> dict
             "last_vs_first_ledger_lookup": round(last["ledger_lookup_s"] / first["ledger_lookup_s"], 3)}
 
 
-def _checksum(spark: Any, table: str) -> tuple[int, int]:
+def checksum(spark: Any, table: str) -> tuple[int, int]:
+    """The rows of wap.<table> and a checksum of all of them."""
     row = spark.sql(f"SELECT count(*) AS n, sum(xxhash64(my_col_0, my_col_1, my_col_2)) AS h "
                     f"FROM nessie.wap.{table}").collect()[0]
     return int(row["n"]), int(row["h"])
 
 
-def _scan(spark: Any, table: str, runs: int = 3) -> float:
+def full_scan_s(spark: Any, table: str, runs: int = 3) -> float:
+    """The best of `runs` full scans of every column of wap.<table> (a fresh plan each time)."""
     best = float("inf")
     for _ in range(runs):
         started = time.perf_counter()
@@ -146,13 +148,13 @@ def compaction(service: Any, files: int) -> dict[str, Any]:
     for i in range(files):
         _load(svc, table, i)
     spark = svc.ports.writer.spark
-    before_sum, scan_before = _checksum(spark, table), _scan(spark, table)
+    before_sum, scan_before = checksum(spark, table), full_scan_s(spark, table)
     started = time.perf_counter()
     (report,) = svc.maintain(TableRef("wap", table))
     maintain_s = time.perf_counter() - started
     if not isinstance(report, MaintenanceReport):
         raise RuntimeError(f"maintaining {table}: {report}")
-    after_sum, scan_after = _checksum(spark, table), _scan(spark, table)
+    after_sum, scan_after = checksum(spark, table), full_scan_s(spark, table)
     return {"table": f"wap.{table}", "files": files, "maintain_s": round(maintain_s, 3), "report": report.to_dict(),
             "rows_and_checksum_before": list(before_sum), "rows_and_checksum_after": list(after_sum),
             "same_rows": before_sum == after_sum, "full_scan_before_s": round(scan_before, 3),

@@ -6,12 +6,12 @@ the race to a concurrent ingestion retries from main and keeps the ingestion's r
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
+from benchmarks import history
 
 from tests.conftest import Lake, parquet_bytes
 from wap_ingest.core.audits import suites_from
@@ -30,20 +30,11 @@ def configured(lake: Lake, table: str, maintenance: dict[str, int]) -> Any:
 
 
 def checksum(lake: Lake, table: str) -> tuple[int, int]:
-    row = lake.service.ports.writer.spark.sql(
-        f"SELECT count(*) AS n, sum(xxhash64(my_col_0, my_col_1, my_col_2)) AS h FROM nessie.wap.{table}").collect()[0]
-    return int(row["n"]), int(row["h"])
+    return history.checksum(lake.service.ports.writer.spark, table)
 
 
-def full_scan(lake: Lake, table: str, runs: int = 3) -> float:
-    """The best of `runs` full scans of every column (a fresh plan each time: no cached file listing)."""
-    spark = lake.service.ports.writer.spark
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        spark.sql(f"SELECT sum(length(my_col_1)), sum(my_col_2), max(my_col_0) FROM nessie.wap.{table}").collect()
-        best = min(best, time.perf_counter() - started)
-    return best
+def full_scan(lake: Lake, table: str) -> float:
+    return history.full_scan_s(lake.service.ports.writer.spark, table)
 
 
 @dataclass
