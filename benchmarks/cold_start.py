@@ -1,0 +1,332 @@
+"""Cold start, measured: the first small file of a fresh Lambda execution environment, until it is on `main`.
+
+    python -m benchmarks.cold_start [--runs 3] [--out benchmarks/results/cold_start.json]
+        [--variants before,after] [--java-options NAME="-XX:... -XX:..."]
+
+It starts its own local stack (as benchmarks/run.py does). Each run uploads one 1,000-row Parquet file to a bucket
+nothing is notified of, then starts a fresh execution environment the way the stack does, with the image's command
+(the Runtime Interface Emulator running `python -m awslambdaric wap_ingest.entrypoints.lambda_handler.handler`) and
+the function's environment with a /tmp of its own, and invokes it once with the SQS event that the file's S3
+notification would make. Time runs from the environment's start to the merge commit on `main` (Nessie's commit
+time), and is split by the timestamps the process logs:
+
+  interpreter_imports  the emulator, Python, awslambdaric and the handler's imports, until the handler runs
+  service_wiring       bootstrap.service(): settings, audits, clients
+  jvm_start            spark-submit (its launcher JVM) and the driver JVM, until Spark's context starts
+  spark_session        the SparkContext and SparkSession, with the session's start-up checks
+  first_spark_job      from the session to the end of the first Spark job (catalog, table, planning, the job)
+  pipeline             the rest: routing and the catalog before Spark, the other jobs, audit and merge after
+
+The first Spark job's end comes from Spark's DAGScheduler log: the run gives the driver a log4j2 configuration
+(SPARK_SUBMIT_OPTS) that prints that line; nothing else differs from the stack's environment. Variants run
+interleaved (before, after, before, after...) so that the machine's load, shared with others, falls on each alike:
+  before    WAP_SPARK_STARTUP_TUNING=off: the driver JVM without the class-data archive and JIT flags
+  after     the service as it is (the cut-backs on)
+  cds-only, jit-only: one of the two JVM cuts (spark.driver.extraJavaOptions given through PYSPARK_SUBMIT_ARGS)
+  --java-options NAME="...": another variant, those options added to the service's own
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from benchmarks.run import Bench, published_keys
+
+RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
+INBOX = "bench-inbox"
+TABLE = "cold_start"
+PHASES = ("interpreter_imports", "service_wiring", "jvm_start", "spark_session", "first_spark_job", "pipeline")
+TARGET_S = 6.0
+TIMING = "wap-timing"
+LOG4J = f"""# benchmarks/cold_start.py: Spark's usual console output, and each job's end with its time (epoch ms)
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+appender.timing.type = Console
+appender.timing.name = timing
+appender.timing.target = SYSTEM_ERR
+appender.timing.layout.type = PatternLayout
+appender.timing.layout.pattern = {TIMING} %d{{UNIX_MILLIS}} %m%n
+appender.timing.filter.job.type = RegexFilter
+appender.timing.filter.job.regex = Job [0-9]+ finished.*
+appender.timing.filter.job.onMatch = ACCEPT
+appender.timing.filter.job.onMismatch = DENY
+logger.dag.name = org.apache.spark.scheduler.DAGScheduler
+logger.dag.level = info
+logger.dag.additivity = false
+logger.dag.appenderRef.timing.ref = timing
+"""
+BUILT = re.compile(r"service built .* in ([0-9.]+)s")
+JOB_END = re.compile(rf"^{TIMING} (\d+) Job \d+ finished")
+
+
+class Environments:
+    """Fresh execution environments on the stack `config`, each started as the stack starts its own."""
+
+    def __init__(self, config: Any, state: Any, bench: Bench) -> None:
+        from wap_ingest.local.stack import stack_environment
+
+        self.config, self.bench, self.count = config, bench, 0
+        self.stack_env = stack_environment(state)
+        self.log4j = config.state_dir / "cold-start-log4j2.properties"
+        self.log4j.write_text(LOG4J)
+
+    def environment(self, name: str, variant: dict[str, Any]) -> dict[str, str]:
+        from wap_ingest.local.trigger import function_environment
+
+        env = function_environment(self.config, self.stack_env, name) | {"WAP_SOURCE_BUCKETS": INBOX}
+        submit = env.get("SPARK_SUBMIT_OPTS", "")
+        env["SPARK_SUBMIT_OPTS"] = f"{submit} -Dlog4j2.configurationFile={self.log4j.as_uri()}".strip()
+        env |= variant.get("env", {})
+        options = variant.get("java_options")
+        if options is not None:  # the driver's options, replaced: a later --conf wins in spark-submit
+            tmp = f"-Djava.io.tmpdir={Path(env['WAP_WORK_DIR']) / 'spark'}"
+            value = " ".join([tmp, *(o.format(archive=archive_for(env)) for o in options)])
+            env["PYSPARK_SUBMIT_ARGS"] = shlex.join(["--conf", f"spark.driver.extraJavaOptions={value}",
+                                                     "pyspark-shell"])
+        return env
+
+    def cold_run(self, variant: dict[str, Any], rows: int) -> dict[str, Any]:
+        from wap_ingest.local.processes import free_ports, port_open, spawn
+        from wap_ingest.local.trigger import lambda_command
+
+        self.count += 1
+        name = f"cold-{self.count}"
+        key = f"{TABLE}/{name}.parquet"
+        self.bench.put(INBOX, key, rows)
+        invoke, runtime = free_ports(2)
+        log = self.config.logs_dir / f"{name}.log"
+        env = self.environment(name, variant)
+        started = time.time()
+        pid = spawn(name, lambda_command(self.config, invoke, runtime), log, env)
+        try:
+            while not port_open(invoke, timeout=0.2):
+                time.sleep(0.005)
+            reply = requests.post(f"http://127.0.0.1:{invoke}/2015-03-31/functions/function/invocations",
+                                  json=sqs_event([key]), timeout=900)
+            replied = time.time()
+        finally:
+            stop_environment(pid, runtime)
+        answer = reply.json()
+        statuses = [o.get("status") for o in answer.get("objects", [])] if isinstance(answer, dict) else []
+        if statuses != ["published"]:
+            raise RuntimeError(f"{name}: the file was not published ({str(answer)[:300]}); see {log}")
+        on_main = self.committed_at(key)
+        sample = phases_from(log.read_text(errors="replace"), started, on_main)
+        return sample | {"reply_s": round(replied - started, 3), "log": str(log)}
+
+    def committed_at(self, key: str) -> float:
+        from wap_ingest.core.models import TableRef
+
+        for publication in self.bench.service.ports.catalog.publications(TableRef("wap", TABLE), limit=50):
+            if key in published_keys(publication.properties):
+                return epoch_from_iso(publication.committed_at)
+        raise RuntimeError(f"{key} is not on main")
+
+
+def sqs_event(keys: list[str]) -> dict[str, Any]:
+    """What the event source mapping hands the function for the S3 notifications of `keys`."""
+    from wap_ingest.local.worker import sqs_event_for
+
+    messages: list[Mapping[str, Any]] = []
+    for n, key in enumerate(keys):
+        body = {"Records": [{"eventVersion": "2.1", "eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+                             "s3": {"bucket": {"name": INBOX}, "object": {"key": key}}}]}
+        messages.append({"MessageId": f"cold-{n}", "ReceiptHandle": f"cold-{n}", "Body": json.dumps(body),
+                         "Attributes": {"ApproximateReceiveCount": "1"}})
+    return sqs_event_for(messages, "arn:aws:sqs:us-east-1:123456789012:wap-events", "us-east-1")
+
+
+def archive_for(env: dict[str, str]) -> str:
+    from wap_ingest.adapters.spark_session import archive_path_for
+    from wap_ingest.config import Settings
+
+    path = archive_path_for(Settings.from_env(env).spark_jars(), env)
+    if path is None or not path.is_file():
+        raise SystemExit(f"no class-data archive ({path}): run `make cds` first")
+    return str(path)
+
+
+def stop_environment(pid: int, runtime_port: int) -> None:
+    """Kill the environment this run started: the emulator, and the runtime and JVM that carry its runtime API."""
+    from wap_ingest.local.runtime import environment_processes
+
+    for found in [pid, *environment_processes(runtime_port)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(found, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while environment_processes(runtime_port) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def epoch_from_iso(text: str) -> float:
+    """Nessie's commit time (nanoseconds, `Z`) as epoch seconds."""
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    return datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp() + float(f"0.{fraction or 0}")
+
+
+def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
+    """The phases of one cold start from the environment's log (the handler's JSON lines, Spark's timing line)."""
+    built_at: float | None = None
+    ready_at: float | None = None
+    spark: dict[str, Any] | None = None
+    job_ends: list[float] = []
+    built_s = 0.0
+    for line in log.splitlines():
+        if line.startswith(TIMING):
+            match = JOB_END.match(line)
+            if match:
+                job_ends.append(int(match.group(1)) / 1000)
+            continue
+        if not line.startswith("{"):
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        message = str(record.get("message", ""))
+        if built_at is None and (found := BUILT.search(message)):
+            built_s = float(found.group(1))
+            built_at = datetime.strptime(record["timestamp"], "%Y-%m-%d %H:%M:%S,%f%z").timestamp()
+        elif message == "Spark started":
+            spark = record.get("spark_startup")
+        elif "spark_ready_at" in record and ready_at is None:
+            ready_at = float(record["spark_ready_at"])
+    if built_at is None or spark is None or ready_at is None or not job_ends:
+        raise RuntimeError("the log lacks a timing line (service built, Spark started, session started or a "
+                           "finished job)")
+    handler_at, first_job = built_at - built_s, min(job_ends)
+    phases = {
+        "interpreter_imports": handler_at - started,
+        "service_wiring": built_s,
+        "jvm_start": spark["context_started_at"] - spark["began_at"],
+        "spark_session": ready_at - spark["context_started_at"],
+        "first_spark_job": first_job - ready_at,
+        "pipeline": (spark["began_at"] - built_at) + (on_main - first_job),
+    }
+    return {"total_s": round(on_main - started, 3), "phases": {k: round(v, 3) for k, v in phases.items()},
+            "jvm_detail": {"spark_submit_launcher": round(spark["jvm_started_at"] - spark["began_at"], 3),
+                           "driver_jvm_to_context": round(spark["context_started_at"] - spark["jvm_started_at"], 3)},
+            "class_data_archive": spark.get("class_data_archive"), "spark_jobs_before_main": len(job_ends)}
+
+
+def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any]]:
+    from wap_ingest.adapters.spark_session import SHORT_RUN_JIT
+
+    known: dict[str, dict[str, Any]] = {
+        "before": {"env": {"WAP_SPARK_STARTUP_TUNING": "off"}},
+        "after": {},
+        "cds-only": {"java_options": ["-XX:SharedArchiveFile={archive}"]},
+        "jit-only": {"java_options": list(SHORT_RUN_JIT)},
+    }
+    for item in extra:
+        name, _, options = item.partition("=")
+        known[name] = {"java_options": ["-XX:SharedArchiveFile={archive}", *SHORT_RUN_JIT, *shlex.split(options)]}
+        names.append(name)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {unknown}: choose among {sorted(known)}")
+    return {n: known[n] for n in dict.fromkeys(names)}
+
+
+def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    median = {p: round(statistics.median(s["phases"][p] for s in samples), 3) for p in PHASES}
+    return {"total_s": round(statistics.median(s["total_s"] for s in samples), 3), "phases": median}
+
+
+def report_for(results: dict[str, list[dict[str, Any]]], variants: dict[str, Any], runs: int,
+               started_at: str, load: list[float]) -> dict[str, Any]:
+    medians = {name: summary(samples) for name, samples in results.items()}
+    report: dict[str, Any] = {
+        "started_at": started_at, "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_average_before_after": [round(x, 2) for x in load + list(os.getloadavg())[:1]],
+        "runs_per_variant": runs, "file_rows": 1000, "phases": list(PHASES),
+        "variants": {n: {"settings": variants[n], "median": medians[n], "samples": results[n]} for n in results},
+    }
+    if "after" in medians:
+        value = medians["after"]["total_s"]
+        report["cold_first_file_s"] = value
+        report["target"] = {"cold_first_file_s": f"<= {TARGET_S}", "met": value <= TARGET_S}
+    if "before" in medians and "after" in medians:
+        before, after = medians["before"], medians["after"]
+        report["before_after"] = {p: {"before_s": before["phases"][p], "after_s": after["phases"][p],
+                                      "saved_s": round(before["phases"][p] - after["phases"][p], 3)} for p in PHASES}
+        report["before_after"]["total"] = {"before_s": before["total_s"], "after_s": after["total_s"],
+                                           "saved_s": round(before["total_s"] - after["total_s"], 3)}
+    return report
+
+
+def table(report: dict[str, Any]) -> str:
+    names = list(report["variants"])
+    lines = ["| phase | " + " | ".join(f"{n} (median of {report['runs_per_variant']}, s)" for n in names) + " |",
+             "|---|" + "---|" * len(names)]
+    for phase in (*PHASES, "total_s"):
+        cells = [report["variants"][n]["median"]["phases"].get(phase) if phase != "total_s"
+                 else report["variants"][n]["median"]["total_s"] for n in names]
+        lines.append(f"| {phase} | " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=3, help="cold starts per variant (median reported)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--variants", default="before,after", help="comma-separated: before, after, cds-only, jit-only")
+    parser.add_argument("--java-options", action="append", default=[], metavar='NAME="OPTIONS"',
+                        help="another variant: the service's driver options plus these")
+    args = parser.parse_args(argv)
+    variants = variants_from([v.strip() for v in args.variants.split(",") if v.strip()], args.java_options)
+    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+
+    moto, nessie, mgmt, slack, function, runtime = free_ports(6)
+    config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-cold-")), moto_port=moto, nessie_port=nessie,
+                         nessie_management_port=mgmt, slack_port=slack, lambda_port=function, runtime_port=runtime)
+    started_at, load = datetime.now(UTC).isoformat(timespec="seconds"), list(os.getloadavg())[:1]
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
+    state = start_stack(config)
+    try:
+        env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work"),
+                                                               "WAP_SOURCE_BUCKETS": INBOX}
+        os.environ.update(env)
+        environments = Environments(config, state, Bench(env, state))
+        environments.cold_run(variants[next(iter(variants))], 1000)  # creates the table: not measured
+        for run in range(1, args.runs + 1):
+            for name, variant in variants.items():
+                sample = environments.cold_run(variant, 1000)
+                results[name].append(sample)
+                print(f"run {run} {name}: {sample['total_s']} s {sample['phases']}", flush=True)
+    finally:
+        stop_stack(config)
+    report = report_for(results, variants, args.runs, started_at, load)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
