@@ -28,6 +28,7 @@ from typing import Any
 
 from wap_ingest.adapters.spark_session import (
     SparkSettings,
+    archive_complete,
     archive_path_for,
     spark_conf_for,
     spark_java,
@@ -111,11 +112,13 @@ def build(jars: list[Path], target: Path) -> None:
                 gateway.proc.wait(timeout=900)
     try:
         check(partial, classpath)
+        # The record first, the archive last: an archive is used only beside a record of its size.
+        target.with_suffix(".json").write_text(json.dumps({
+            "archive": str(target), "bytes": partial.stat().st_size, "classpath": classpath,
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
-    target.with_suffix(".json").write_text(json.dumps({"archive": str(target), "classpath": classpath,
-                                                       "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ")}) + "\n")
 
 
 def check(archive: Path, classpath: str) -> None:
@@ -124,7 +127,7 @@ def check(archive: Path, classpath: str) -> None:
     if not archive.is_file() or java is None:
         raise SystemExit(f"the training run left no archive at {archive} (java: {java})")
     done = subprocess.run([str(java), f"-XX:SharedArchiveFile={archive}", "-Xshare:on", "-cp", classpath, "-version"],
-                          capture_output=True, text=True, timeout=120, check=False)
+                          capture_output=True, text=True, timeout=120, check=False, cwd=archive.parent)
     if done.returncode != 0:
         raise SystemExit(f"the JVM refuses the archive {archive}: {done.stderr.strip()[-500:]}")
 
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     target = archive_path_for(jars, os.environ)
     if target is None:
         parser.error("no java found (JAVA_HOME, or java on the PATH): Spark needs Java 17")
-    if target.is_file() and not args.force:
+    if archive_complete(target) and not args.force:
         print(f"class-data archive up to date: {target}")
         return 0
     started = time.monotonic()

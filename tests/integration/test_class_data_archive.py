@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wap_ingest.adapters.spark_session import archive_path_for, class_data_archive, spark_java
+from wap_ingest.adapters.spark_session import archive_complete, archive_path_for, class_data_archive, spark_java
 from wap_ingest.local.config import repo_root
 
 pytestmark = pytest.mark.spark
@@ -28,24 +28,31 @@ def archive() -> Path:
     return found
 
 
-def _java(*args: str) -> subprocess.CompletedProcess[str]:
+def _java(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     java = spark_java(os.environ)
     assert java is not None
-    return subprocess.run([str(java), *args], capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run([str(java), *args], capture_output=True, text=True, timeout=60, check=False, cwd=cwd)
 
 
-def test_a_jvm_maps_the_archive_and_loads_spark_from_it(archive: Path) -> None:
+def test_a_jvm_maps_the_archive_and_loads_spark_from_it(archive: Path, tmp_path: Path) -> None:
     classpath = json.loads(archive.with_suffix(".json").read_text())["classpath"]
     done = _java(f"-XX:SharedArchiveFile={archive}", "-Xshare:on", "-Xlog:class+load=info", "-cp", classpath,
-                 "org.apache.spark.deploy.SparkSubmit", "--version")
+                 "org.apache.spark.deploy.SparkSubmit", "--version", cwd=tmp_path)
     assert done.returncode == 0, f"the JVM refuses {archive}: {done.stdout[-800:]}{done.stderr[-800:]} {FIX}"
     assert "org.apache.spark.deploy.SparkSubmit source: shared objects file (top)" in done.stdout
 
 
-def test_a_broken_archive_is_refused(archive: Path, tmp_path: Path) -> None:
-    broken = tmp_path / "broken.jsa"
-    broken.write_bytes(archive.read_bytes()[: 1 << 20])
-    assert _java(f"-XX:SharedArchiveFile={broken}", "-Xshare:on", "-version").returncode != 0
+def test_a_truncated_archive_is_not_used_and_a_damaged_one_is_refused(archive: Path, tmp_path: Path) -> None:
+    """Java 17 would crash (SIGBUS) mapping a truncated archive: the session checks the size its build recorded.
+    A damaged header is the JVM's to refuse."""
+    data = archive.read_bytes()
+    truncated = tmp_path / "truncated.jsa"
+    truncated.write_bytes(data[: 1 << 20])
+    truncated.with_suffix(".json").write_text(archive.with_suffix(".json").read_text())
+    assert archive_complete(archive) and not archive_complete(truncated)
+    damaged = tmp_path / "damaged.jsa"
+    damaged.write_bytes(bytes(16) + data[16:])
+    assert _java(f"-XX:SharedArchiveFile={damaged}", "-Xshare:on", "-version", cwd=tmp_path).returncode != 0
 
 
 SESSION = """
@@ -64,7 +71,7 @@ print(json.dumps({"arguments": arguments, "rows": spark.range(3).count()}))
 def test_the_service_session_starts_its_driver_on_the_archive(archive: Path, tmp_path: Path) -> None:
     """-Xshare:on added to the session's options: the driver JVM would not start if it could not map the archive."""
     done = subprocess.run([sys.executable, "-c", SESSION, ",".join(map(str, JARS)), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120, check=False,
+                          capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
                           env=os.environ | {"WAP_SPARK_STARTUP_TUNING": "on"})
     assert done.returncode == 0, done.stderr[-2000:]
     started = json.loads(done.stdout.strip().splitlines()[-1])

@@ -15,6 +15,7 @@ WAP_SPARK_STARTUP_TUNING=off turns both off (benchmarks/cold_start.py measures w
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -216,17 +217,27 @@ def archive_path_for(jars: Sequence[Path], env: Mapping[str, str]) -> Path | Non
 
 
 def class_data_archive(jars: Sequence[Path], env: Mapping[str, str]) -> Path | None:
-    """The archive built for this java and classpath, or None (said once in the log, with the fix)."""
+    """The archive built for this java and classpath, or None (said in the log, with the fix)."""
     try:
         path = archive_path_for(jars, env)
     except OSError as exc:  # a jar vanished meanwhile: Spark will say so; start without the archive
         log.warning("no class-data archive: %s", exc)
         return None
-    if path is not None and path.is_file():
+    if path is not None and archive_complete(path):
         return path
     log.info("no class-data archive for this java and classpath (%s): the JVM starts without it. Fix: make setup "
              "(or python scripts/build_cds_archive.py --jars <jars folder>)", path)
     return None
+
+
+def archive_complete(path: Path) -> bool:
+    """The archive is there with the size its build recorded beside it (`<archive>.json`, written first). Java 17
+    maps the file without checking its length: a truncated archive would crash every JVM that maps it (SIGBUS)."""
+    try:
+        recorded = json.loads(path.with_suffix(".json").read_text()).get("bytes")
+        return isinstance(recorded, int) and path.stat().st_size == recorded
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def startup_times(session: Any, began: float, archive: Path | None) -> dict[str, Any]:
