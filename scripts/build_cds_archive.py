@@ -7,9 +7,10 @@ pre-verified, mapped by the next JVM instead of read from ~270 jars (adapters/sp
 The archive is named by a key of the java and the classpath (adapters/spark_session.archive_key): nothing is done
 when the archive for the current key exists, and a changed JVM or jar gets a new one (older archives in the folder
 are deleted). It is made by a training run: a local SparkSession with the service's own settings that reads small
-Parquet, CSV and JSON files, appends them to an Iceberg table (a local catalog: no server needed), reads its
-metadata and runs the audits' kind of aggregates, and touches the Nessie catalog and S3FileIO (no server either:
-their classes load, the calls fail); the driver JVM dumps what it loaded at exit (-XX:ArchiveClassesAtExit). The
+Parquet, CSV and JSON files, appends them to an Iceberg table (a local catalog; its data files through S3FileIO and
+the AWS SDK to a minimal in-process S3), reads its metadata and runs the audits' kind of aggregates,
+and touches the Nessie catalog (no server: its client's classes load, the call fails); the driver JVM dumps what it
+loaded at exit (-XX:ArchiveClassesAtExit). The
 archive is checked (`java -Xshare:on`, which refuses an archive it cannot use) before it takes its place.
 """
 
@@ -17,14 +18,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from wap_ingest.adapters.spark_session import (
     SparkSettings,
@@ -37,6 +42,71 @@ from wap_ingest.adapters.spark_session import (
 )
 
 UNREACHABLE = "http://127.0.0.1:9"  # the discard port: refused at once, so the catalog and S3 calls fail fast
+
+
+class ObjectStore(BaseHTTPRequestHandler):
+    """Just enough of S3 (path style, in memory) for Iceberg's S3FileIO to write and read a table through the AWS
+    SDK as it does against S3 (PUT, GET with ranges, HEAD, DELETE), so the training loads that path's classes."""
+
+    objects: ClassVar[dict[str, bytes]] = {}
+
+    def do_PUT(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if "aws-chunked" in self.headers.get("Content-Encoding", "") or self.headers.get(
+                "x-amz-content-sha256", "").startswith("STREAMING"):
+            body = _dechunk(body)
+        self.objects[self.path.split("?")[0]] = body
+        self._answer(200, b"", {"ETag": _etag(body)})
+
+    def do_GET(self) -> None:
+        data = self.objects.get(self.path.split("?")[0])
+        if data is None:
+            self._answer(404, b"<Error><Code>NoSuchKey</Code></Error>", {})
+            return
+        ranged = re.match(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        if ranged:
+            end = int(ranged.group(2)) + 1 if ranged.group(2) else len(data)
+            self._answer(206, data[int(ranged.group(1)):end], {"ETag": _etag(data)})
+        else:
+            self._answer(200, data, {"ETag": _etag(data)})
+
+    def do_HEAD(self) -> None:
+        data = self.objects.get(self.path.split("?")[0])
+        self._answer(200 if data is not None else 404, b"", {"Content-Length": str(len(data or b"")),
+                                                              "ETag": _etag(data or b"")}, body=False)
+
+    def do_DELETE(self) -> None:
+        self.objects.pop(self.path.split("?")[0], None)
+        self._answer(204, b"", {})
+
+    def _answer(self, status: int, data: bytes, headers: dict[str, str], body: bool = True) -> None:
+        self.send_response(status)
+        for name, value in ({"Content-Length": str(len(data)), "Last-Modified": "Mon, 23 Nov 2026 00:00:00 GMT"}
+                            | headers).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+
+def _etag(data: bytes) -> str:
+    return f'"{hashlib.md5(data).hexdigest()}"'  # the SDK checks a PUT's ETag against the MD5 of what it sent
+
+
+def _dechunk(body: bytes) -> bytes:
+    """The payload of an aws-chunked body (`<hex size>;chunk-signature=...\\r\\n<data>\\r\\n`... up to a 0 chunk)."""
+    out, at = bytearray(), 0
+    while at < len(body):
+        line_end = body.index(b"\r\n", at)
+        size = int(body[at:line_end].split(b";")[0], 16)
+        if size == 0:
+            break
+        out += body[line_end + 2:line_end + 2 + size]
+        at = line_end + 2 + size + 2
+    return bytes(out)
 
 
 def train(spark: Any, work: Path) -> None:
@@ -54,7 +124,8 @@ def train(spark: Any, work: Path) -> None:
     (work / "in.json").write_text("".join(json.dumps({"my_col_0": i, "my_col_1": f"v{i}", "my_col_2": i / 2}) + "\n"
                                           for i in range(50)))
     frame = spark.read.parquet(str(work / "in.parquet"))
-    frame.limit(0).writeTo("train.wap.t").tableProperty("format-version", "2").create()
+    frame.limit(0).writeTo("train.wap.t").tableProperty("format-version", "2").tableProperty(
+        "write.data.path", "s3://train/data").create()  # data files through S3FileIO, metadata on local disk
     frame.writeTo("train.wap.t").option("snapshot-property.wap.source.identity", "train").append()
     for fmt in ("csv", "json"):
         reader = spark.read.format(fmt).option("header", "true").option("inferSchema", "true")
@@ -93,10 +164,19 @@ def build(jars: list[Path], target: Path) -> None:
         settings = SparkSettings(nessie_uri=f"{UNREACHABLE}/api/v2", main_branch="main", warehouse="s3://train/wh",
                                  region="us-east-1", s3_endpoint=UNREACHABLE, http_timeout=2.0, driver_memory="1g",
                                  work_dir=work, jars=tuple(jars))
-        conf = spark_conf_for(settings) | {
-            "spark.sql.catalog.train": "org.apache.iceberg.spark.SparkCatalog",
-            "spark.sql.catalog.train.type": "hadoop",
-            "spark.sql.catalog.train.warehouse": (work / "warehouse").as_uri(),
+        store = ThreadingHTTPServer(("127.0.0.1", 0), ObjectStore)
+        threading.Thread(target=store.serve_forever, daemon=True).start()
+        train_catalog = "spark.sql.catalog.train"
+        conf = spark_conf_for(settings) | {  # the service's settings, and a catalog that needs no server
+            train_catalog: "org.apache.iceberg.spark.SparkCatalog",
+            f"{train_catalog}.type": "hadoop",
+            f"{train_catalog}.warehouse": (work / "warehouse").as_uri(),
+            f"{train_catalog}.io-impl": "org.apache.iceberg.io.ResolvingFileIO",  # s3:// to S3FileIO
+            f"{train_catalog}.s3.endpoint": f"http://127.0.0.1:{store.server_port}",
+            f"{train_catalog}.s3.path-style-access": "true",
+            f"{train_catalog}.s3.access-key-id": "training",
+            f"{train_catalog}.s3.secret-access-key": "training",
+            f"{train_catalog}.client.region": "us-east-1",
         }
         # -Xlog:cds=off: the dump lists every class it skips (not linked yet, from a signed jar...), thousands.
         conf = with_java_options(conf, [f"-XX:ArchiveClassesAtExit={partial}", "-Xlog:cds=off"])
@@ -105,6 +185,7 @@ def build(jars: list[Path], target: Path) -> None:
             train(spark, work)
             classpath = spark.sparkContext._jvm.java.lang.System.getProperty("java.class.path")
         finally:
+            store.shutdown()
             gateway = SparkContext._gateway
             spark.stop()
             if gateway is not None and gateway.proc is not None:  # the JVM writes the archive as it exits
