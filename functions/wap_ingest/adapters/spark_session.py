@@ -8,7 +8,8 @@ one (which would fail every later file).
 Cold start (the first file of a fresh execution environment pays for a JVM, Spark and every class the pipeline
 loads): the driver JVM maps the application class-data sharing (AppCDS) archive that `make setup` and the image
 build make (scripts/build_cds_archive.py), found by a key of the java and the classpath, so a changed JVM or jar
-finds none and starts without it; and it compiles with C1 only, which suits a short-lived driver.
+finds none and starts without it; it compiles with C1 only, which suits a short-lived driver; and SPARK_HOME is set
+before spark-submit runs, which otherwise starts a Python interpreter to find it.
 WAP_SPARK_STARTUP_TUNING=off turns both off (benchmarks/cold_start.py measures with and without).
 """
 
@@ -34,14 +35,13 @@ from .spark_errors import forget_session, gateway_alive
 log = logging.getLogger(__name__)
 
 CATALOG = "nessie"
-EXTENSIONS = (
-    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
-    "org.projectnessie.spark.extensions.NessieSparkSessionExtensions"
-)
+# Iceberg's SQL extensions only: the pipeline handles Nessie branches through Nessie's REST API, never through
+# Nessie's SQL (CREATE/MERGE BRANCH ... IN nessie), whose parser cost every cold start its lexer's ~250 classes.
+EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 SUBMITTED_BY_CLUSTER = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions")
 # The driver JVM of a Lambda lives for minutes and runs small jobs: C1 alone compiles sooner and cheaper than C1+C2.
 SHORT_RUN_JIT = ("-XX:TieredStopAtLevel=1",)
-ARCHIVE_FORMAT = "1"  # part of the archive's key: bump it when the training workload changes
+ARCHIVE_FORMAT = "2"  # part of the archive's key: bump it when the training workload changes
 TUNING_VARIABLE = "WAP_SPARK_STARTUP_TUNING"
 
 
@@ -129,6 +129,7 @@ def spark_session_for(
     """Start (or join) the process's session. `submitted`: started by spark-submit (an EMR job, or its local run),
     whose master, jars and driver sizing come from the submission; only the catalog settings are added here.
     `tuning`: the cold-start cuts (class-data archive, JIT flags); None: on unless WAP_SPARK_STARTUP_TUNING=off."""
+    began = time.time()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName("wap-ingest")
@@ -142,9 +143,10 @@ def spark_session_for(
         if tuning_from(os.environ) if tuning is None else tuning:
             archive = class_data_archive(jars_in(conf), os.environ)
             conf = with_java_options(conf, startup_java_options(archive))
+            # spark-submit's scripts otherwise start a Python interpreter to find it (pyspark's find-spark-home).
+            os.environ.setdefault("SPARK_HOME", str(spark_home()))
     for key, value in conf.items():
         builder = builder.config(key, value)
-    began = time.time()
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     log.info("Spark started", extra={"spark_startup": startup_times(session, began, archive)})
@@ -241,7 +243,8 @@ def archive_complete(path: Path) -> bool:
 
 
 def startup_times(session: Any, began: float, archive: Path | None) -> dict[str, Any]:
-    """When the start-up's steps ended (epoch seconds): the call, the driver JVM's start, Spark's context, ready."""
+    """When the start-up's steps happened (epoch seconds): the call (before pyspark's import), the driver JVM's
+    start, Spark's context, ready."""
     times: dict[str, Any] = {"began_at": round(began, 3), "ready_at": round(time.time(), 3),
                              "class_data_archive": str(archive) if archive else None}
     try:
