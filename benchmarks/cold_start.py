@@ -12,7 +12,7 @@ time), and is split by the timestamps the process logs:
 
   interpreter_imports  the emulator, Python, awslambdaric and the handler's imports, until the handler runs
   service_wiring       bootstrap.service(): settings, audits, clients
-  jvm_start            spark-submit (its launcher JVM) and the driver JVM, until Spark's context starts
+  jvm_start            pyspark's import, spark-submit (its launcher JVM), the driver JVM, until Spark's context
   spark_session        the SparkContext and SparkSession, with the session's start-up checks
   first_spark_job      from the session to the end of the first Spark job (catalog, table, planning, the job)
   pipeline             the rest: routing and the catalog before Spark, the other jobs, audit and merge after
@@ -99,16 +99,20 @@ class Environments:
         submit = env.get("SPARK_SUBMIT_OPTS", "")
         env["SPARK_SUBMIT_OPTS"] = f"{submit} -Dlog4j2.configurationFile={self.log4j.as_uri()}".strip()
         env |= variant.get("env", {})
+        conf = dict(variant.get("conf", {}))  # given after the service's own: a later --conf wins in spark-submit
         options = variant.get("java_options")
-        if options is not None:  # the driver's options, replaced: a later --conf wins in spark-submit
+        if options is not None:  # the driver's options, replaced
             tmp = f"-Djava.io.tmpdir={Path(env['WAP_WORK_DIR']) / 'spark'}"
-            value = " ".join([tmp, *(o.format(archive=archive_for(env)) for o in options)])
-            env["PYSPARK_SUBMIT_ARGS"] = shlex.join(["--conf", f"spark.driver.extraJavaOptions={value}",
-                                                     "pyspark-shell"])
+            conf["spark.driver.extraJavaOptions"] = " ".join([tmp, *(o.format(archive=archive_for(env))
+                                                                     for o in options)])
+        if conf:
+            args = [a for key, value in conf.items() for a in ("--conf", f"{key}={value}")]
+            env["PYSPARK_SUBMIT_ARGS"] = shlex.join([*args, "pyspark-shell"])
         return env
 
     def cold_run(self, variant: dict[str, Any], rows: int) -> dict[str, Any]:
         from wap_ingest.local.processes import free_ports, port_open, spawn
+        from wap_ingest.local.runtime import environment_processes
         from wap_ingest.local.trigger import lambda_command
 
         self.count += 1
@@ -126,6 +130,7 @@ class Environments:
             reply = requests.post(f"http://127.0.0.1:{invoke}/2015-03-31/functions/function/invocations",
                                   json=sqs_event([key]), timeout=900)
             replied = time.time()
+            cpu = cpu_seconds([pid, *environment_processes(runtime)])
         finally:
             stop_environment(pid, runtime)
         answer = reply.json()
@@ -134,7 +139,7 @@ class Environments:
             raise RuntimeError(f"{name}: the file was not published ({str(answer)[:300]}); see {log}")
         on_main = self.committed_at(key)
         sample = phases_from(log.read_text(errors="replace"), started, on_main)
-        return sample | {"reply_s": round(replied - started, 3), "log": str(log)}
+        return sample | {"reply_s": round(replied - started, 3), "cpu_s": cpu, "log": str(log)}
 
     def committed_at(self, key: str) -> float:
         from wap_ingest.core.models import TableRef
@@ -166,6 +171,20 @@ def archive_for(env: dict[str, str]) -> str:
     if path is None or not path.is_file():
         raise SystemExit(f"no class-data archive ({path}): run `make cds` first")
     return str(path)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user + system) the environment's processes used, with their finished children (the launcher JVM,
+    which the driver JVM's shell waited for): the work done, which the machine's load does not stretch as it
+    stretches wall time."""
+    ticks = 0
+    for pid in dict.fromkeys(pids):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return round(ticks / os.sysconf("SC_CLK_TCK"), 2)
 
 
 def stop_environment(pid: int, runtime_port: int) -> None:
@@ -254,7 +273,8 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
 
 def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
     median = {p: round(statistics.median(s["phases"][p] for s in samples), 3) for p in PHASES}
-    return {"total_s": round(statistics.median(s["total_s"] for s in samples), 3), "phases": median}
+    return {"total_s": round(statistics.median(s["total_s"] for s in samples), 3), "phases": median,
+            "cpu_s": round(statistics.median(s["cpu_s"] for s in samples), 2)}
 
 
 def report_for(results: dict[str, list[dict[str, Any]]], variants: dict[str, Any], runs: int,
@@ -284,11 +304,36 @@ def table(report: dict[str, Any]) -> str:
     names = list(report["variants"])
     lines = ["| phase | " + " | ".join(f"{n} (median of {report['runs_per_variant']}, s)" for n in names) + " |",
              "|---|" + "---|" * len(names)]
-    for phase in (*PHASES, "total_s"):
-        cells = [report["variants"][n]["median"]["phases"].get(phase) if phase != "total_s"
-                 else report["variants"][n]["median"]["total_s"] for n in names]
+    for phase in (*PHASES, "total_s", "cpu_s"):
+        cells = [report["variants"][n]["median"]["phases"].get(phase) if phase in PHASES
+                 else report["variants"][n]["median"][phase] for n in names]
         lines.append(f"| {phase} | " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
+
+
+def measure(variants: dict[str, dict[str, Any]], runs: int) -> dict[str, list[dict[str, Any]]]:
+    """On a stack of its own: one cold start to create the table, then `runs` rounds of one per variant."""
+    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+
+    moto, nessie, mgmt, slack, function, runtime = free_ports(6)
+    config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-cold-")), moto_port=moto, nessie_port=nessie,
+                         nessie_management_port=mgmt, slack_port=slack, lambda_port=function, runtime_port=runtime)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
+    state = start_stack(config)
+    try:
+        env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work"),
+                                                               "WAP_SOURCE_BUCKETS": INBOX}
+        os.environ.update(env)
+        environments = Environments(config, state, Bench(env, state))
+        environments.cold_run(variants[next(iter(variants))], 1000)  # creates the table: not measured
+        for run in range(1, runs + 1):
+            for name, variant in variants.items():
+                sample = environments.cold_run(variant, 1000)
+                results[name].append(sample)
+                print(f"run {run} {name}: {sample['total_s']} s {sample['phases']}", flush=True)
+    finally:
+        stop_stack(config)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,27 +345,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="another variant: the service's driver options plus these")
     args = parser.parse_args(argv)
     variants = variants_from([v.strip() for v in args.variants.split(",") if v.strip()], args.java_options)
-    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
-
-    moto, nessie, mgmt, slack, function, runtime = free_ports(6)
-    config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-cold-")), moto_port=moto, nessie_port=nessie,
-                         nessie_management_port=mgmt, slack_port=slack, lambda_port=function, runtime_port=runtime)
     started_at, load = datetime.now(UTC).isoformat(timespec="seconds"), list(os.getloadavg())[:1]
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
-    state = start_stack(config)
-    try:
-        env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work"),
-                                                               "WAP_SOURCE_BUCKETS": INBOX}
-        os.environ.update(env)
-        environments = Environments(config, state, Bench(env, state))
-        environments.cold_run(variants[next(iter(variants))], 1000)  # creates the table: not measured
-        for run in range(1, args.runs + 1):
-            for name, variant in variants.items():
-                sample = environments.cold_run(variant, 1000)
-                results[name].append(sample)
-                print(f"run {run} {name}: {sample['total_s']} s {sample['phases']}", flush=True)
-    finally:
-        stop_stack(config)
+    results = measure(variants, args.runs)
     report = report_for(results, variants, args.runs, started_at, load)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
