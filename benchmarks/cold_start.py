@@ -20,10 +20,11 @@ time), and is split by the timestamps the process logs:
 The first Spark job's end comes from Spark's DAGScheduler log: the run gives the driver a log4j2 configuration
 (SPARK_SUBMIT_OPTS) that prints that line; nothing else differs from the stack's environment. Variants run
 interleaved (before, after, before, after...) so that the machine's load, shared with others, falls on each alike:
-  before    WAP_SPARK_STARTUP_TUNING=off: the driver JVM without the class-data archive and JIT flags
-  after     the service as it is (the cut-backs on)
-  cds-only, jit-only: one of the two JVM cuts (spark.driver.extraJavaOptions given through PYSPARK_SUBMIT_ARGS)
-  --java-options NAME="...": another variant, those options added to the service's own
+  before    WAP_SPARK_STARTUP_TUNING=off (no class-data archive, JIT flags or SPARK_HOME) and Nessie's SQL extensions
+            back (spark-submit's later --conf, through PYSPARK_SUBMIT_ARGS)
+  after     the service as it is
+  cds-only, jit-only, extensions-only: `before` with that one cut
+  --java-options NAME="...": another variant, those options added to the service's own driver options
 """
 
 from __future__ import annotations
@@ -252,14 +253,25 @@ def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
             "class_data_archive": spark.get("class_data_archive"), "spark_jobs_before_main": len(job_ends)}
 
 
-def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any]]:
-    from wap_ingest.adapters.spark_session import SHORT_RUN_JIT
+# The Spark SQL extensions before the cut (adapters/spark_session.EXTENSIONS has Iceberg's alone now).
+EXTENSIONS_BEFORE = ("org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
+                     "org.projectnessie.spark.extensions.NessieSparkSessionExtensions")
 
+
+def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any]]:
+    """Each variant: `env` for the function, `conf` given to spark-submit after the service's own (a later --conf
+    wins), `java_options` replacing the driver's ({archive}: the class-data archive). Each `*-only` variant is
+    `before` with that one cut."""
+    from wap_ingest.adapters.spark_session import EXTENSIONS, SHORT_RUN_JIT
+
+    off = {"WAP_SPARK_STARTUP_TUNING": "off"}
+    before_conf = {"spark.sql.extensions": EXTENSIONS_BEFORE}
     known: dict[str, dict[str, Any]] = {
-        "before": {"env": {"WAP_SPARK_STARTUP_TUNING": "off"}},
+        "before": {"env": off, "conf": before_conf},
         "after": {},
-        "cds-only": {"java_options": ["-XX:SharedArchiveFile={archive}"]},
-        "jit-only": {"java_options": list(SHORT_RUN_JIT)},
+        "cds-only": {"env": off, "conf": before_conf, "java_options": ["-XX:SharedArchiveFile={archive}"]},
+        "jit-only": {"env": off, "conf": before_conf, "java_options": list(SHORT_RUN_JIT)},
+        "extensions-only": {"env": off, "conf": {"spark.sql.extensions": EXTENSIONS}},
     }
     for item in extra:
         name, _, options = item.partition("=")
@@ -297,6 +309,8 @@ def report_for(results: dict[str, list[dict[str, Any]]], variants: dict[str, Any
                                       "saved_s": round(before["phases"][p] - after["phases"][p], 3)} for p in PHASES}
         report["before_after"]["total"] = {"before_s": before["total_s"], "after_s": after["total_s"],
                                            "saved_s": round(before["total_s"] - after["total_s"], 3)}
+        report["before_after"]["cpu"] = {"before_s": before["cpu_s"], "after_s": after["cpu_s"],
+                                         "saved_s": round(before["cpu_s"] - after["cpu_s"], 2)}
     return report
 
 
@@ -340,7 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=3, help="cold starts per variant (median reported)")
     parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--variants", default="before,after", help="comma-separated: before, after, cds-only, jit-only")
+    parser.add_argument("--variants", default="before,after",
+                        help="comma-separated: before, after, cds-only, jit-only, extensions-only")
     parser.add_argument("--java-options", action="append", default=[], metavar='NAME="OPTIONS"',
                         help="another variant: the service's driver options plus these")
     args = parser.parse_args(argv)
