@@ -1,6 +1,6 @@
 """Cold start, measured: the first small file of a fresh Lambda execution environment, until it is on `main`.
 
-    python -m benchmarks.cold_start [--runs 3] [--out benchmarks/results/cold_start.json]
+    python -m benchmarks.cold_start [--runs 3] [--out benchmarks/results/cold_start.json] [--warm 1]
         [--variants before,after] [--java-options NAME="-XX:... -XX:..."]
 
 It starts its own local stack (as benchmarks/run.py does). Each run uploads one 1,000-row Parquet file to a bucket
@@ -16,6 +16,11 @@ time), and is split by the timestamps the process logs:
   spark_session        the SparkContext and SparkSession, with the session's start-up checks
   first_spark_job      from the session to the end of the first Spark job (catalog, table, planning, the job)
   pipeline             the rest: routing and the catalog before Spark, the other jobs, audit and merge after
+
+Each cold file is followed by --warm files (1 by default) in the same environment, timed from their invocation to
+`main`: what the cuts cost a warm start (the JIT flag trades peak code speed for early compilation). CPU seconds
+of each environment (its processes, the finished ones included) are recorded beside wall time: the machine is
+shared, and its load stretches wall time, not the work done.
 
 The first Spark job's end comes from Spark's DAGScheduler log: the run gives the driver a log4j2 configuration
 (SPARK_SUBMIT_OPTS) that prints that line; nothing else differs from the stack's environment. Variants run
@@ -111,7 +116,7 @@ class Environments:
             env["PYSPARK_SUBMIT_ARGS"] = shlex.join([*args, "pyspark-shell"])
         return env
 
-    def cold_run(self, variant: dict[str, Any], rows: int) -> dict[str, Any]:
+    def cold_run(self, variant: dict[str, Any], rows: int, warm_files: int = 0) -> dict[str, Any]:
         from wap_ingest.local.processes import free_ports, port_open, spawn
         from wap_ingest.local.runtime import environment_processes
         from wap_ingest.local.trigger import lambda_command
@@ -123,24 +128,27 @@ class Environments:
         invoke, runtime = free_ports(2)
         log = self.config.logs_dir / f"{name}.log"
         env = self.environment(name, variant)
+        url = f"http://127.0.0.1:{invoke}/2015-03-31/functions/function/invocations"
         started = time.time()
         pid = spawn(name, lambda_command(self.config, invoke, runtime), log, env)
         try:
             while not port_open(invoke, timeout=0.2):
                 time.sleep(0.005)
-            reply = requests.post(f"http://127.0.0.1:{invoke}/2015-03-31/functions/function/invocations",
-                                  json=sqs_event([key]), timeout=900)
+            _published(requests.post(url, json=sqs_event([key]), timeout=900), name, log)
             replied = time.time()
             cpu = cpu_seconds([pid, *environment_processes(runtime)])
+            warm = []  # the next files in the same environment: what the cuts cost a warm one (C1-only code)
+            for n in range(warm_files):
+                warm_key = f"{TABLE}/{name}-warm-{n}.parquet"
+                self.bench.put(INBOX, warm_key, rows)
+                sent = time.time()
+                _published(requests.post(url, json=sqs_event([warm_key]), timeout=900), name, log)
+                warm.append(round(self.committed_at(warm_key) - sent, 3))
         finally:
             stop_environment(pid, runtime)
-        answer = reply.json()
-        statuses = [o.get("status") for o in answer.get("objects", [])] if isinstance(answer, dict) else []
-        if statuses != ["published"]:
-            raise RuntimeError(f"{name}: the file was not published ({str(answer)[:300]}); see {log}")
         on_main = self.committed_at(key)
         sample = phases_from(log.read_text(errors="replace"), started, on_main)
-        return sample | {"reply_s": round(replied - started, 3), "cpu_s": cpu, "log": str(log)}
+        return sample | {"reply_s": round(replied - started, 3), "cpu_s": cpu, "warm_s": warm, "log": str(log)}
 
     def committed_at(self, key: str) -> float:
         from wap_ingest.core.models import TableRef
@@ -149,6 +157,13 @@ class Environments:
             if key in published_keys(publication.properties):
                 return epoch_from_iso(publication.committed_at)
         raise RuntimeError(f"{key} is not on main")
+
+
+def _published(reply: requests.Response, name: str, log: Path) -> None:
+    answer = reply.json()
+    statuses = [o.get("status") for o in answer.get("objects", [])] if isinstance(answer, dict) else []
+    if statuses != ["published"]:
+        raise RuntimeError(f"{name}: the file was not published ({str(answer)[:300]}); see {log}")
 
 
 def sqs_event(keys: list[str]) -> dict[str, Any]:
@@ -250,7 +265,8 @@ def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
     return {"total_s": round(on_main - started, 3), "phases": {k: round(v, 3) for k, v in phases.items()},
             "jvm_detail": {"spark_submit_launcher": round(spark["jvm_started_at"] - spark["began_at"], 3),
                            "driver_jvm_to_context": round(spark["context_started_at"] - spark["jvm_started_at"], 3)},
-            "class_data_archive": spark.get("class_data_archive"), "spark_jobs_before_main": len(job_ends)}
+            "class_data_archive": spark.get("class_data_archive"),
+            "spark_jobs_before_main": len([end for end in job_ends if end <= on_main])}
 
 
 # The Spark SQL extensions before the cut (adapters/spark_session.EXTENSIONS has Iceberg's alone now).
@@ -285,8 +301,10 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
 
 def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
     median = {p: round(statistics.median(s["phases"][p] for s in samples), 3) for p in PHASES}
+    warm = [w for s in samples for w in s["warm_s"]]
     return {"total_s": round(statistics.median(s["total_s"] for s in samples), 3), "phases": median,
-            "cpu_s": round(statistics.median(s["cpu_s"] for s in samples), 2)}
+            "cpu_s": round(statistics.median(s["cpu_s"] for s in samples), 2),
+            "warm_s": round(statistics.median(warm), 3) if warm else None}
 
 
 def report_for(results: dict[str, list[dict[str, Any]]], variants: dict[str, Any], runs: int,
@@ -318,15 +336,16 @@ def table(report: dict[str, Any]) -> str:
     names = list(report["variants"])
     lines = ["| phase | " + " | ".join(f"{n} (median of {report['runs_per_variant']}, s)" for n in names) + " |",
              "|---|" + "---|" * len(names)]
-    for phase in (*PHASES, "total_s", "cpu_s"):
+    for phase in (*PHASES, "total_s", "cpu_s", "warm_s"):
         cells = [report["variants"][n]["median"]["phases"].get(phase) if phase in PHASES
                  else report["variants"][n]["median"][phase] for n in names]
         lines.append(f"| {phase} | " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
-def measure(variants: dict[str, dict[str, Any]], runs: int) -> dict[str, list[dict[str, Any]]]:
-    """On a stack of its own: one cold start to create the table, then `runs` rounds of one per variant."""
+def measure(variants: dict[str, dict[str, Any]], runs: int, warm: int = 1) -> dict[str, list[dict[str, Any]]]:
+    """On a stack of its own: one cold start to create the table, then `runs` rounds of one per variant, each
+    followed by `warm` files in the same environment."""
     from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
@@ -342,7 +361,7 @@ def measure(variants: dict[str, dict[str, Any]], runs: int) -> dict[str, list[di
         environments.cold_run(variants[next(iter(variants))], 1000)  # creates the table: not measured
         for run in range(1, runs + 1):
             for name, variant in variants.items():
-                sample = environments.cold_run(variant, 1000)
+                sample = environments.cold_run(variant, 1000, warm)
                 results[name].append(sample)
                 print(f"run {run} {name}: {sample['total_s']} s {sample['phases']}", flush=True)
     finally:
@@ -354,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=3, help="cold starts per variant (median reported)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--warm", type=int, default=1, help="files after each cold one, in the same environment")
     parser.add_argument("--variants", default="before,after",
                         help="comma-separated: before, after, cds-only, jit-only, extensions-only")
     parser.add_argument("--java-options", action="append", default=[], metavar='NAME="OPTIONS"',
@@ -361,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     variants = variants_from([v.strip() for v in args.variants.split(",") if v.strip()], args.java_options)
     started_at, load = datetime.now(UTC).isoformat(timespec="seconds"), list(os.getloadavg())[:1]
-    results = measure(variants, args.runs)
+    results = measure(variants, args.runs, args.warm)
     report = report_for(results, variants, args.runs, started_at, load)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
