@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jars", type=Path, required=True, help="the folder of the pinned Spark jars (spark.jars)")
     parser.add_argument("--force", action="store_true", help="build even if the archive for this key exists")
     args = parser.parse_args(argv)
-    jars = sorted(args.jars.glob("*.jar"))
+    jars = sorted(args.jars.resolve().glob("*.jar"))  # absolute: the classpath the archive records
     if not jars:
         parser.error(f"no jars in {args.jars}: run `make jars` first")
     target = archive_path_for(jars, os.environ)

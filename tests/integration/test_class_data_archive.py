@@ -58,9 +58,12 @@ def test_a_truncated_archive_is_not_used_and_a_damaged_one_is_refused(archive: P
 SESSION = """
 import json, sys
 from pathlib import Path
-from wap_ingest.adapters.spark_session import spark_session_for, with_java_options
-jars, work = sys.argv[1].split(","), Path(sys.argv[2])
-conf = with_java_options({"spark.jars": ",".join(jars)}, ["-Xshare:on"])
+from wap_ingest.adapters.spark_session import SparkSettings, spark_conf_for, spark_session_for, with_java_options
+jars, work = tuple(Path(j) for j in sys.argv[1].split(",")), Path(sys.argv[2])
+settings = SparkSettings(nessie_uri="http://127.0.0.1:9/api/v2", main_branch="main", warehouse="s3://lake/warehouse",
+                         region="us-east-1", s3_endpoint=None, http_timeout=5.0, driver_memory="1g", work_dir=work,
+                         jars=jars)
+conf = with_java_options(spark_conf_for(settings), ["-Xshare:on"])  # the service's settings, and no sharing: no JVM
 spark = spark_session_for(conf, work_dir=work, tuning=True)
 jvm = spark.sparkContext._jvm
 arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())

@@ -38,10 +38,11 @@ CATALOG = "nessie"
 # Iceberg's SQL extensions only: the pipeline handles Nessie branches through Nessie's REST API, never through
 # Nessie's SQL (CREATE/MERGE BRANCH ... IN nessie), whose parser cost every cold start its lexer's ~250 classes.
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-SUBMITTED_BY_CLUSTER = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions")
+SUBMITTED_BY_CLUSTER = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions",
+                        "spark.driver.extraClassPath")
 # The driver JVM of a Lambda lives for minutes and runs small jobs: C1 alone compiles sooner and cheaper than C1+C2.
 SHORT_RUN_JIT = ("-XX:TieredStopAtLevel=1",)
-ARCHIVE_FORMAT = "2"  # part of the archive's key: bump it when the training workload changes
+ARCHIVE_FORMAT = "3"  # part of the archive's key: bump it when the training workload changes
 TUNING_VARIABLE = "WAP_SPARK_STARTUP_TUNING"
 
 
@@ -69,6 +70,9 @@ def spark_conf_for(
     timeout_ms = int(settings.http_timeout * 1000)
     conf = {
         "spark.jars": ",".join(str(p) for p in settings.jars) if local_jars else "",
+        # The same jars on the driver's own classpath (as in a Spark distribution's jars/): loaded by the JVM's
+        # application class loader, which maps them from the class-data archive without reading the jars.
+        "spark.driver.extraClassPath": ":".join(str(p) for p in settings.jars) if local_jars else "",
         "spark.sql.extensions": EXTENSIONS,
         cat: "org.apache.iceberg.spark.SparkCatalog",
         f"{cat}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
