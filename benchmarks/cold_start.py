@@ -25,10 +25,12 @@ shared, and its load stretches wall time, not the work done.
 The first Spark job's end comes from Spark's DAGScheduler log: the run gives the driver a log4j2 configuration
 (SPARK_SUBMIT_OPTS) that prints that line; nothing else differs from the stack's environment. Variants run
 interleaved (before, after, before, after...) so that the machine's load, shared with others, falls on each alike:
-  before    WAP_SPARK_STARTUP_TUNING=off (no class-data archive, JIT flags or SPARK_HOME) and Nessie's SQL extensions
-            back (spark-submit's later --conf, through PYSPARK_SUBMIT_ARGS)
+  before    WAP_SPARK_STARTUP_TUNING=off (no class-data archive, JIT flags or SPARK_HOME), and, through
+            spark-submit's later --conf (PYSPARK_SUBMIT_ARGS), Nessie's SQL extensions back and the jars off the
+            driver's classpath (spark.jars only, as before)
   after     the service as it is
-  cds-only, jit-only, extensions-only: `before` with that one cut
+  cds-only, jit-only, extensions-only: `before` with that one cut (cds-only: the archive and the jars on the
+            driver's classpath, which the archive needs)
   --java-options NAME="...": another variant, those options added to the service's own driver options
 """
 
@@ -281,13 +283,15 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
     from wap_ingest.adapters.spark_session import EXTENSIONS, SHORT_RUN_JIT
 
     off = {"WAP_SPARK_STARTUP_TUNING": "off"}
-    before_conf = {"spark.sql.extensions": EXTENSIONS_BEFORE}
+    old_extensions, no_classpath = {"spark.sql.extensions": EXTENSIONS_BEFORE}, {"spark.driver.extraClassPath": ""}
+    before_conf = old_extensions | no_classpath
     known: dict[str, dict[str, Any]] = {
         "before": {"env": off, "conf": before_conf},
         "after": {},
-        "cds-only": {"env": off, "conf": before_conf, "java_options": ["-XX:SharedArchiveFile={archive}"]},
+        # the archive with the jars on the driver's classpath, as it was built
+        "cds-only": {"env": off, "conf": old_extensions, "java_options": ["-XX:SharedArchiveFile={archive}"]},
         "jit-only": {"env": off, "conf": before_conf, "java_options": list(SHORT_RUN_JIT)},
-        "extensions-only": {"env": off, "conf": {"spark.sql.extensions": EXTENSIONS}},
+        "extensions-only": {"env": off, "conf": {"spark.sql.extensions": EXTENSIONS} | no_classpath},
     }
     for item in extra:
         name, _, options = item.partition("=")
