@@ -4,14 +4,17 @@ tests/integration/test_class_data_archive.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from wap_ingest.adapters.spark_session import (
     SHORT_RUN_JIT,
+    SparkSettings,
     archive_dir_for,
     archive_key,
+    spark_conf_for,
     startup_java_options,
     tuning_from,
     with_java_options,
@@ -70,3 +73,14 @@ def test_the_cuts_are_on_unless_turned_off() -> None:
     assert not tuning_from({"WAP_SPARK_STARTUP_TUNING": "off"})
     with pytest.raises(ConfigError, match="WAP_SPARK_STARTUP_TUNING"):
         tuning_from({"WAP_SPARK_STARTUP_TUNING": "maybe"})
+
+
+def test_the_jars_join_the_driver_classpath_only_when_they_are_local(tmp_path: Path) -> None:
+    """The archive maps classes of the driver's classpath; an EMR job (no local jars) keeps the cluster's own."""
+    jars = (tmp_path / "a.jar", tmp_path / "b.jar")
+    settings = SparkSettings(nessie_uri="http://127.0.0.1:19120/api/v2", main_branch="main", warehouse="s3://lake/w",
+                             region="us-east-1", s3_endpoint=None, http_timeout=5.0, driver_memory="1g",
+                             work_dir=tmp_path, jars=jars)
+    assert spark_conf_for(settings)["spark.driver.extraClassPath"] == f"{jars[0]}:{jars[1]}"
+    assert "spark.driver.extraClassPath" not in spark_conf_for(settings, local_jars=False)
+    assert "spark.driver.extraClassPath" not in spark_conf_for(replace(settings, jars=()))

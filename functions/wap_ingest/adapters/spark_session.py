@@ -70,9 +70,6 @@ def spark_conf_for(
     timeout_ms = int(settings.http_timeout * 1000)
     conf = {
         "spark.jars": ",".join(str(p) for p in settings.jars) if local_jars else "",
-        # The same jars on the driver's own classpath (as in a Spark distribution's jars/): loaded by the JVM's
-        # application class loader, which maps them from the class-data archive without reading the jars.
-        "spark.driver.extraClassPath": ":".join(str(p) for p in settings.jars) if local_jars else "",
         "spark.sql.extensions": EXTENSIONS,
         cat: "org.apache.iceberg.spark.SparkCatalog",
         f"{cat}.catalog-impl": "org.apache.iceberg.nessie.NessieCatalog",
@@ -101,6 +98,11 @@ def spark_conf_for(
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={settings.work_dir / 'spark'}",
     }
+    if local_jars and settings.jars:
+        # The same jars on the driver's own classpath (as in a Spark distribution's jars/): loaded by the JVM's
+        # application class loader, which maps them from the class-data archive without reading the jars. Absent
+        # without local jars: a cluster (EMR) keeps its own driver classpath.
+        conf["spark.driver.extraClassPath"] = ":".join(str(p) for p in settings.jars)
     if settings.s3_endpoint:
         conf[f"{cat}.s3.endpoint"] = settings.s3_endpoint
         conf[f"{cat}.s3.path-style-access"] = "true"
