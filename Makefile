@@ -14,9 +14,9 @@ SAM_CLI_VERSION := 1.150.0
 SAM_CLI_WHEEL_SHA256 := 1d807ea3088a3fdea7aafd97e6dd41eac06a761bc9871fdc0a927360c613f8dc
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts
+.PHONY: setup jars cds lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts
 
-setup: $(VENV)/.installed jars rie
+setup: $(VENV)/.installed jars rie cds
 
 # Everything from the lock files, hash-checked: the build tools first (setuptools, wheel), which then build the one
 # sdist (pyspark) and the project without pip fetching unchecked build dependencies into an isolated environment.
@@ -93,6 +93,11 @@ $(JARS)/.fetched: docker/pom.xml docker/jars.sha256 scripts/verify_jars.py
 	$(MVN) dependency:copy@nessie-server -DoutputDirectory=$(CURDIR)/$(JARS)/nessie
 	$(PYTHON) scripts/verify_jars.py $(JARS)
 	touch $@
+
+# The Spark driver's class-data sharing archive (scripts/build_cds_archive.py), in $(JARS)/cds: named by a key of the
+# java and the classpath, so this does nothing when it is current and builds a new one when the JVM or a jar changed.
+cds: $(VENV)/.installed jars
+	$(PY) scripts/build_cds_archive.py --jars $(JARS)/spark
 
 rie: $(RIE)
 

@@ -4,30 +4,48 @@ start, and the process's engine holder that starts it on first use and starts a 
 A warm Lambda keeps one session across invocations. If its JVM or Py4J gateway dies, the file that was running
 fails as an infrastructure error (retried), and the next use builds a new session instead of keeping the dead
 one (which would fail every later file).
+
+Cold start (the first file of a fresh execution environment pays for a JVM, Spark and every class the pipeline
+loads): the driver JVM maps the application class-data sharing (AppCDS) archive that `make setup` and the image
+build make (scripts/build_cds_archive.py), found by a key of the java and the classpath, so a changed JVM or jar
+finds none and starts without it; the pinned jars are on the driver's own classpath, where the archive covers them;
+the driver compiles with C1 only, which suits a short-lived driver; SPARK_HOME is set before spark-submit runs,
+which otherwise starts a Python interpreter to find it; and only Iceberg's SQL extensions are loaded.
+WAP_SPARK_STARTUP_TUNING=off turns the archive, the JIT flag and SPARK_HOME off (benchmarks/cold_start.py measures
+each cut, and all of them, against the start-up before).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
+import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wap_ingest.adapters.oauth2 import ClientCredentials
+from wap_ingest.core.errors import ConfigError
 
 from .spark_errors import forget_session, gateway_alive
 
 log = logging.getLogger(__name__)
 
 CATALOG = "nessie"
-EXTENSIONS = (
-    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
-    "org.projectnessie.spark.extensions.NessieSparkSessionExtensions"
-)
-SUBMITTED_BY_CLUSTER = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions")
+# Iceberg's SQL extensions only: the pipeline handles Nessie branches through Nessie's REST API, never through
+# Nessie's SQL (CREATE/MERGE BRANCH ... IN nessie), whose parser cost every cold start its lexer's ~250 classes.
+EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+SUBMITTED_BY_CLUSTER = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions",
+                        "spark.driver.extraClassPath")
+# The driver JVM of a Lambda lives for minutes and runs small jobs: C1 alone compiles sooner and cheaper than C1+C2.
+SHORT_RUN_JIT = ("-XX:TieredStopAtLevel=1",)
+ARCHIVE_FORMAT = "3"  # part of the archive's key: bump it when the training workload changes
+TUNING_VARIABLE = "WAP_SPARK_STARTUP_TUNING"
 
 
 @dataclass(frozen=True)
@@ -82,6 +100,11 @@ def spark_conf_for(
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={settings.work_dir / 'spark'}",
     }
+    if local_jars and settings.jars:
+        # The same jars on the driver's own classpath (as in a Spark distribution's jars/): loaded by the JVM's
+        # application class loader, which maps them from the class-data archive without reading the jars. Absent
+        # without local jars: a cluster (EMR) keeps its own driver classpath.
+        conf["spark.driver.extraClassPath"] = ":".join(str(p) for p in settings.jars)
     if settings.s3_endpoint:
         conf[f"{cat}.s3.endpoint"] = settings.s3_endpoint
         conf[f"{cat}.s3.path-style-access"] = "true"
@@ -108,23 +131,142 @@ def nessie_oauth2_conf(credentials: ClientCredentials) -> dict[str, str]:
     return conf
 
 
-def spark_session_for(conf: dict[str, str], *, submitted: bool = False, work_dir: Path | None = None) -> Any:
+def spark_session_for(
+    conf: dict[str, str], *, submitted: bool = False, work_dir: Path | None = None, tuning: bool | None = None
+) -> Any:
     """Start (or join) the process's session. `submitted`: started by spark-submit (an EMR job, or its local run),
-    whose master, jars and driver sizing come from the submission; only the catalog settings are added here."""
+    whose master, jars and driver sizing come from the submission; only the catalog settings are added here.
+    `tuning`: the cold-start cuts (class-data archive, JIT flags); None: on unless WAP_SPARK_STARTUP_TUNING=off."""
+    began = time.time()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName("wap-ingest")
+    archive = None
     if submitted:
         conf = {k: v for k, v in conf.items() if k not in SUBMITTED_BY_CLUSTER}
     else:
         if work_dir is not None:
             (work_dir / "spark").mkdir(parents=True, exist_ok=True)
         builder = builder.master("local[*]")
+        if tuning_from(os.environ) if tuning is None else tuning:
+            archive = class_data_archive(jars_in(conf), os.environ)
+            conf = with_java_options(conf, startup_java_options(archive))
+            # spark-submit's scripts otherwise start a Python interpreter to find it (pyspark's find-spark-home).
+            os.environ.setdefault("SPARK_HOME", str(spark_home()))
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    log.info("Spark started", extra={"spark_startup": startup_times(session, began, archive)})
     return session
+
+
+def tuning_from(env: Mapping[str, str]) -> bool:
+    value = env.get(TUNING_VARIABLE, "on").strip().lower() or "on"
+    if value not in ("on", "off"):
+        raise ConfigError(f"{TUNING_VARIABLE}={value!r}: use `on` (the default) or `off`. Fix: unset it.")
+    return value == "on"
+
+
+def startup_java_options(archive: Path | None) -> list[str]:
+    """The driver JVM's cold-start options: the class-data archive when there is one, and the JIT flags."""
+    return ([f"-XX:SharedArchiveFile={archive}"] if archive is not None else []) + list(SHORT_RUN_JIT)
+
+
+def with_java_options(conf: Mapping[str, str], options: Sequence[str]) -> dict[str, str]:
+    key = "spark.driver.extraJavaOptions"
+    return dict(conf) | {key: " ".join([conf.get(key, ""), *options]).strip()}
+
+
+def jars_in(conf: Mapping[str, str]) -> list[Path]:
+    return [Path(p) for p in conf.get("spark.jars", "").split(",") if p.strip()]
+
+
+def spark_java(env: Mapping[str, str]) -> Path | None:
+    """The java that spark-submit runs (pyspark's bin/spark-class): $JAVA_HOME/bin/java, else `java` on the PATH."""
+    home = env.get("JAVA_HOME", "").strip()
+    if home:
+        return Path(home) / "bin" / "java"
+    found = shutil.which("java", path=env.get("PATH"))
+    return Path(found) if found else None
+
+
+def spark_home() -> Path:
+    """The Spark that pyspark launches (SPARK_HOME, or the pyspark package), as pyspark itself finds it."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home())  # type: ignore[no-untyped-call]
+
+
+def archive_dir_for(jars: Sequence[Path]) -> Path | None:
+    """Where the archive lives: `cds/` beside the folder of the jars (.cache/jars/cds locally, /opt/wap/cds in the
+    image), so it goes with what it was built from."""
+    return jars[0].resolve().parent.parent / "cds" if jars else None
+
+
+def archive_key(java: Path, home: Path, jars: Sequence[Path]) -> str:
+    """What an archive is valid for: the JVM build (its `release` file, libjvm and base archive) and every jar of the
+    driver's classes (Spark's own and spark.jars), each by path, size and modification time. Any change gives
+    another key, so a stale archive is never used (the JVM would refuse it, silently, at a cost)."""
+    real = java.resolve()
+    java_home = real.parent.parent
+    release = java_home / "release"
+    parts = [ARCHIVE_FORMAT, str(real), release.read_text() if release.is_file() else _stamp(real)]
+    parts += [_stamp(p) for p in sorted(java_home.glob("lib/server/*")) if p.suffix in (".so", ".jsa")]
+    parts += [_stamp(p) for p in sorted((home / "jars").glob("*.jar"))]
+    parts += sorted(_stamp(p.resolve()) for p in jars)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def archive_path_for(jars: Sequence[Path], env: Mapping[str, str]) -> Path | None:
+    """Where the archive for this java and these jars is (or would be); None without jars or java."""
+    folder, java = archive_dir_for(jars), spark_java(env)
+    if folder is None or java is None or not java.exists():
+        return None
+    return folder / f"spark-{archive_key(java, spark_home(), jars)}.jsa"
+
+
+def class_data_archive(jars: Sequence[Path], env: Mapping[str, str]) -> Path | None:
+    """The archive built for this java and classpath, or None (said in the log, with the fix)."""
+    try:
+        path = archive_path_for(jars, env)
+    except OSError as exc:  # a jar vanished meanwhile: Spark will say so; start without the archive
+        log.warning("no class-data archive: %s", exc)
+        return None
+    if path is not None and archive_complete(path):
+        return path
+    log.info("no class-data archive for this java and classpath (%s): the JVM starts without it. Fix: make setup "
+             "(or python scripts/build_cds_archive.py --jars <jars folder>)", path)
+    return None
+
+
+def archive_complete(path: Path) -> bool:
+    """The archive is there with the size its build recorded beside it (`<archive>.json`, written first). Java 17
+    maps the file without checking its length: a truncated archive would crash every JVM that maps it (SIGBUS)."""
+    try:
+        recorded = json.loads(path.with_suffix(".json").read_text()).get("bytes")
+        return isinstance(recorded, int) and path.stat().st_size == recorded
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def startup_times(session: Any, began: float, archive: Path | None) -> dict[str, Any]:
+    """When the start-up's steps happened (epoch seconds): the call (before pyspark's import), the driver JVM's
+    start, Spark's context, ready."""
+    times: dict[str, Any] = {"began_at": round(began, 3), "ready_at": round(time.time(), 3),
+                             "class_data_archive": str(archive) if archive else None}
+    try:
+        jvm = session.sparkContext._jvm
+        times["jvm_started_at"] = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime() / 1000
+        times["context_started_at"] = session.sparkContext.startTime / 1000
+    except Exception as exc:  # only a log line: never fail a start for it
+        times["error"] = str(exc)
+    return times
+
+
+def _stamp(path: Path) -> str:
+    found = path.stat()
+    return f"{path}:{found.st_size}:{found.st_mtime_ns}"
 
 
 class SparkEngine:
@@ -154,7 +296,8 @@ class SparkEngine:
             if self._session is None:
                 started = time.monotonic()
                 self._session = self._start()
-                log.info("Spark session started in %.2fs (once per process)", time.monotonic() - started)
                 if self._on_start is not None:
                     self._on_start(self._session)
+                log.info("Spark session started in %.2fs (once per process)", time.monotonic() - started,
+                         extra={"spark_ready_at": round(time.time(), 3)})
             return self._session
