@@ -12,6 +12,7 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_WAREHOUSE": "warehouse location (default: s3://$LAKE_BUCKET/warehouse)",
     "WAP_AUDITS_FILE": "path of the audits YAML (default: ./audits.yml, else the repository's)",
     "WAP_JARS_DIR": "folder with the pinned Spark jars (default: .cache/jars/spark; `make jars`)",
+    "WAP_SPARK_STARTUP_TUNING": "on (default) or off: the Spark driver's cold-start cuts (class-data archive, C1 JIT)",
     "WAP_SPARK_DRIVER_MEMORY": "Spark driver memory, e.g. 2g (default: 60% of the Lambda's memory, else 2g)",
     "WAP_WORK_DIR": "scratch folder for downloads and Spark (default: $TMPDIR/wap)",
     "WAP_MAIN_BRANCH": "the published branch (default: main)",
