@@ -50,14 +50,17 @@ def _service_for(service: Any, table: str, maintenance: dict[str, int]) -> Any:
     return replace(service, suites=suites)
 
 
-def _metadata_bytes(service: Any, table: str) -> int:
+def _metadata(service: Any, table: str) -> dict[str, int]:
+    """The table's current metadata file on main: its size, and the lists in it that could grow with history."""
     from wap_ingest.adapters.spark_tables import IcebergTables
     from wap_ingest.core.models import TableRef
 
-    iceberg = IcebergTables(service.ports.writer.spark).iceberg_table(TableRef("wap", table), "main")
-    location = str(iceberg.operations().current().metadataFileLocation())
-    bucket, key = location.removeprefix("s3://").split("/", 1)
-    return int(service.objects._s3.head_object(Bucket=bucket, Key=key)["ContentLength"])
+    current = IcebergTables(service.ports.writer.spark).iceberg_table(TableRef("wap", table), "main").operations(
+    ).current()
+    bucket, key = str(current.metadataFileLocation()).removeprefix("s3://").split("/", 1)
+    return {"metadata_bytes": int(service.objects._s3.head_object(Bucket=bucket, Key=key)["ContentLength"]),
+            "snapshots": int(current.snapshots().size()), "snapshot_log": int(current.snapshotLog().size()),
+            "metadata_log": int(current.previousFiles().size())}
 
 
 def _load(service: Any, table: str, i: int) -> float:
@@ -112,7 +115,7 @@ def load_cost(service: Any, checkpoints: list[int], keep_snapshots: int) -> dict
                  "tenth_load_median_s": round(statistics.median(young_s), 3),
                  "vs_tenth": round(statistics.median(old_s) / statistics.median(young_s), 3),
                  "load_samples_s": [round(t, 3) for t in old_s], "tenth_samples_s": [round(t, 3) for t in young_s],
-                 "metadata_bytes": _metadata_bytes(svc, table), "ledger_lookup_s": round(_lookup_s(svc, table, 1), 4)}
+                 **_metadata(svc, table), "ledger_lookup_s": round(_lookup_s(svc, table, 1), 4)}
         points.append(point)
         print(json.dumps({"keep_snapshots": keep_snapshots, **point}), flush=True)
     first, last = points[0], points[-1]
