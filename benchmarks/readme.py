@@ -16,7 +16,7 @@ def section_from(report_markdown: str, source: str) -> str:
     lines = report_markdown.strip().splitlines()
     title, body = lines[0].removeprefix("# "), lines[1:]
     demoted = [f"##{line}" if line.startswith("## ") else line for line in body]
-    return "\n".join([f"From `{source}` ({title.lower()}):", *demoted])
+    return "\n".join([f"From `{source}` ({title[:1].lower()}{title[1:]}):", *demoted])
 
 
 def update(readme: Path, report_markdown: str, source: str = "benchmarks/results/latest.md") -> bool:
