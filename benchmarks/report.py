@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+FLOOR = "floor: parallel ranged download, pyarrow read, parquet write (zstd level 3, as Iceberg's writer)"
 BASELINE = "baseline (the reference: pyarrow read, PyIceberg append, row-filtered null scan, merge)"
 
 
@@ -22,7 +23,8 @@ def small_file(small: dict[str, Any]) -> list[str]:
         way = small[key]
         lines.append(f"| {label} | {way['warmup_s']} | {way['warm']['median_s']} | "
                      f"{', '.join(map(str, way['warm']['samples_s']))} |")
-    return [*lines, "", f"The event path's extra cost over the direct call: {small['event_path_extra_s']} s.", ""]
+    return [*lines, "", f"The event path's extra cost over the direct call: {small['event_path_extra_s']} s. The "
+            f"service's median seconds per pipeline stage: {_stages(small.get('service_stages_median_s'))}.", ""]
 
 
 def audit_cost(audit: dict[str, Any]) -> list[str]:
@@ -65,7 +67,7 @@ def large_file(large: dict[str, Any]) -> list[str]:
         service = f"service, one-file path, in the bench's process (driver memory {first.get('driver_memory')})"
     floor = large["pyarrow_floor"]
     for name, label in (("service", service), ("baseline", BASELINE),
-                        ("pyarrow_floor", "floor: parallel ranged download, pyarrow read, parquet write (zstd)")):
+                        ("pyarrow_floor", FLOOR)):
         way = large[name]
         if way["rows_per_s"] is None:
             lines.append(f"| {label} | failed: {way['failed']} | - | {way['peak_tree_mib'] or '-'} (until then) | - |")

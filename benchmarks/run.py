@@ -73,16 +73,19 @@ def options_from(args: argparse.Namespace, work: Path) -> Options:
                    function_memory_mb=args.function_memory, work=work)
 
 
-def run_workloads(bench: Bench, chosen: list[int]) -> tuple[dict[str, Any], dict[str, float]]:
-    """(results, seconds each workload took, set-up included)."""
+def run_workloads(bench: Bench, chosen: list[int], loads: dict[str, list[float]]
+                  ) -> tuple[dict[str, Any], dict[str, float]]:
+    """(results, seconds each workload took, set-up included); `loads` gets each one's load averages."""
     results: dict[str, Any] = {}
     spent: dict[str, float] = {}
     for number in chosen:
         workload = WORKLOADS[number]
-        started = time.perf_counter()
+        started, load = time.perf_counter(), os.getloadavg()[0]
         print(f"workload {number}: {workload.name}", file=sys.stderr, flush=True)
         results[workload.name] = workload.run(bench)
         spent[workload.name] = round(time.perf_counter() - started, 1)
+        # The machine's 1-minute load average before and after (2 cores, shared): how loaded it was meanwhile.
+        loads[workload.name] = [round(load, 2), round(os.getloadavg()[0], 2)]
     return results, spent
 
 
@@ -118,11 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     audits = Path(os.environ.get("WAP_AUDITS_FILE", "").strip() or ROOT / "audits.yml")
     os.environ["WAP_AUDITS_FILE"] = str(write_audits(audits, config.state_dir / "audits.yml", bench_audits(options)))
     state = start_stack(config)
+    loads: dict[str, list[float]] = {}
     try:
         env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work"),
                                                                "WAP_SOURCE_BUCKETS": "bench-inbox"}
         os.environ.update(env)
-        results, spent = run_workloads(Bench(env, options), chosen)
+        results, spent = run_workloads(Bench(env, options), chosen, loads)
     finally:
         stop_stack(config)
         shutil.rmtree(options.work, ignore_errors=True)
@@ -134,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "options": {k: v for k, v in vars(args).items() if k != "out"} | {"concurrency": list(options.concurrency)},
         "workloads": chosen,
         "workload_seconds": spent,
+        "workload_load_average": loads,
         "results": results,
     }
     report["targets"] = targets(report)
