@@ -1,61 +1,41 @@
 """Workloads 4 and 5: one large file (benchmarks/flights.py), each way of ingesting it run as its own process
-whose tree's peak memory is sampled (benchmarks/memory.py):
+(benchmarks/large_workers.py) whose tree's peak memory is sampled (benchmarks/memory.py):
 
 4. the service's one-file path, `service.ingest(source)` as the function runs it (Spark local[*], the driver
-   memory the function gets from AWS_LAMBDA_FUNCTION_MEMORY_SIZE), after a warm-up file in the same process;
-   the baseline (benchmarks/baseline.py: PyIceberg append, full-scan null check, merge); and the physical
-   floor, a plain pyarrow read of the same local file and write to parquet;
+   memory the function gets from AWS_LAMBDA_FUNCTION_MEMORY_SIZE); the baseline (the reference, benchmarks/
+   baseline.py); and the floor (download, pyarrow read, parquet write). Each run of each way has a fresh table
+   of its own, and the service and the baseline each ingest the same warm-up file into it first (untimed);
 5. the EMR job entry point under spark-submit: the job is submitted through the service (`jobs.submit`, the
    request the function sends) and run as the local stack's EMR runner runs it (`wap_ingest.local.emr.run_job`).
 
 A failure of the service's path or of the EMR job (an outcome other than published, a crashed JVM) is recorded
 as that way's result, with the path of its whole output under <stack dir>/logs/large-file/, and the bench goes
 on; a failure of the baseline or the floor (the references) ends it.
-
-The parent side (`LargeFile`) prepares the files and the processes; the worker side is this module's command:
-
-    python -m benchmarks.large_file {service,baseline,floor,emr} ...   (prints one JSON line last)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.flights import NOT_NULL_COLUMN, write_flights
+from benchmarks.large_workers import WARM_ROWS, ingest_with_service
 from benchmarks.memory import Measured, run_measured
 
 ROOT = Path(__file__).resolve().parents[1]
 INBOX = "bench-inbox"
 FUNCTION_MEMORY_MB = 4096  # the function's memory: WAP_SPARK_DRIVER_MEMORY defaults to 60% of it
 JVM_CRASH = "A fatal error has been detected by the Java Runtime Environment"
-# What the large tables audit: the column the baseline's full scan checks (bench_emr: workload 5).
-AUDITS = {"bench_large": [{"check": "not_null", "columns": [NOT_NULL_COLUMN]}, {"check": "row_count", "min": 1}],
-          "bench_emr": [{"check": "not_null", "columns": [NOT_NULL_COLUMN]}, {"check": "row_count", "min": 1}]}
-
-
-def audits_with_large_tables(base: Path, target: Path) -> Path:
-    """The audits file the stack runs with: `base` plus the large-file tables' suites."""
-    import yaml
-
-    document = yaml.safe_load(base.read_text(encoding="utf-8")) or {}
-    document.setdefault("tables", {}).update(AUDITS)
-    target.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return target
-
-
 # --- the parent side -------------------------------------------------------------------------------------
 
 
 def _worker(mode: str, *arguments: str) -> list[str]:
-    return [sys.executable, "-m", "benchmarks.large_file", mode, *arguments]
+    return [sys.executable, "-m", "benchmarks.large_workers", mode, *arguments]
 
 
 class WorkerError(RuntimeError):
@@ -85,6 +65,12 @@ def _result(measured: Measured, what: str, log: Path) -> dict[str, Any]:
                      "memory_samples": measured.samples}
 
 
+def pq_row_groups(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_row_groups)
+
+
 def _summary(runs: list[dict[str, Any]], rows: int) -> dict[str, Any]:
     """Medians over the runs that did their work; the largest peak over all (a failed run's until it failed)."""
     done = [r for r in runs if "failed" not in r]
@@ -93,8 +79,10 @@ def _summary(runs: list[dict[str, Any]], rows: int) -> dict[str, Any]:
     if not done:
         return summary | {"median_s": None, "rows_per_s": None, "samples_s": [], "failed": runs[0]["failed"]}
     seconds = statistics.median(r["seconds"] for r in done)
+    steps = {name for r in done for name in r.get("stages_s", {})}
+    stages = {name: round(statistics.median(r["stages_s"].get(name, 0.0) for r in done), 3) for name in sorted(steps)}
     return summary | {"median_s": round(seconds, 3), "rows_per_s": round(rows / seconds),
-                      "samples_s": [r["seconds"] for r in done]}
+                      "samples_s": [r["seconds"] for r in done], "stages_median_s": stages}
 
 
 def _worker_env(env: dict[str, str]) -> dict[str, str]:
@@ -113,22 +101,30 @@ class LargeFile:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.path = work / "flights.parquet"
         self.file = write_flights(self.path, rows)
+        self.warm_path = work / "warm.parquet"
+        write_flights(self.warm_path, min(WARM_ROWS, rows))
         self.rows = rows
 
-    def upload(self, key: str) -> None:
+    def upload(self, key: str, path: Path | None = None) -> None:
         # One PUT, not upload_file's multipart upload: with moto, a multipart object's checksum fails boto3's
         # validation when the service downloads it (FlexibleChecksumError).
-        with self.path.open("rb") as body:
+        with (path or self.path).open("rb") as body:
             self.s3.put_object(Bucket=INBOX, Key=key, Body=body)
+
+    def upload_pair(self, prefix: str) -> tuple[str, str]:
+        """(the large file's key, the warm-up file's key) under `prefix` (the table they route to)."""
+        key, warm_key = f"{prefix}/flights.parquet", f"{prefix}/warm.parquet"
+        self.upload(key)
+        self.upload(warm_key, self.warm_path)
+        return key, warm_key
 
     def function_env(self, name: str) -> dict[str, str]:
         env = {k: v for k, v in self.env.items() if k != "WAP_SPARK_DRIVER_MEMORY"}
         return env | {"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.function_memory_mb),
                       "WAP_WORK_DIR": str(self.work / name)}
 
-    def service(self, n: int, warm_key: str) -> dict[str, Any]:
-        key = f"bench_large/r{n}.parquet"
-        self.upload(key)
+    def service(self, n: int) -> dict[str, Any]:
+        key, warm_key = self.upload_pair(f"bench_large_{n}")
         if self.in_process is not None:
             result = ingest_with_service(self.in_process, INBOX, key, warm_key) | {"peak_tree_mib": None,
                                                                                      "in_process": True}
@@ -146,37 +142,35 @@ class LargeFile:
         return result
 
     def baseline(self, n: int) -> dict[str, Any]:
-        key = f"baseline_large/{n}.parquet"
-        self.upload(key)
-        measured = run_measured(_worker("baseline", "--bucket", INBOX, "--key", key, "--table", "wap.baseline_large"),
-                                self.env, cwd=self.logs)
+        key, warm_key = self.upload_pair(f"baseline_large_{n}")
+        measured = run_measured(_worker("baseline", "--bucket", INBOX, "--key", key, "--warm-key", warm_key,
+                                        "--table", f"wap.baseline_large_{n}"), self.env, cwd=self.logs)
         result = _result(measured, "the baseline", self.logs / f"baseline-{n}.log")
-        if result["nulls"] != 0:
-            raise RuntimeError(f"the baseline found nulls in {NOT_NULL_COLUMN}: {result}")
+        if result["nulls"] != 0 or result["rows"] != self.rows:
+            raise RuntimeError(f"the baseline did not ingest the large file whole: {result}")
         return result
 
     def floor(self, n: int) -> dict[str, Any]:
-        out = self.work / f"floor-{n}.parquet"
-        try:
-            measured = run_measured(_worker("floor", "--path", str(self.path), "--out", str(out)), self.env,
-                                    cwd=self.logs)
-        finally:
-            out.unlink(missing_ok=True)
-        return _result(measured, "the pyarrow floor", self.logs / f"floor-{n}.log")
+        key, warm_key = self.upload_pair(f"floor_{n}")
+        measured = run_measured(_worker("floor", "--bucket", INBOX, "--key", key, "--warm-key", warm_key, "--out",
+                                        str(self.work / f"floor-{n}.parquet")), self.env, cwd=self.logs)
+        return _result(measured, "the floor", self.logs / f"floor-{n}.log")
 
-    def compare(self, runs: int, put_warm: Any) -> dict[str, Any]:
-        """Workload 4: each way `runs` times, medians and the largest peak. Runs append to one table per way
-        (wap.bench_large, wap.baseline_large): the baseline's full scan reads what earlier runs appended."""
+    def compare(self, runs: int) -> dict[str, Any]:
+        """Workload 4: each way `runs` times (interleaved), medians and the largest peak."""
         service, baseline, floor = [], [], []
         for n in range(runs):
-            warm_key = f"bench_large_warmup/w{n}.parquet"
-            put_warm(INBOX, warm_key, 1000)
-            service.append(self.service(n, warm_key))
+            service.append(self.service(n))
             baseline.append(self.baseline(n))
             floor.append(self.floor(n))
-        return {"file": self.file, "function_memory_mb": self.function_memory_mb,
+        done = [r for r in floor if "failed" not in r]
+        snappy = statistics.median(r["seconds_snappy"] for r in done) if done else None
+        return {"file": self.file | {"row_groups": pq_row_groups(self.path)},
+                "function_memory_mb": self.function_memory_mb,
                 "service": _summary(service, self.rows), "baseline": _summary(baseline, self.rows),
-                "pyarrow_floor": _summary(floor, self.rows)}
+                "pyarrow_floor": _summary(floor, self.rows) | {
+                    "codec": "zstd", "median_s_snappy": snappy,
+                    "rows_per_s_snappy": round(self.rows / snappy) if snappy else None}}
 
     def emr(self, service: Any, jars: Path) -> dict[str, Any]:
         """Workload 5: the job submitted through the service's port, run with spark-submit as the local runner
@@ -212,90 +206,3 @@ class LargeFile:
                       "rows_per_s": round(self.rows / result["seconds"]), "peak_tree_mib": result["peak_tree_mib"]}
 
 
-# --- the worker side: one process per measurement --------------------------------------------------------
-
-
-def ingest_with_service(service: Any, bucket: str, key: str, warm_key: str) -> dict[str, Any]:
-    from wap_ingest.core.models import SourceObject
-
-    started = time.perf_counter()
-    warm = service.ingest(SourceObject(bucket, warm_key))  # the JVM, the session and the catalog classes
-    warmed = time.perf_counter()
-    outcome = service.ingest(SourceObject(bucket, key))
-    seconds = time.perf_counter() - warmed
-    return {"status": outcome.status.value, "rows": outcome.rows, "seconds": round(seconds, 3),
-            "warmup_s": round(warmed - started, 3), "warmup_status": warm.status.value,
-            "driver_memory": service.settings.spark_driver_memory,
-            "audited": [f"{c.check} {c.target}" for c in outcome.report.checks] if outcome.report else [],
-            "stages_s": {k: round(v, 3) for k, v in outcome.timings.items()}}
-
-
-def ingest_with_baseline(bucket: str, key: str, table: str) -> dict[str, Any]:
-    import boto3
-
-    from benchmarks.baseline import Baseline
-
-    times = Baseline(os.environ["NESSIE_ENDPOINT"], boto3.client("s3")).ingest(bucket, key, table, NOT_NULL_COLUMN)
-    return {"seconds": round(times.total, 3), "nulls": times.nulls,
-            "stages_s": {"append": round(times.append, 3), "audit": round(times.audit, 3),
-                         "merge": round(times.merge, 3)}}
-
-
-def read_and_write(path: Path, out: Path) -> dict[str, Any]:
-    import pyarrow.parquet as pq
-
-    started = time.perf_counter()
-    table = pq.read_table(path)
-    pq.write_table(table, out)
-    return {"seconds": round(time.perf_counter() - started, 3), "rows": table.num_rows}
-
-
-def run_emr_job(application_id: str, job_run_id: str, work_dir: Path, jars: Path) -> dict[str, Any]:
-    import boto3
-
-    from wap_ingest.local.emr import run_job
-
-    started = time.perf_counter()
-    code = run_job(boto3.client("emr-serverless"), boto3.client("s3"), application_id, job_run_id, work_dir, jars)
-    seconds = time.perf_counter() - started
-    log = (work_dir / job_run_id / "driver.log").read_text(errors="replace").splitlines()
-    outcome = next((line for line in reversed(log) if line.startswith('{"job_run_id"')), None)
-    return {"exit_code": code, "seconds": round(seconds, 3), "outcome": json.loads(outcome) if outcome else None}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="One measured way of ingesting the large file")
-    modes = parser.add_subparsers(dest="mode", required=True)
-    service = modes.add_parser("service")
-    baseline = modes.add_parser("baseline")
-    for sub in (service, baseline):
-        sub.add_argument("--bucket", required=True)
-        sub.add_argument("--key", required=True)
-    service.add_argument("--warm-key", required=True)
-    baseline.add_argument("--table", required=True)
-    floor = modes.add_parser("floor")
-    floor.add_argument("--path", type=Path, required=True)
-    floor.add_argument("--out", type=Path, required=True)
-    emr = modes.add_parser("emr")
-    emr.add_argument("--application-id", required=True)
-    emr.add_argument("--job-run-id", required=True)
-    emr.add_argument("--work-dir", type=Path, required=True)
-    emr.add_argument("--jars", type=Path, required=True)
-    args = parser.parse_args(argv)
-    if args.mode == "service":
-        from wap_ingest.bootstrap import build_service
-        from wap_ingest.config import Settings
-
-        result = ingest_with_service(build_service(Settings.from_env()), args.bucket, args.key, args.warm_key)
-    elif args.mode == "baseline":
-        result = ingest_with_baseline(args.bucket, args.key, args.table)
-    elif args.mode == "floor":
-        result = read_and_write(args.path, args.out)
-    else:
-        result = run_emr_job(args.application_id, args.job_run_id, args.work_dir, args.jars)
-    print(json.dumps(result), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The worker side of workloads 4 and 5: one process per measured way, so that its tree's peak memory is its own
+(benchmarks/memory.py). Each prints one JSON line last:
+
+    python -m benchmarks.large_workers {service,baseline,floor,emr} ...
+
+Every way starts the same: its imports, then one untimed warm-up file (the large file's first rows) into the same
+fresh table, then the timed large file. Each reports its seconds per step:
+- service: download (the service's own S3 download, timed around it), then the pipeline's stages (`append`
+  holds the download, Spark's read+write job and the Iceberg commit, and the new files' metrics), and Spark's own
+  jobs (from its status store) to split the write job from the rest;
+- baseline: read (pyarrow from S3), branch, write (data and manifest files), commit, audit, merge;
+- floor: download (the same parallel ranged download as the service), pyarrow read, write with zstd at level 3
+  (the codec and level Iceberg's Spark writer uses by default) and, separately, with snappy (pyarrow's default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+WARM_ROWS = 1_000
+# The level Iceberg's Java writer uses for zstd when the table sets none (parquet-mr's default): the floor writes
+# with the service's codec and level. PyIceberg (the baseline) writes zstd at pyarrow's default level.
+ICEBERG_ZSTD_LEVEL = 3
+
+
+def spark_jobs(spark: Any, since_ms: int) -> list[dict[str, Any]]:
+    """Spark's jobs that started after `since_ms` (epoch ms): description, seconds, tasks. Empty if unavailable."""
+    try:
+        jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(spark._jvm.java.util.ArrayList())  # empty: all
+        found = []
+        for i in range(jobs.size()):
+            job = jobs.apply(i)  # a Scala Seq
+            submitted, completed = job.submissionTime(), job.completionTime()
+            if submitted.isEmpty() or completed.isEmpty() or submitted.get().getTime() < since_ms:
+                continue
+            found.append({"name": str(job.name())[:80], "seconds": (completed.get().getTime() -
+                                                                   submitted.get().getTime()) / 1000,
+                          "tasks": int(job.numTasks())})
+        return sorted(found, key=lambda j: -j["seconds"])
+    except Exception as exc:  # py4j or a Spark without the status store: the stage figures still stand
+        return [{"name": f"unavailable: {type(exc).__name__}", "seconds": None, "tasks": None}]
+
+
+def ingest_with_service(service: Any, bucket: str, key: str, warm_key: str) -> dict[str, Any]:
+    from wap_ingest.core.models import SourceObject
+
+    store, downloads = service.objects, []
+    download = store.download
+
+    def timed_download(source: Any, directory: Path) -> Path:
+        started = time.perf_counter()
+        path = download(source, directory)
+        downloads.append(time.perf_counter() - started)
+        return Path(path)
+
+    store.download = timed_download  # the bench's stopwatch around the service's own download
+    try:
+        started = time.perf_counter()
+        warm = service.ingest(SourceObject(bucket, warm_key))  # the JVM, the session, the catalog classes, the table
+        warmed = time.perf_counter()
+        since_ms = int(time.time() * 1000)
+        outcome = service.ingest(SourceObject(bucket, key))
+        seconds = time.perf_counter() - warmed
+    finally:
+        del store.download  # the class's own method again
+    stages = {k: round(v, 3) for k, v in outcome.timings.items()}
+    return {"status": outcome.status.value, "rows": outcome.rows, "seconds": round(seconds, 3),
+            "warmup_s": round(warmed - started, 3), "warmup_status": warm.status.value,
+            "driver_memory": service.settings.spark_driver_memory, "cores": os.cpu_count(),
+            "audited": [f"{c.check} {c.target}" for c in outcome.report.checks] if outcome.report else [],
+            "stages_s": stages | {"download": round(downloads[-1], 3)},
+            "spark_jobs": spark_jobs(service.engine.session(), since_ms)}
+
+
+def ingest_with_baseline(bucket: str, key: str, warm_key: str, table: str) -> dict[str, Any]:
+    from benchmarks.baseline import Baseline
+    from benchmarks.flights import NOT_NULL_COLUMN
+
+    started = time.perf_counter()
+    baseline = Baseline(os.environ["NESSIE_ENDPOINT"], os.environ.get("AWS_ENDPOINT_URL"),
+                        os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    baseline.ingest(bucket, warm_key, table, NOT_NULL_COLUMN)  # the same warm-up as the service's
+    warmed = time.perf_counter()
+    times = baseline.ingest(bucket, key, table, NOT_NULL_COLUMN)
+    return times.as_dict() | {"warmup_s": round(warmed - started, 3)}
+
+
+def floor(bucket: str, key: str, warm_key: str, out: Path) -> dict[str, Any]:
+    import pyarrow.parquet as pq
+
+    from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
+
+    store = S3ObjectStore(s3_client_for(os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+                                        os.environ.get("AWS_ENDPOINT_URL"), 60.0))
+
+    def copy(key: str, scratch: Path) -> tuple[dict[str, float], int]:
+        source = store.head(bucket, key)
+        started = time.perf_counter()
+        staged = store.download(source, scratch)
+        downloaded = time.perf_counter()
+        table = pq.read_table(staged)
+        read = time.perf_counter()
+        pq.write_table(table, out, compression="zstd", compression_level=ICEBERG_ZSTD_LEVEL)
+        written = time.perf_counter()
+        pq.write_table(table, out, compression="snappy")
+        steps = {"download": downloaded - started, "read": read - downloaded, "write_zstd": written - read,
+                 "write_snappy": time.perf_counter() - written}
+        staged.unlink()
+        return steps, table.num_rows
+
+    with tempfile.TemporaryDirectory(dir=out.parent) as scratch:
+        copy(warm_key, Path(scratch))  # the same warm-up as the other ways (the lazy imports of pyarrow's readers)
+        steps, rows = copy(key, Path(scratch))
+    out.unlink(missing_ok=True)
+    common = steps["download"] + steps["read"]
+    return {"seconds": round(common + steps["write_zstd"], 3), "rows": rows,
+            "seconds_snappy": round(common + steps["write_snappy"], 3),
+            "stages_s": {k: round(v, 3) for k, v in steps.items()}}
+
+
+def run_emr_job(application_id: str, job_run_id: str, work_dir: Path, jars: Path) -> dict[str, Any]:
+    import boto3
+
+    from wap_ingest.local.emr import run_job
+
+    started = time.perf_counter()
+    code = run_job(boto3.client("emr-serverless"), boto3.client("s3"), application_id, job_run_id, work_dir, jars)
+    seconds = time.perf_counter() - started
+    log = (work_dir / job_run_id / "driver.log").read_text(errors="replace").splitlines()
+    outcome = next((line for line in reversed(log) if line.startswith('{"job_run_id"')), None)
+    return {"exit_code": code, "seconds": round(seconds, 3), "outcome": json.loads(outcome) if outcome else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="One measured way of ingesting the large file")
+    modes = parser.add_subparsers(dest="mode", required=True)
+    service, baseline, floor_mode = modes.add_parser("service"), modes.add_parser("baseline"), modes.add_parser("floor")
+    for sub in (service, baseline, floor_mode):
+        sub.add_argument("--bucket", required=True)
+        sub.add_argument("--key", required=True)
+    for sub in (service, baseline, floor_mode):
+        sub.add_argument("--warm-key", required=True)
+    baseline.add_argument("--table", required=True)
+    floor_mode.add_argument("--out", type=Path, required=True)
+    emr = modes.add_parser("emr")
+    emr.add_argument("--application-id", required=True)
+    emr.add_argument("--job-run-id", required=True)
+    emr.add_argument("--work-dir", type=Path, required=True)
+    emr.add_argument("--jars", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.mode == "service":
+        from wap_ingest.bootstrap import build_service
+        from wap_ingest.config import Settings
+
+        result = ingest_with_service(build_service(Settings.from_env()), args.bucket, args.key, args.warm_key)
+    elif args.mode == "baseline":
+        result = ingest_with_baseline(args.bucket, args.key, args.warm_key, args.table)
+    elif args.mode == "floor":
+        result = floor(args.bucket, args.key, args.warm_key, args.out)
+    else:
+        result = run_emr_job(args.application_id, args.job_run_id, args.work_dir, args.jars)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

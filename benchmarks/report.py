@@ -1,0 +1,110 @@
+"""latest.md: the report's tables, one per workload that ran, then the targets (every figure from latest.json)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+FLOOR = "floor: parallel ranged download, pyarrow read, parquet write (zstd level 3, as Iceberg's writer)"
+BASELINE = "baseline (the reference: pyarrow read, PyIceberg append, row-filtered null scan, merge)"
+
+
+def _stages(stages: dict[str, float] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in (stages or {}).items()) or "-"
+
+
+def small_file(small: dict[str, Any]) -> list[str]:
+    rows = [("service, pipeline called directly", "service_direct"), (BASELINE, "baseline"),
+            ("engine alone: plain Spark + Iceberg append to main, same session", "engine_alone"),
+            ("service, event path (S3 -> SQS -> worker, 0.25 s window -> Lambda runtime, polled)",
+             "service_event_path")]
+    lines = [f"## 1. One small file ({small['rows']:,} rows) to main", "", f"Suite: {small['suite']}.", "",
+             "| path | warm-up (s) | warm median (s) | samples (s) |", "|---|---|---|---|"]
+    for label, key in rows:
+        way = small[key]
+        lines.append(f"| {label} | {way['warmup_s']} | {way['warm']['median_s']} | "
+                     f"{', '.join(map(str, way['warm']['samples_s']))} |")
+    return [*lines, "", f"The event path's extra cost over the direct call: {small['event_path_extra_s']} s. The "
+            f"service's median seconds per pipeline stage: {_stages(small.get('service_stages_median_s'))}.", ""]
+
+
+def audit_cost(audit: dict[str, Any]) -> list[str]:
+    lines = ["## 2. Audit of a 1,000-row append against table size", "",
+             "| table rows | service audit, median (s) | baseline, the reference's row-filtered scan, median (s) |",
+             "|---|---|---|"]
+    for size in sorted(audit, key=int):
+        lines.append(f"| {int(size):,} | {audit[size]['service_audit']['median_s']} | "
+                     f"{audit[size]['baseline_reference_audit']['median_s']} |")
+    return [*lines, ""]
+
+
+def burst(found: dict[str, Any]) -> list[str]:
+    lines = [f"## 3. Burst of {found['files']} small files for one table", "",
+             "| concurrency | path | merges into main | seconds | files/min | service / baseline |",
+             "|---|---|---|---|---|---|"]
+    for concurrency, pair in found["by_concurrency"].items():
+        s, b = pair["service_direct"], pair["baseline"]
+        lines.append(f"| {concurrency} | service, direct (batches of {s['batch']}) | {s['merges']} | {s['seconds']} | "
+                     f"{s['files_per_minute']} | {pair['ratio']} |")
+        lines.append(f"| {concurrency} | baseline ({b['conflicts']} merge conflicts run again) | {b['merges']} | "
+                     f"{b['seconds']} | {b['files_per_minute']} | |")
+    e = found["service_event_path"]
+    lines.append(f"| the stack's | service, event path | {e['merges']} | {e['seconds']} | {e['files_per_minute']} | |")
+    return [*lines, ""]
+
+
+def large_file(large: dict[str, Any]) -> list[str]:
+    file = large["file"]
+    lines = [f"## 4. One large file ({file['rows']:,} rows, {file['bytes'] / 2**20:.0f} MiB parquet, "
+             f"{file.get('row_groups', '?')} row groups)", "",
+             f"File: {file['source']}. Each run: a fresh table per way, one warm-up file into it first (untimed). "
+             "Peak memory: the largest sum of resident memory over the process and its children (the Spark JVM "
+             "included), sampled every 0.1 s.", "",
+             "| path | median (s) | rows/s | peak memory (MiB) | median seconds per step |", "|---|---|---|---|---|"]
+    first = large["service"]["runs"][0]
+    service = (f"service, one-file path (Spark local[*], driver memory {first.get('driver_memory', '60%')} of "
+               f"a {large['function_memory_mb']} MB function)")
+    if first.get("in_process"):
+        service = f"service, one-file path, in the bench's process (driver memory {first.get('driver_memory')})"
+    floor = large["pyarrow_floor"]
+    for name, label in (("service", service), ("baseline", BASELINE),
+                        ("pyarrow_floor", FLOOR)):
+        way = large[name]
+        if way["rows_per_s"] is None:
+            lines.append(f"| {label} | failed: {way['failed']} | - | {way['peak_tree_mib'] or '-'} (until then) | - |")
+        else:
+            lines.append(f"| {label} | {way['median_s']} | {way['rows_per_s']:,} | {way['peak_tree_mib'] or '-'} | "
+                         f"{_stages(way.get('stages_median_s'))} |")
+    lines += ["", f"The floor with snappy (pyarrow's default codec) instead: {floor.get('median_s_snappy')} s, "
+              f"{floor.get('rows_per_s_snappy')} rows/s.", ""]
+    jobs = first.get("spark_jobs") or []
+    if jobs and jobs[0].get("seconds") is not None:
+        lines += ["The service's Spark jobs in its first run (longest first): " + "; ".join(
+            f"{j['name']} {j['seconds']} s ({j['tasks']} tasks)" for j in jobs[:4]) + ".", ""]
+    return lines
+
+
+def emr_job(emr: dict[str, Any]) -> list[str]:
+    return ["## 5. EMR job entry point under spark-submit (same file)", "",
+            "| job | spark-submit wall (s) | rows/s | peak memory (MiB) |", "|---|---|---|---|",
+            f"| {emr['master']}, driver {emr['driver_memory']} | "
+            + (f"failed: {emr['failed']} | - | " if emr["rows_per_s"] is None else
+               f"{emr['spark_submit_s']} | {emr['rows_per_s']:,} | ") + f"{emr['peak_tree_mib'] or '-'} |", ""]
+
+
+SECTIONS = {"small_file": small_file, "audit_cost": audit_cost, "burst": burst, "large_file": large_file,
+            "emr_job": emr_job}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# Benchmark results ({report['finished_at']})", "", f"Machine: {report['machine']}", ""]
+    for name, found in report["results"].items():
+        if name in SECTIONS:
+            lines += SECTIONS[name](found)
+    lines += ["## Targets", "", "| target | value | goal | met | from |", "|---|---|---|---|---|"]
+    for t in report["targets"]:
+        value = t["value"] if t["value"] is not None else "-"
+        note = f" ({t['note']})" if t.get("note") else ""
+        inputs = "; ".join(f"{k.removeprefix('results.')} = {v}" for k, v in t["inputs"].items())
+        lines.append(f"| {t['name']} | {value} | {t['target']} | {'yes' if t['met'] else 'no'}{note} | "
+                     f"{t['formula']}: {inputs or '-'} |")
+    return "\n".join(lines) + "\n"
