@@ -55,7 +55,7 @@ from typing import Any
 
 import requests
 
-from benchmarks.run import Bench, published_keys
+from benchmarks.common import Bench, Options, published_keys
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
 INBOX = "bench-inbox"
@@ -361,7 +361,9 @@ def measure(variants: dict[str, dict[str, Any]], runs: int, warm: int = 1) -> di
         env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work"),
                                                                "WAP_SOURCE_BUCKETS": INBOX}
         os.environ.update(env)
-        environments = Environments(config, state, Bench(env, state))
+        options = Options(smoke=False, runs=1, burst=0, burst_batch=1, concurrency=(1,), large_rows=0, large_runs=0,
+                          function_memory_mb=4096, work=config.state_dir / "large")  # only put() and the service
+        environments = Environments(config, state, Bench(env, options))
         environments.cold_run(variants[next(iter(variants))], 1000)  # creates the table: not measured
         for run in range(1, runs + 1):
             for name, variant in variants.items():

@@ -30,8 +30,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 RESULTS = Path(__file__).resolve().parent / "results"
-INBOX = "bench-history"
+INBOX = "bench-history"  # the standalone run's (benchmarks.run passes its own inbox)
 WINDOW = 5  # the loads before each checkpoint whose median is reported
+_BUCKET = [INBOX]  # where this run's files go (a source bucket of the service)
 
 
 def small_parquet(rows: int, seed: int) -> bytes:
@@ -64,12 +65,13 @@ def _metadata(service: Any, table: str) -> dict[str, int]:
 
 
 def _load(service: Any, table: str, i: int) -> float:
+    bucket = _BUCKET[0]
     from wap_ingest.core.models import OutcomeStatus, SourceObject
 
     key = f"{table}/f{i:05}.parquet"
-    service.objects._s3.put_object(Bucket=INBOX, Key=key, Body=small_parquet(100, i * 100))
+    service.objects._s3.put_object(Bucket=bucket, Key=key, Body=small_parquet(100, i * 100))
     started = time.perf_counter()
-    outcome = service.ingest(SourceObject(INBOX, key))
+    outcome = service.ingest(SourceObject(bucket, key))
     elapsed = time.perf_counter() - started
     if outcome.status is not OutcomeStatus.PUBLISHED:
         raise RuntimeError(f"load {i} of {table}: {outcome.status.value}: {outcome.message}")
@@ -80,14 +82,14 @@ def _lookup_s(service: Any, table: str, i: int, runs: int = 5) -> float:
     """The exactly-once lookup alone: the ledger entry of load `i` on main (median of `runs`)."""
     from wap_ingest.core.models import SourceObject, TableRef
 
-    source = service.objects.head(INBOX, f"{table}/f{i:05}.parquet")
+    source = service.objects.head(_BUCKET[0], f"{table}/f{i:05}.parquet")
     samples = []
     for _ in range(runs):
         started = time.perf_counter()
         found = service.ports.catalog.find_published("main", TableRef("wap", table), [source.identity])
         samples.append(time.perf_counter() - started)
         if source.identity not in found:
-            raise RuntimeError(f"{SourceObject(INBOX, source.key).uri} has no ledger entry on main")
+            raise RuntimeError(f"{SourceObject(_BUCKET[0], source.key).uri} has no ledger entry on main")
     return statistics.median(samples)
 
 
@@ -164,9 +166,11 @@ def compaction(service: Any, files: int) -> dict[str, Any]:
             "full_scan_after_s": round(scan_after, 3), "full_scan_after_vs_before": round(scan_after / scan_before, 3)}
 
 
-def run(service: Any, checkpoints: list[int], unbounded: bool, compaction_files: int) -> dict[str, Any]:
-    """The workload on a running stack's service (benchmarks.run registers it as workload 6)."""
-    service.objects._s3.create_bucket(Bucket=INBOX)
+def run(service: Any, checkpoints: list[int], unbounded: bool, compaction_files: int, bucket: str = INBOX
+        ) -> dict[str, Any]:
+    """The workload on a running stack's service, its files in `bucket` (benchmarks.run registers it as workload
+    6). `last_load_median_s` / `tenth_load_median_s`: the last checkpoint's pair, the target's raw figures."""
+    _BUCKET[0] = bucket  # an existing source bucket of the service
     warm = f"warmup_{uuid.uuid4().hex[:8]}"  # the engine's start and first jobs are not the history's cost
     for i in range(WINDOW):
         _load(_service_for(service, warm, {}), warm, i)
@@ -175,6 +179,9 @@ def run(service: Any, checkpoints: list[int], unbounded: bool, compaction_files:
         results["unbounded"] = load_cost(service, checkpoints, keep_snapshots=100_000)
     if compaction_files:
         results["compaction"] = compaction(service, compaction_files)
+    last = results["bounded"]["checkpoints"][-1]
+    results |= {"last_loads": last["loads"], "last_load_median_s": last["load_median_s"],
+                "tenth_load_median_s": last["tenth_load_median_s"]}
     return results
 
 
@@ -201,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                "WAP_SOURCE_BUCKETS": INBOX}
         os.environ.update(env)
         service = build_service(Settings.from_env(env))
+        service.objects._s3.create_bucket(Bucket=INBOX)
         started = time.perf_counter()
         results = run(service, sorted(int(n) for n in args.loads.split(",")), args.unbounded, args.compaction_files)
         results["seconds"] = round(time.perf_counter() - started, 1)

@@ -91,8 +91,25 @@ def emr_job(emr: dict[str, Any]) -> list[str]:
                f"{emr['spark_submit_s']} | {emr['rows_per_s']:,} | ") + f"{emr['peak_tree_mib'] or '-'} |", ""]
 
 
+def history(found: dict[str, Any]) -> list[str]:
+    lines = ["## 6. Load cost against table history (the ingestion's snapshot trim, keep_snapshots 50)", "",
+             "| loads behind | load median s | a fresh table's 10th, same moment | ratio | metadata bytes | snapshots "
+             "| ledger lookup s |", "|---|---|---|---|---|---|---|"]
+    for p in found["bounded"]["checkpoints"]:
+        lines.append(f"| {p['loads']} | {p['load_median_s']} | {p['tenth_load_median_s']} | {p['vs_tenth']} | "
+                     f"{p['metadata_bytes']} | {p['snapshots']} | {p['ledger_lookup_s']} |")
+    if "compaction" in found:
+        c = found["compaction"]
+        before, after = c["report"]["before"], c["report"]["after"]
+        lines += ["", f"Compaction of {c['files']} small files by `wap maintain` ({c['maintain_s']} s): data files "
+                  f"{before['data_files']} -> {after['data_files']}, bytes {before['data_bytes']} -> "
+                  f"{after['data_bytes']}, same rows and checksum: {c['same_rows']}, full scan "
+                  f"{c['full_scan_before_s']} s -> {c['full_scan_after_s']} s."]
+    return [*lines, ""]
+
+
 SECTIONS = {"small_file": small_file, "audit_cost": audit_cost, "burst": burst, "large_file": large_file,
-            "emr_job": emr_job}
+            "emr_job": emr_job, "history": history}
 
 
 def markdown(report: dict[str, Any]) -> str:

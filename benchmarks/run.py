@@ -11,7 +11,9 @@ Workloads (registered in WORKLOADS below; each in its own module):
   3. a burst of small files for one table (benchmarks/burst.py): both sides at concurrency 1 and 4;
   4. one large file (benchmarks/large_file.py): the service, the baseline, the floor: seconds per step, rows/s
      and each process tree's peak memory;
-  5. the EMR job entry point under spark-submit on the same file.
+  5. the EMR job entry point under spark-submit on the same file;
+  6. load cost against table history and the measured compaction (benchmarks/history.py): the 10th, 100th and
+     1,000th load into one table, the metadata file's size, then 200 small files compacted by `wap maintain`.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import audit_cost, burst, readme, small_file
-from benchmarks.common import RESULTS, ROOT, Bench, Options, bench_audits, write_audits
+from benchmarks import audit_cost, burst, history, readme, small_file
+from benchmarks.common import INBOX, RESULTS, ROOT, Bench, Options, bench_audits, write_audits
 from benchmarks.large_file import LargeFile
 from benchmarks.report import markdown
 from benchmarks.targets import targets
@@ -54,14 +56,16 @@ def _large_file(bench: Bench) -> LargeFile:
     return large
 
 
-# One line per workload. A new one (e.g. 6: Workload("history", history.run), load cost against table history)
-# is a module with `run(bench) -> dict` and its line here; its section in report.SECTIONS is optional.
+# One line per workload: a module with `run(...) -> dict` and its line here; its section in report.SECTIONS is
+# optional.
 WORKLOADS: dict[int, Workload] = {
     1: Workload("small_file", small_file.run),
     2: Workload("audit_cost", audit_cost.run),
     3: Workload("burst", burst.run),
     4: Workload("large_file", lambda bench: _large_file(bench).compare(bench.options.large_runs)),
     5: Workload("emr_job", lambda bench: _large_file(bench).emr(bench.service, ROOT / ".cache" / "jars" / "spark")),
+    6: Workload("history", lambda bench: history.run(bench.service, [2, 4] if bench.options.smoke else [10, 100, 1000],
+                                                     False, 6 if bench.options.smoke else 200, bucket=INBOX)),
 }
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 COLD_START_FILE = Path(__file__).resolve().parent / "results" / "cold_start.json"
+HISTORY_FILE = Path(__file__).resolve().parent / "results" / "history.json"
 COMPARE: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, "<": operator.lt, ">=": operator.ge,
                                                       ">": operator.gt}
 
@@ -65,6 +66,23 @@ def cold_start(report: Mapping[str, Any], file: Path = COLD_START_FILE) -> dict[
     return _missing(name, target, "the cold-start workload (benchmarks/cold_start.py) has no result yet")
 
 
+def history(report: Mapping[str, Any], file: Path = HISTORY_FILE) -> dict[str, Any]:
+    """Issue 15: a load into a table with 1,000 loads behind it against a fresh table's 10th load, timed alternately
+    (workload 6, benchmarks/history.py); from its own run's history.json when workload 6 did not run."""
+    name, target = "load_1000th_vs_10th", "<= 1.5"
+    if "history" in report["results"]:
+        return _ratio(report, name, target, "results.history.last_load_median_s",
+                      "results.history.tenth_load_median_s")
+    if file.is_file():
+        found = json.loads(file.read_text())
+        a, b = found.get("last_load_median_s"), found.get("tenth_load_median_s")
+        if isinstance(a, int | float) and isinstance(b, int | float) and b:
+            return _target(name, target, "a / b", {f"{file.name}:last_load_median_s": a,
+                                                   f"{file.name}:tenth_load_median_s": b}, a / b,
+                           f"from {file.name} (workload 6's own run)")
+    return _missing(name, target, "workload 6 (benchmarks/history.py) has no result yet")
+
+
 def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     results = report["results"]
     found: list[dict[str, Any]] = []
@@ -103,6 +121,7 @@ def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     else:
         found += [_missing("large_file_vs_pyarrow_floor", ">= 0.5", "workload 4 did not run"),
                   _missing("large_file_peak_memory_vs_baseline", "< 1.0", "workload 4 did not run")]
+    found.append(history(report))
     return found
 
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TARGETS = ["warm_small_direct_vs_baseline", "wap_overhead_vs_plain_spark_append_s", "cold_first_file_s",
            "audit_10m_vs_10k", "burst_vs_baseline_same_concurrency", "large_file_vs_pyarrow_floor",
-           "large_file_peak_memory_vs_baseline"]
+           "large_file_peak_memory_vs_baseline", "load_1000th_vs_10th"]
 
 
 def recomputed(results: dict[str, Any]) -> dict[str, float | None]:
@@ -37,6 +37,7 @@ def recomputed(results: dict[str, Any]) -> dict[str, float | None]:
             for pair in burst["by_concurrency"].values()),
         "large_file_vs_pyarrow_floor": large["service"]["rows_per_s"] / large["pyarrow_floor"]["rows_per_s"],
         "large_file_peak_memory_vs_baseline": None,  # --smoke runs the service in-process: not measured
+        "load_1000th_vs_10th": results["history"]["last_load_median_s"] / results["history"]["tenth_load_median_s"],
     }
 
 
@@ -55,7 +56,10 @@ def test_benchmark_smoke_run_writes_results_and_targets(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((tmp_path / "latest.json").read_text())
     results = report["results"]
-    assert set(results) == {"small_file", "audit_cost", "burst", "large_file", "emr_job"}
+    assert set(results) == {"small_file", "audit_cost", "burst", "large_file", "emr_job", "history"}
+    history = results["history"]
+    assert [p["loads"] for p in history["bounded"]["checkpoints"]] == [2, 4] and history["last_loads"] == 4
+    assert history["compaction"]["same_rows"] and history["compaction"]["report"]["after"]["data_files"] == 1
     small = results["small_file"]
     assert all(small[way]["warm"]["median_s"] > 0 for way in ("service_direct", "baseline", "engine_alone",
                                                               "service_event_path"))
