@@ -36,6 +36,18 @@ def _not_found(exc: BaseException) -> bool:
     return error_class == "TABLE_OR_VIEW_NOT_FOUND" or "cannot be found" in str(exc)
 
 
+def _no_such_table(exc: BaseException) -> bool:
+    """Iceberg's or Spark's NoSuchTableException in the Java cause chain of a Py4J error (by class, not message)."""
+    java = getattr(exc, "java_exception", None)
+    for _ in range(20):
+        if java is None:
+            return False
+        if str(java.getClass().getSimpleName()) == "NoSuchTableException":
+            return True
+        java = java.getCause()
+    return False
+
+
 class IcebergTables:
     def __init__(self, spark: Any, keep_snapshots: int | None = None) -> None:
         """`keep_snapshots`: after an append, a table whose current metadata lists more than twice this many
@@ -199,7 +211,7 @@ class IcebergTables:
                 snapshot = None if parent is None else iceberg.snapshot(parent)
             return None
         except Exception as exc:
-            if _not_found(exc) or "NoSuchTableException" in type(exc).__name__ + str(exc)[:300]:
+            if _not_found(exc) or _no_such_table(exc):
                 return None
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, table=table.qualified) from exc
 
