@@ -127,12 +127,14 @@ def _queue_empty(sqs: Any, url: str) -> bool:
 def test_a_table_above_its_emr_threshold_is_maintained_by_the_emr_job(
     lake: Lake, local_stack: StackState, stack_env: dict[str, str], capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`wap maintain` of a table above its `emr_above_mb` (tests/data/audits.yml: emr_maintained) starts the job with
-    `--maintain`; the stack's runner runs it with spark-submit, and the job merges the compaction into main."""
+    """`wap maintain` of a table above its `emr_above_mb` (tests/data/audits.yml: emr_maintained, 0: every size)
+    starts the job with `--maintain`; the stack's runner runs it with spark-submit, and the job merges the
+    compaction into main."""
     table = "emr_maintained"
-    for i in range(3):  # each under the large-file threshold: ingested by the function, one small data file each
-        lake.drop(f"{table}/part{i}.csv", csv_bytes(25_000, start=i * 10**6))
-    assert wait_for(lambda: table_rows(lake, f"wap.{table}") == 75_000 or None, "three files on main", timeout=400)
+    for i in range(3):  # one at a time (not one SQS batch): three loads, one small data file each
+        lake.drop(f"{table}/part{i}.csv", csv_bytes(2_000, start=i * 10**6))
+        assert wait_for(lambda n=i: table_rows(lake, f"wap.{table}") == 2_000 * (n + 1) or None,
+                        f"file {i} on main", timeout=400)
     capsys.readouterr()
     assert main(["maintain", table, "--json"]) == 0
     [sent] = json.loads(capsys.readouterr().out)["results"]
@@ -142,7 +144,7 @@ def test_a_table_above_its_emr_threshold_is_maintained_by_the_emr_job(
     [done] = wait_for(lambda: [e for e in ops(capsys, "history", table)["entries"] if e["action"] == "maintained"],
                       "the maintenance merged by the job", timeout=400)
     assert "3 -> 1 data files" in done["how"]
-    assert table_rows(lake, f"wap.{table}") == 75_000
+    assert table_rows(lake, f"wap.{table}") == 6_000
 
 
 def test_a_burst_of_200_small_files_publishes_every_good_file_exactly_once(

@@ -7,7 +7,7 @@ its `maintenance:` settings in the audits file; what `wap maintain` did, for the
       max_manifests: 20        # rewrite the manifests when the current snapshot has more
       keep_snapshots: 50       # the current metadata keeps this many newest snapshots (the rest stay in Nessie's
                                # history); an ingestion trims it when it lists more than twice as many
-      emr_above_mb: 10240      # a table larger than this is maintained by an EMR Serverless job
+      emr_above_mb: 10240      # a table larger than this is maintained by an EMR Serverless job (0: every table)
 
 On Nessie, removing a snapshot from a table's current metadata deletes no file: the older metadata stays reachable
 from Nessie's commit history, and other branches share the files. Files are deleted only by Nessie's GC, which
@@ -38,7 +38,7 @@ class MaintenanceSettings:
 
 DEFAULT_MAINTENANCE = MaintenanceSettings()
 _LIMITS = {"min_input_files": (2, 100_000), "small_file_mb": (1, 4096), "max_manifests": (1, 100_000),
-           "keep_snapshots": (2, 100_000), "emr_above_mb": (1, 10_000_000)}
+           "keep_snapshots": (2, 100_000), "emr_above_mb": (0, 10_000_000)}
 
 
 def maintenance_from(raw: object, table: str) -> MaintenanceSettings:

@@ -6,7 +6,9 @@ its `emr_above_mb` goes to the EMR Serverless job. The function runs the same th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.maintenance import MaintenanceReport
@@ -28,7 +30,8 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     svc = service()
     table = None if args.all else table_ref_from(args.table, default_namespace=svc.settings.namespace,
                                                  source="wap maintain")
-    results = svc.maintain(table, dry_run=args.dry_run)
+    with contextlib.redirect_stdout(sys.stderr):  # the metrics' EMF documents: stdout is the command's answer
+        results = svc.maintain(table, dry_run=args.dry_run)
     failed = [r for r in results if isinstance(r, WapError)]
     if args.json:
         print(json.dumps({"results": [r.to_dict() if isinstance(r, MaintenanceReport) else {"error": str(r)}
