@@ -170,19 +170,8 @@ class NessieBranches(CatalogBranches):
     def list_tables(self, ref: str) -> list[TableRef]:
         found: list[TableRef] = []
         params = {"filter": "entry.contentType == 'ICEBERG_TABLE'"}
-        while True:
-            try:
-                response = self._http.get(f"{self._endpoint}/api/v2/trees/{ref}/entries", params=params,
-                                          timeout=self._timeout)
-            except requests.RequestException as exc:
-                raise self._unavailable(f"listing the tables on {ref!r}", exc) from exc
-            if response.status_code in (401, 403):
-                raise self._refused(f"listing the tables on {ref!r}", response.status_code)
-            if response.status_code == 404:
-                raise BranchNotFoundError(f"listing the tables on {ref!r}: no such reference")
-            if response.status_code >= 400:
-                raise CatalogError(f"listing the tables on {ref!r}: HTTP {response.status_code} {response.text[:200]}")
-            page = json_object(response)
+        while True:  # Nessie pages its entries
+            page = self._v2("get", f"trees/{ref}/entries", f"listing the tables on {ref!r}", params=params)
             found += [TableRef(*e["name"]["elements"]) for e in page.get("entries", [])
                       if len(e.get("name", {}).get("elements", [])) == 2]
             if not page.get("hasMore") or not page.get("token"):
@@ -295,10 +284,12 @@ class NessieBranches(CatalogBranches):
 
     # --- helpers -----------------------------------------------------------------------------------
 
-    def _v2(self, method: str, path: str, doing: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def _v2(self, method: str, path: str, doing: str, body: Mapping[str, Any] | None = None, *,
+            params: Mapping[str, str] | None = None) -> dict[str, Any]:
         """One REST v2 call; the project's errors for Nessie's (409: a conflict, retried from main)."""
         try:
-            response = self._http.request(method, f"{self._endpoint}/api/v2/{path}", json=dict(body),
+            response = self._http.request(method, f"{self._endpoint}/api/v2/{path}",
+                                          json=None if body is None else dict(body), params=params,
                                           timeout=self._timeout)
         except requests.RequestException as exc:
             raise self._unavailable(doing, exc) from exc
