@@ -212,3 +212,21 @@ def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_on
     results.append(CatalogUnavailableError("nessie down"))
     with pytest.raises(Exception, match="maintenance failed for 1 of 2 tables: nessie down"):
         world.invoke({"wap_maintain": "all"})
+
+
+@pytest.mark.parametrize("shape", ["s3", "eventbridge", "sqs"])
+def test_a_redelivered_event_of_every_shape_is_a_duplicate_found_in_the_ledger(world: World, shape: str) -> None:
+    """Exactly once through each entry point of the function: the second delivery finds the ledger entry the first
+    merge brought to main, and changes nothing."""
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS)
+    world.objects.put("source", "customer_data_log/café menu.parquet", ROWS)
+    event = {"s3": fixture("s3_put.json"), "eventbridge": fixture("eventbridge_object_created.json"),
+             "sqs": sqs_event(s3_body("customer_data_log/a.parquet"))}[shape]
+    world.objects.put("source", "customer_data_log/a.parquet", ROWS)
+    first = world.invoke(event)
+    main = world.catalog.refs["main"]
+    second = world.invoke(event)
+    assert [o["status"] for o in first["objects"]] == ["published"]
+    assert [o["status"] for o in second["objects"]] == ["duplicate"]
+    assert world.catalog.refs["main"] == main and len(rows_on(world.catalog, "main", "wap.customer_data_log")) == 1
+    assert any(k.startswith("wap_ledger.") for k in world.catalog.contents("main"))
