@@ -96,6 +96,7 @@ class Lake:
     def count(self, table: str, ref: str = "main") -> int:
         spark = self.service.ports.writer.spark
         ident = table if ref == "main" else f"{table.rsplit('.', 1)[0]}.`{table.rsplit('.', 1)[1]}@{ref}`"
+        spark.catalog.refreshTable(f"nessie.{ident}")  # the session's catalog caches tables: read it as it is now
         return int(spark.sql(f"SELECT count(*) AS n FROM nessie.{ident}").collect()[0]["n"])
 
     def wap_branches(self) -> list[str]:

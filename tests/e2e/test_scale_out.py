@@ -157,6 +157,7 @@ def test_a_burst_of_200_small_files_publishes_every_good_file_exactly_once(
     assert wait_for(lambda: table_rows(lake, f"wap.{table_name}") == good_rows or None,
                     f"{good_rows} rows on main", timeout=600)
     spark = lake.service.ports.writer.spark
+    spark.catalog.refreshTable(f"nessie.wap.{table_name}")  # the session's catalog caches tables
     ids = spark.sql(f"SELECT my_col_0 FROM nessie.wap.{table_name}").collect()
     expected = {i * 10 + k for i in range(200) if i not in bad for k in range(10)}
     assert sorted(r["my_col_0"] for r in ids) == sorted(expected)  # every good file once, no bad row

@@ -170,6 +170,7 @@ def test_schema_policy_rejects_drift_and_evolves_the_branch_only(lake: Lake, tab
     assert "extra" in spark.table(f"nessie.wap.`{table_name}@{held.branch}`").columns
     published = run(lake, lake.put(f"{table_name}/ok.parquet", parquet_bytes(4, extra={"extra": [1, 2, 3, 4]})), allow)
     assert published.status is OutcomeStatus.PUBLISHED, published.message
+    spark.catalog.refreshTable(f"nessie.wap.{table_name}")  # the session's catalog caches main's table, read above
     assert "extra" in spark.table(f"nessie.wap.{table_name}").columns
     assert lake.count(f"wap.{table_name}") == 9
 

@@ -56,6 +56,7 @@ CASES = {
 
 def rows_of(lake: Lake, table: str) -> list[tuple[object, ...]]:
     spark = lake.service.ports.writer.spark
+    spark.catalog.refreshTable(f"nessie.{table}")  # the session's catalog caches tables: read it as it is now
     found = spark.sql(f"SELECT my_col_0, my_col_1, my_col_2 FROM nessie.{table} ORDER BY my_col_0").collect()
     return [(int(r[0]), r[1], float(r[2]) if r[2] is not None else None) for r in found]
 
@@ -86,6 +87,7 @@ def test_format_options_read_semicolons_and_na_as_null(lake: Lake) -> None:
     outcome = lake.service.ingest(lake.put(f"semicolons/{marker}.csv", body))
     assert outcome.status is OutcomeStatus.PUBLISHED, outcome.message
     spark = lake.service.ports.writer.spark
+    spark.catalog.refreshTable("nessie.wap.semicolons")
     found = spark.sql(f"SELECT my_col_1, my_col_2, CAST(day AS STRING) AS day FROM nessie.wap.semicolons "
                       f"WHERE my_col_0 IN ({marker}, {marker + 1}) ORDER BY my_col_0").collect()
     assert [(r[0], r[1], r[2]) for r in found] == [(None, 0.5, "2024-12-31"), ("b", None, "2025-02-01")]

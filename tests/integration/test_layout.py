@@ -25,10 +25,11 @@ def described(lake: Lake, table: str) -> tuple[list[tuple[str, str]], list[tuple
     from wap_ingest.adapters.spark_layout import current_partition, current_sort
     from wap_ingest.adapters.spark_tables import IcebergTables
 
-    iceberg = IcebergTables(lake.service.ports.writer.spark).iceberg_table(TableRef("wap", table), "main")
-    spec = [(column, transform) for column, transform, _ in current_partition(iceberg)]
-    sort = [(column, "desc" if descending else "asc") for column, descending in current_sort(iceberg)]
-    return spec, sort, {str(k): str(v) for k, v in dict(iceberg.properties()).items()}
+    with IcebergTables(lake.service.ports.writer.spark) as tables:  # main as it is now, not as cached before
+        iceberg = tables.iceberg_table(TableRef("wap", table), "main")
+        spec = [(column, transform) for column, transform, _ in current_partition(iceberg)]
+        sort = [(column, "desc" if descending else "asc") for column, descending in current_sort(iceberg)]
+        return spec, sort, {str(k): str(v) for k, v in dict(iceberg.properties()).items()}
 
 
 def test_a_new_table_gets_its_layout_and_a_changed_layout_evolves_it_on_the_branch(lake: Lake, table_name: str

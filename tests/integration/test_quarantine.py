@@ -35,6 +35,7 @@ def parquet(rows: list[tuple[int, str | None, float, str]]) -> bytes:
 
 def count(lake: Lake, table: str, where: str) -> int:
     spark = lake.service.ports.writer.spark
+    spark.catalog.refreshTable(f"nessie.{table}")  # the session's catalog caches tables: read it as it is now
     return int(spark.sql(f"SELECT count(*) AS n FROM nessie.{table} WHERE {where}").collect()[0]["n"])
 
 
@@ -55,6 +56,7 @@ def test_failing_rows_are_quarantined_and_published_with_the_good_ones(lake: Lak
     assert f"SELECT * FROM nessie.{QUARANTINE} WHERE _wap_source = '{uri}'" in outcome.message
     assert count(lake, TABLE, f"my_col_0 BETWEEN {base} AND {base + 99}") == 8
     spark = lake.service.ports.writer.spark
+    spark.catalog.refreshTable(f"nessie.{QUARANTINE}")
     moved = spark.sql(f"SELECT my_col_0, _wap_failed_checks, _wap_source, _wap_loaded_at FROM nessie.{QUARANTINE} "
                       f"WHERE _wap_source = '{uri}' ORDER BY my_col_0").collect()
     assert [(r[0] - base, sorted(r[1])) for r in moved] == [

@@ -16,6 +16,7 @@ text) and values are passed as literals (`F.lit`, `isin`), never formatted into 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -46,13 +47,16 @@ class FileMetrics:
 
 def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int) -> FileMetrics:
     """The metrics of the data files snapshot `snapshot_id` of the Iceberg (Java) table added: one read of
-    the manifests that snapshot wrote, through the table's FileIO; no data file is opened."""
+    the manifests that snapshot wrote, through the table's FileIO; no data file is opened. Each Py4J call is a
+    round trip to the JVM: the schema is read once, and each file's count maps in one call each."""
     conversions = spark.sparkContext._jvm.org.apache.iceberg.types.Conversions
     snapshot = iceberg_table.snapshot(snapshot_id)
     if snapshot is None:
         return FileMetrics()
-    schema = iceberg_table.schema()
-    fields = {int(f.fieldId()): f for f in schema.columns()}
+    fields = []  # (field id, name, Iceberg type, its type id): read once, not once per file
+    for column in iceberg_table.schema().columns():
+        kind = column.type()
+        fields.append((int(column.fieldId()), str(column.name()), kind, str(kind.typeId().name())))
     nulls: dict[str, int] = {}
     lower: dict[str, float | int] = {}
     upper: dict[str, float | int] = {}
@@ -65,20 +69,18 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int) -> File
         files += 1
         size += int(data_file.fileSizeInBytes())
         rows += int(data_file.recordCount())
-        counts = data_file.nullValueCounts() or {}
-        nans = data_file.nanValueCounts() or {}
-        lows, highs = data_file.lowerBounds() or {}, data_file.upperBounds() or {}
-        for field_id, column in fields.items():
-            name = str(column.name())
+        counts, nans = _counts(data_file.nullValueCounts()), _counts(data_file.nanValueCounts())
+        lows, highs = data_file.lowerBounds(), data_file.upperBounds()
+        for field_id, name, kind, type_id in fields:
             if field_id in counts:
-                nulls[name] = nulls.get(name, 0) + int(counts[field_id])
+                nulls[name] = nulls.get(name, 0) + counts[field_id]
                 seen[name] = seen.get(name, 0) + 1
-            type_id = str(column.type().typeId().name())
-            if type_id not in _NUMERIC | _TEMPORAL or int(nans.get(field_id, 0) or 0) > 0:
+            if type_id not in _NUMERIC | _TEMPORAL or nans.get(field_id, 0) > 0 or lows is None or highs is None:
                 continue
-            if field_id in lows and field_id in highs:
-                low = _number(conversions.fromByteBuffer(column.type(), lows[field_id]), type_id)
-                high = _number(conversions.fromByteBuffer(column.type(), highs[field_id]), type_id)
+            low_bytes, high_bytes = lows.get(field_id), highs.get(field_id)
+            if low_bytes is not None and high_bytes is not None:
+                low = _number(conversions.fromByteBuffer(kind, low_bytes), type_id)
+                high = _number(conversions.fromByteBuffer(kind, high_bytes), type_id)
                 lower[name] = low if name not in lower else min(lower[name], low)
                 upper[name] = high if name not in upper else max(upper[name], high)
                 bounded[name] = bounded.get(name, 0) + 1
@@ -88,6 +90,17 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int) -> File
         lower={n: v for n, v in lower.items() if bounded.get(n) == files},
         upper={n: v for n, v in upper.items() if bounded.get(n) == files},
     )
+
+
+_COUNT = re.compile(r"(\d+)=(\d+)")
+
+
+def _counts(java_map: Any) -> dict[int, int]:
+    """A data file's Map<Integer, Long> of counts (field id -> count), in one call: its `toString()`, which is
+    `{1=0, 2=5}` for these maps (both sides are plain integers)."""
+    if java_map is None:
+        return {}
+    return {int(k): int(v) for k, v in _COUNT.findall(str(java_map.toString()))}
 
 
 def _number(value: Any, type_id: str) -> float | int:

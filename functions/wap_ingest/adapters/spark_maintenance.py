@@ -70,7 +70,12 @@ class SparkTableMaintainer(TableMaintainer):
 
     def health(self, table: TableRef, ref: str, small_file_bytes: int) -> TableHealth | None:
         spark = self.spark
-        tables = IcebergTables(spark)
+        with IcebergTables(spark) as tables:
+            return self._health(spark, tables, table, ref, small_file_bytes)
+
+    @staticmethod
+    def _health(spark: Any, tables: IcebergTables, table: TableRef, ref: str, small_file_bytes: int
+                ) -> TableHealth | None:
         doing = f"reading the health of {table} on {ref!r}"
         if tables.schema(table, ref) is None:
             return None
@@ -93,7 +98,12 @@ class SparkTableMaintainer(TableMaintainer):
     def maintain(self, table: TableRef, branch: str, work: MaintenanceWork, settings: MaintenanceSettings,
                  layout: Layout) -> None:
         spark = self.spark
-        tables = IcebergTables(spark)
+        with IcebergTables(spark) as tables:
+            self._maintain(spark, tables, table, branch, work, settings, layout)
+
+    @staticmethod
+    def _maintain(spark: Any, tables: IcebergTables, table: TableRef, branch: str, work: MaintenanceWork,
+                  settings: MaintenanceSettings, layout: Layout) -> None:
         name = _sql_string(f"{table.namespace}.`{table.name}@{branch}`")
         doing = f"maintaining {table} on {branch!r} ({work.describe()})"
         try:
@@ -119,7 +129,7 @@ class SparkTableMaintainer(TableMaintainer):
             if work.rewrite_manifests:
                 spark.sql(f"CALL {CATALOG}.system.rewrite_manifests(table => {name}, use_caching => false)").collect()
             if work.remove_snapshots:
-                fresh = IcebergTables(spark).iceberg_table(table, branch)  # as the procedures left it
+                fresh = tables.iceberg_table(table, branch)  # the one object the procedures committed through
                 trim_snapshots(spark.sparkContext._jvm, fresh, settings.keep_snapshots)
         except Exception as exc:
             raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, table=table.qualified) from exc

@@ -80,8 +80,9 @@ def spark_conf_for(
         f"{cat}.warehouse": settings.warehouse,
         f"{cat}.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         f"{cat}.client.region": settings.region,
-        # Without this, `tbl@branch` reads are served from a stale cached table.
-        f"{cat}.cache-enabled": "false",
+        # Loaded tables are cached for one run only: spark_tables.IcebergTables drops what a run touched when it
+        # ends, so a `tbl@branch` read never gets a table another run or process committed to since.
+        f"{cat}.cache-enabled": "true",
         # Timeouts on every call: the Nessie client (its `nessie.transport.*` settings, read by the catalog
         # without the `nessie.` prefix) and S3FileIO's HTTP client, in milliseconds.
         f"{cat}.transport.connect-timeout": str(min(timeout_ms, 10_000)),

@@ -2,12 +2,21 @@
 append with lineage, schema evolution on the branch, the snapshot just committed, the appends that carry a
 source identity). Tables are addressed as ``nessie.<ns>.`<table>@<branch>` `` so writes land on the WAP branch
 without switching the session's reference. DataFrames never leave the adapters.
+
+One load per table per run: the session's catalog caches loaded tables (spark_session turns Iceberg's caching
+catalog on), so the schema check, Spark's write, the snapshot read after it and the audit's scan share one Java
+table object, which every commit through it keeps current. The cache is per run, never across runs: an
+`IcebergTables` is used as a context manager and, on leaving, drops every table it touched from the cache, so
+the next run loads each table fresh from Nessie.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from wap_ingest.core import lineage
@@ -56,25 +65,48 @@ class IcebergTables:
         self.spark = spark
         self.keep_snapshots = keep_snapshots
         self._loaded: dict[tuple[TableRef, str], Any] = {}  # one run's loaded tables (an instance serves one run)
+        self._touched: set[tuple[TableRef, str]] = set()  # what the session's catalog may have cached for this run
+
+    def __enter__(self) -> IcebergTables:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop the tables this run touched from the session catalog's cache (nothing to drop on a dead engine)."""
+        touched, self._touched = self._touched, set()
+        self._loaded.clear()
+        with contextlib.suppress(Exception):
+            catalog = self._catalog()
+            for table, ref in touched:
+                catalog.invalidateTable(self._identifier(table, ref))
 
     def schema(self, table: TableRef, ref: str) -> Any:
-        """The table's Spark schema on `ref`, or None if there is no such table (metadata only)."""
+        """The table's Spark schema on `ref`, or None if there is no such table (metadata only: the Iceberg
+        schema of the run's one load, converted as Spark's own table does)."""
         try:
-            return self.spark.table(table_identifier(table, ref)).schema
+            iceberg = self.iceberg_table(table, ref)
+            converted = self.spark.sparkContext._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(iceberg.schema())
         except Exception as exc:
-            if _not_found(exc):
+            if _not_found(exc) or _no_such_table(exc):
                 return None
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"reading the schema of {table} on {ref!r}",
                                  table=table.qualified) from exc
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(json.loads(converted.json()))
 
     def write(
         self, frame: Any, source_uri: str, table: TableRef, branch: str, properties: Mapping[str, str], *,
         allow_new_columns: bool = False, layout: Layout | None = None,
     ) -> tuple[bool, tuple[str, ...]]:
+        self._touched.add((table, branch))
         try:
             return self._write(frame, source_uri, table, branch, properties, allow_new_columns=allow_new_columns,
                                layout=layout)
-        finally:  # Spark's write committed through its own load of the table: the next use loads it again
+        finally:  # a table Spark created is not the object loaded before: the next use asks the catalog again
             self._loaded.pop((table, branch), None)
 
     def _write(
@@ -149,17 +181,22 @@ class IcebergTables:
 
     def iceberg_table(self, table: TableRef, ref: str) -> Any:
         """The Iceberg (Java) table on `ref`, loaded through the session's catalog (one catalog call, no job) once
-        per run: later calls get the same object until this instance writes to the table again (a commit through
-        the object itself keeps it current)."""
+        per run: later calls, and Spark's own reads and writes of it in this run, get the same object from the
+        catalog's cache (a commit through it keeps it current) until `forget`."""
         if (table, ref) in self._loaded:
             return self._loaded[(table, ref)]
+        self._touched.add((table, ref))
+        loaded = self._loaded[(table, ref)] = self._catalog().loadTable(self._identifier(table, ref)).table()
+        return loaded
+
+    def _catalog(self) -> Any:
+        return self.spark._jsparkSession.sessionState().catalogManager().catalog(CATALOG)
+
+    def _identifier(self, table: TableRef, ref: str) -> Any:
         gateway = self.spark.sparkContext._gateway
         namespace = gateway.new_array(gateway.jvm.java.lang.String, 1)
         namespace[0] = table.namespace
-        identifier = gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, f"{table.name}@{ref}")
-        catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog(CATALOG)
-        loaded = self._loaded[(table, ref)] = catalog.loadTable(identifier).table()
-        return loaded
+        return gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, f"{table.name}@{ref}")
 
     def last_append(
         self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...], added: tuple[str, ...] = ()

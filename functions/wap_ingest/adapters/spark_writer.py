@@ -69,8 +69,8 @@ class SparkIcebergWriter(TableWriter):
         layout: Layout | None = None,
         keep_snapshots: int | None = None,
     ) -> Appended:
-        tables = IcebergTables(self.spark, keep_snapshots)
-        with _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
+        with IcebergTables(self.spark, keep_snapshots) as tables, \
+                _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
             if len(files) == 1:
                 source, fmt = files[0]
                 return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns, read_options,
@@ -79,15 +79,15 @@ class SparkIcebergWriter(TableWriter):
                                      layout)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
-        tables = IcebergTables(self.spark)
-        with _engine_lost_is_infrastructure(tables.spark, f"looking for a source in {table}"):
+        with IcebergTables(self.spark) as tables, \
+                _engine_lost_is_infrastructure(tables.spark, f"looking for a source in {table}"):
             return tables.find_append(table, ref, identity)
 
     def measure_appended(
         self, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
     ) -> Measurements:
-        tables = IcebergTables(self.spark)
-        with _engine_lost_is_infrastructure(tables.spark, f"auditing the new rows of {table}"):
+        with IcebergTables(self.spark) as tables, \
+                _engine_lost_is_infrastructure(tables.spark, f"auditing the new rows of {table}"):
             return self._measure(tables, table, branch, appended, plan)
 
     def _append_one(
