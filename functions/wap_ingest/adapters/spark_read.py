@@ -12,6 +12,7 @@ their CSV header is read by a one-row Spark job instead.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -99,7 +100,8 @@ def read_source(
     frame: DataFrame
     try:
         if fmt is FileFormat.PARQUET:
-            frame = spark.read.parquet(*paths)
+            known = footer_schema(spark, paths[0]) if all(_local(p) for p in paths) else None
+            frame = (spark.read if known is None else spark.read.schema(known)).parquet(*paths)
         elif fmt is FileFormat.ORC:
             frame = spark.read.orc(*paths)
         elif fmt is FileFormat.AVRO:
@@ -114,6 +116,29 @@ def read_source(
                              source_uri=source_uri, table=table, spark=spark) from exc
     _refuse_columns(columns, source_uri, table)  # Spark's names: a file's schema, or a remote CSV's renames
     return frame
+
+
+def footer_schema(spark: Any, path: str) -> Any | None:
+    """The Spark schema of a local Parquet file as Spark's own inference makes it (the footer read with
+    Spark's converter and its session settings), read in the driver: inference runs the same code as a one-task
+    Spark job, which a small file pays for on every read. With several files of one batch (grouped by identical
+    footers), Spark's inference reads one footer too. None if the footer cannot be read: Spark's read then
+    infers the schema itself and its error is classified as before."""
+    try:
+        jvm, session = spark.sparkContext._jvm, spark._jsparkSession
+        parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(str(_local(path)))
+        footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
+            session.sessionState().newHadoopConf(), hadoop_path,
+            jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.SKIP_ROW_GROUPS)
+        converter = parquet.ParquetToSparkSchemaConverter(session.sessionState().conf())
+        schema = parquet.ParquetFileFormat.readSchemaFromFooter(jvm.org.apache.parquet.hadoop.Footer(
+            hadoop_path, footer), converter)
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(json.loads(schema.json()))
+    except Exception:
+        return None
 
 
 def header_of(path: Path | str, fmt: FileFormat) -> str | None:
