@@ -280,7 +280,7 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
     """Each variant: `env` for the function, `conf` given to spark-submit after the service's own (a later --conf
     wins), `java_options` replacing the driver's ({archive}: the class-data archive). Each `*-only` variant is
     `before` with that one cut."""
-    from wap_ingest.adapters.spark_session import EXTENSIONS, SHORT_RUN_JIT
+    from wap_ingest.adapters.spark_session import EXTENSIONS, SHORT_RUN_JIT, startup_java_options
 
     off = {"WAP_SPARK_STARTUP_TUNING": "off"}
     old_extensions, no_classpath = {"spark.sql.extensions": EXTENSIONS_BEFORE}, {"spark.driver.extraClassPath": ""}
@@ -295,7 +295,7 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
     }
     for item in extra:
         name, _, options = item.partition("=")
-        known[name] = {"java_options": ["-XX:SharedArchiveFile={archive}", *SHORT_RUN_JIT, *shlex.split(options)]}
+        known[name] = {"java_options": [*startup_java_options(Path("{archive}")), *shlex.split(options)]}
         names.append(name)
     unknown = [n for n in names if n not in known]
     if unknown:

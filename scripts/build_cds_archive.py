@@ -38,6 +38,7 @@ from wap_ingest.adapters.spark_session import (
     spark_conf_for,
     spark_java,
     spark_session_for,
+    startup_java_options,
     with_java_options,
 )
 
@@ -203,11 +204,12 @@ def build(jars: list[Path], target: Path) -> None:
 
 
 def check(archive: Path, classpath: str) -> None:
-    """`java -Xshare:on` refuses (exit status 1) an archive it cannot map or whose classpath does not match."""
+    """`java -Xshare:on` refuses (exit status 1) an archive it cannot map or whose classpath does not match; it runs
+    with the driver's own start-up options (its JIT and GC flags), as the service maps it."""
     java = spark_java(os.environ)
     if not archive.is_file() or java is None:
         raise SystemExit(f"the training run left no archive at {archive} (java: {java})")
-    done = subprocess.run([str(java), f"-XX:SharedArchiveFile={archive}", "-Xshare:on", "-cp", classpath, "-version"],
+    done = subprocess.run([str(java), *startup_java_options(archive), "-Xshare:on", "-cp", classpath, "-version"],
                           capture_output=True, text=True, timeout=120, check=False, cwd=archive.parent)
     if done.returncode != 0:
         raise SystemExit(f"the JVM refuses the archive {archive}: {done.stderr.strip()[-500:]}")

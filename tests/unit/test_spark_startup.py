@@ -11,6 +11,7 @@ import pytest
 
 from wap_ingest.adapters.spark_session import (
     SHORT_RUN_JIT,
+    SMALL_FOOTPRINT_GC,
     SparkSettings,
     archive_dir_for,
     archive_key,
@@ -64,8 +65,8 @@ def test_the_driver_options_add_the_archive_and_the_jit_flags_to_the_existing_on
     conf = with_java_options({"spark.driver.extraJavaOptions": "-Djava.io.tmpdir=/tmp/x"},
                              startup_java_options(archive))
     assert conf["spark.driver.extraJavaOptions"].split() == [
-        "-Djava.io.tmpdir=/tmp/x", f"-XX:SharedArchiveFile={archive}", *SHORT_RUN_JIT]
-    assert startup_java_options(None) == list(SHORT_RUN_JIT)  # no archive: the JVM starts without one
+        "-Djava.io.tmpdir=/tmp/x", f"-XX:SharedArchiveFile={archive}", *SHORT_RUN_JIT, *SMALL_FOOTPRINT_GC]
+    assert startup_java_options(None) == [*SHORT_RUN_JIT, *SMALL_FOOTPRINT_GC]  # no archive: the JVM starts without one
 
 
 def test_the_cuts_are_on_unless_turned_off() -> None:
