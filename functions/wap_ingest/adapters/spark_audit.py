@@ -16,7 +16,9 @@ text) and values are passed as literals (`F.lit`, `isin`), never formatted into 
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
@@ -45,18 +47,25 @@ class FileMetrics:
     upper: dict[str, float | int] = field(default_factory=dict)
 
 
-def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int) -> FileMetrics:
+def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
+                       bounds_for: Collection[str] | None = None) -> FileMetrics:
     """The metrics of the data files snapshot `snapshot_id` of the Iceberg (Java) table added: one read of
-    the manifests that snapshot wrote, through the table's FileIO; no data file is opened. Each Py4J call is a
-    round trip to the JVM: the schema is read once, and each file's count maps in one call each."""
-    conversions = spark.sparkContext._jvm.org.apache.iceberg.types.Conversions
+    the manifests that snapshot wrote, through the table's FileIO; no data file is opened. `bounds_for`: the
+    columns (any case) whose lower/upper bounds are wanted (None: every numeric or temporal one). Each Py4J call is
+    a round trip to the JVM: the schema comes as one JSON document, each file's count maps in one call each, and
+    only the wanted bounds are converted."""
+    jvm = spark.sparkContext._jvm
     snapshot = iceberg_table.snapshot(snapshot_id)
     if snapshot is None:
         return FileMetrics()
-    fields = []  # (field id, name, Iceberg type, its type id): read once, not once per file
-    for column in iceberg_table.schema().columns():
-        kind = column.type()
-        fields.append((int(column.fieldId()), str(column.name()), kind, str(kind.typeId().name())))
+    schema = iceberg_table.schema()
+    wanted = None if bounds_for is None else {c.lower() for c in bounds_for}
+    fields = []  # (field id, name, its type id, the Java type when its bounds are wanted)
+    for column in json.loads(str(jvm.org.apache.iceberg.SchemaParser.toJson(schema)))["fields"]:
+        field_id, name, type_id = int(column["id"]), str(column["name"]), _type_id(column["type"])
+        bounded_type = schema.findType(field_id) if type_id in _NUMERIC | _TEMPORAL and (
+            wanted is None or name.lower() in wanted) else None
+        fields.append((field_id, name, type_id, bounded_type))
     nulls: dict[str, int] = {}
     lower: dict[str, float | int] = {}
     upper: dict[str, float | int] = {}
@@ -70,17 +79,20 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int) -> File
         size += int(data_file.fileSizeInBytes())
         rows += int(data_file.recordCount())
         counts, nans = _counts(data_file.nullValueCounts()), _counts(data_file.nanValueCounts())
-        lows, highs = data_file.lowerBounds(), data_file.upperBounds()
-        for field_id, name, kind, type_id in fields:
+        lows: Any = None
+        highs: Any = None
+        for field_id, name, type_id, kind in fields:
             if field_id in counts:
                 nulls[name] = nulls.get(name, 0) + counts[field_id]
                 seen[name] = seen.get(name, 0) + 1
-            if type_id not in _NUMERIC | _TEMPORAL or nans.get(field_id, 0) > 0 or lows is None or highs is None:
+            if kind is None or nans.get(field_id, 0) > 0:
                 continue
+            if lows is None:
+                lows, highs = data_file.lowerBounds() or {}, data_file.upperBounds() or {}
             low_bytes, high_bytes = lows.get(field_id), highs.get(field_id)
             if low_bytes is not None and high_bytes is not None:
-                low = _number(conversions.fromByteBuffer(kind, low_bytes), type_id)
-                high = _number(conversions.fromByteBuffer(kind, high_bytes), type_id)
+                low = _number(jvm.org.apache.iceberg.types.Conversions.fromByteBuffer(kind, low_bytes), type_id)
+                high = _number(jvm.org.apache.iceberg.types.Conversions.fromByteBuffer(kind, high_bytes), type_id)
                 lower[name] = low if name not in lower else min(lower[name], low)
                 upper[name] = high if name not in upper else max(upper[name], high)
                 bounded[name] = bounded.get(name, 0) + 1
@@ -90,6 +102,17 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int) -> File
         lower={n: v for n, v in lower.items() if bounded.get(n) == files},
         upper={n: v for n, v in upper.items() if bounded.get(n) == files},
     )
+
+
+def _type_id(kind: Any) -> str:
+    """Iceberg's type id (Type.TypeID's name) of a type in the schema's JSON: a primitive is a string there."""
+    if not isinstance(kind, str):
+        return "NESTED"
+    if kind.startswith("decimal"):
+        return "DECIMAL"
+    return {"int": "INTEGER", "long": "LONG", "float": "FLOAT", "double": "DOUBLE", "date": "DATE",
+            "timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMP", "timestamp_ns": "TIMESTAMP_NANO",
+            "timestamptz_ns": "TIMESTAMP_NANO"}.get(kind, kind.upper())
 
 
 _COUNT = re.compile(r"(\d+)=(\d+)")

@@ -142,7 +142,8 @@ class SparkIcebergWriter(TableWriter):
             reader = reader.option("start-snapshot-id", str(appended.parent_snapshot_id)).option(
                 "end-snapshot-id", str(appended.snapshot_id))
         try:
-            metrics = added_file_metrics(spark, tables.iceberg_table(table, branch), appended.snapshot_id)
+            bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
+            metrics = added_file_metrics(spark, tables.iceberg_table(table, branch), appended.snapshot_id, bounds_for)
             base = None
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
                 base = spark.read.format("iceberg").option("snapshot-id", str(appended.parent_snapshot_id)).load(ident)
