@@ -7,7 +7,9 @@ Every way starts the same: its imports, then one untimed warm-up file (the large
 fresh table, then the timed large file. Each reports its seconds per step:
 - service: download (the service's own S3 download, timed around it), then the pipeline's stages (`append`
   holds the download, Spark's read+write job and the Iceberg commit, and the new files' metrics), and Spark's own
-  jobs (from its status store) to split the write job from the rest;
+  jobs (from its status store) to split the write job from the rest: `append.read` (the file's schema and the
+  read's plan: Spark reads the rows inside the write job), `append.write_job` (reading and writing the rows, one
+  job), `append.commit` (the rest of the write call: its planning and the Iceberg commit), `append.metrics`;
 - baseline: read (pyarrow from S3), branch, write (data and manifest files), commit, audit, merge;
 - floor: download (the same parallel ranged download as the service), pyarrow read, write with zstd at level 3
   (the codec and level Iceberg's Spark writer uses by default) and, separately, with snappy (pyarrow's default).
@@ -49,6 +51,8 @@ def spark_jobs(spark: Any, since_ms: int) -> list[dict[str, Any]]:
 
 
 def ingest_with_service(service: Any, bucket: str, key: str, warm_key: str) -> dict[str, Any]:
+    from benchmarks.step_profile import Steps
+    from wap_ingest.adapters import spark_tables, spark_writer
     from wap_ingest.core.models import SourceObject
 
     store, downloads = service.objects, []
@@ -61,22 +65,31 @@ def ingest_with_service(service: Any, bucket: str, key: str, warm_key: str) -> d
         return Path(path)
 
     store.download = timed_download  # the bench's stopwatch around the service's own download
+    steps = Steps()  # the stopwatch around the writer's own calls, for the timed file only
     try:
         started = time.perf_counter()
         warm = service.ingest(SourceObject(bucket, warm_key))  # the JVM, the session, the catalog classes, the table
         warmed = time.perf_counter()
         since_ms = int(time.time() * 1000)
+        steps.wrap(spark_writer, "read_source", "append.read")
+        steps.wrap(spark_tables.IcebergTables, "write", "append.write")
+        steps.wrap(spark_writer, "added_file_metrics", "append.metrics")
         outcome = service.ingest(SourceObject(bucket, key))
         seconds = time.perf_counter() - warmed
     finally:
         del store.download  # the class's own method again
-    stages = {k: round(v, 3) for k, v in outcome.timings.items()}
+        steps.restore()
+    jobs = spark_jobs(service.engine.session(), since_ms)
+    spent, _ = steps.take()
+    write_job = next((j["seconds"] for j in jobs if j["name"].startswith("append") and j["seconds"]), None)
+    if write_job is not None and "append.write" in spent:
+        spent["append.write_job"], spent["append.commit"] = write_job, spent.pop("append.write") - write_job
+    stages = {k: round(v, 3) for k, v in (outcome.timings | spent).items()}
     return {"status": outcome.status.value, "rows": outcome.rows, "seconds": round(seconds, 3),
             "warmup_s": round(warmed - started, 3), "warmup_status": warm.status.value,
             "driver_memory": service.settings.spark_driver_memory, "cores": os.cpu_count(),
             "audited": [f"{c.check} {c.target}" for c in outcome.report.checks] if outcome.report else [],
-            "stages_s": stages | {"download": round(downloads[-1], 3)},
-            "spark_jobs": spark_jobs(service.engine.session(), since_ms)}
+            "stages_s": stages | {"download": round(downloads[-1], 3)}, "spark_jobs": jobs}
 
 
 def ingest_with_baseline(bucket: str, key: str, warm_key: str, table: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ class Steps:
         self.spent: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self._children: list[float] = []  # the time of wrapped calls inside each active one
+        self._wrapped: list[tuple[Any, str, Any, bool]] = []  # (owner, attribute, original, the owner's own?)
 
     def wrap(self, owner: Any, attribute: str, step: str) -> None:
         original = getattr(owner, attribute, None)
@@ -56,7 +57,17 @@ class Steps:
                 if self._children:
                     self._children[-1] += elapsed
 
+        self._wrapped.append((owner, attribute, original, attribute in vars(owner)))
         setattr(owner, attribute, timed)
+
+    def restore(self) -> None:
+        """Every wrapped attribute as it was (an instance's method is its class's again)."""
+        for owner, attribute, original, own in reversed(self._wrapped):
+            if own:
+                setattr(owner, attribute, original)
+            else:
+                delattr(owner, attribute)
+        self._wrapped.clear()
 
     def take(self) -> tuple[dict[str, float], dict[str, int]]:
         spent, calls = self.spent, self.calls
