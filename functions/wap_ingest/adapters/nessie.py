@@ -34,13 +34,13 @@ from pynessie.error import (
 from pynessie.model import ContentKey, Namespace, Put
 
 from wap_ingest.adapters.http import json_object
+from wap_ingest.adapters.nessie_errors import refused, unavailable
 from wap_ingest.adapters.oauth2 import BearerAuth
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
     CatalogError,
     CatalogUnavailableError,
-    ConfigError,
     MergeConflictError,
     StaleHashError,
     WapError,
@@ -70,6 +70,8 @@ def nessie_client_for(endpoint: str, timeout: float, auth: BearerAuth | None = N
     return client
 
 
+MAX_REMEMBERED_BRANCHES = 1_000  # branches this process made, remembered for a one-call ledger record
+
 class NessieBranches(CatalogBranches):
     def __init__(
         self,
@@ -85,6 +87,12 @@ class NessieBranches(CatalogBranches):
         self._auth = auth
         self._client = client or nessie_client_for(self._endpoint, timeout, auth)
         self._namespaces: set[tuple[str, str]] = set()  # (reference, namespace) known to exist there
+        # The branches this process made and not yet deleted: the hash each was made at, and whether main had the
+        # ledger's namespace there (so the branch has it). Bounded: the oldest are forgotten first.
+        self._created: dict[str, tuple[str, bool]] = {}
+        # Hashes of main known to hold the ledger's namespace: the lookup's that saw it, and every head read after
+        # that (a namespace is never dropped). Bounded, like `_created`.
+        self._ledger_heads: dict[str, None] = {}
         self._http = session or requests.Session()
         if auth is not None:
             self._http.auth = auth
@@ -183,9 +191,14 @@ class NessieBranches(CatalogBranches):
         if not identities:
             return {}
         keys = sorted({ledger_key(table.qualified, i) for i in identities})
+        # the namespace too, in the same request: once seen, a branch made from `ref` later has it (never dropped)
         payload = self._v2("post", f"trees/{ref}/contents", f"looking up {len(identities)} source(s) of {table} "
-                           f"in the ledger on {ref!r}", {"requestedKeys": [
+                           f"in the ledger on {ref!r}", {"requestedKeys": [{"elements": [LEDGER_NAMESPACE]}] + [
                                {"elements": [LEDGER_NAMESPACE, k]} for k in keys]})
+        if ref == "main" and any(c.get("key", {}).get("elements") == [LEDGER_NAMESPACE]
+                                 for c in payload.get("contents", [])):
+            self._namespaces.add((ref, LEDGER_NAMESPACE))
+            self._remember_ledger_head(str(payload.get("effectiveReference", {}).get("hash")))
         found = {c["key"]["elements"][-1]: c["content"].get("properties") or {} for c in payload.get("contents", [])
                  if len(c.get("key", {}).get("elements", [])) == 2}
         return matching(table, found, identities)
@@ -194,13 +207,18 @@ class NessieBranches(CatalogBranches):
 
     def record_published(self, branch: str, entries: Sequence[LedgerEntry]) -> Branch:
         doing = f"recording {len(entries)} source(s) in the ledger on {branch!r}"
-        # one read gives the branch's head and whether it has the ledger's namespace; then one commit
-        seen = self._v2("post", f"trees/{branch}/contents", doing,
-                        {"requestedKeys": [{"elements": [LEDGER_NAMESPACE]}]})
-        head = str(seen.get("effectiveReference", {}).get("hash"))
-        operations = [] if seen.get("contents") else [
-            {"type": "PUT", "key": {"elements": [LEDGER_NAMESPACE]},
-             "content": {"type": "NAMESPACE", "elements": [LEDGER_NAMESPACE]}}]
+        made = self._created.get(branch)
+        if made is not None and made[1]:
+            # One commit: this process made the branch from a main with the ledger's namespace. Its hash then is
+            # the expected hash: Nessie checks the commits since (the table's) for conflicts on these keys only.
+            head, operations = made[0], []
+        else:  # one read gives the branch's head and whether it has the ledger's namespace; then one commit
+            seen = self._v2("post", f"trees/{branch}/contents", doing,
+                            {"requestedKeys": [{"elements": [LEDGER_NAMESPACE]}]})
+            head = str(seen.get("effectiveReference", {}).get("hash"))
+            operations = [] if seen.get("contents") else [
+                {"type": "PUT", "key": {"elements": [LEDGER_NAMESPACE]},
+                 "content": {"type": "NAMESPACE", "elements": [LEDGER_NAMESPACE]}}]
         operations += [{"type": "PUT", "key": {"elements": [LEDGER_NAMESPACE, e.key]},
                         "content": {"type": "NAMESPACE", "elements": [LEDGER_NAMESPACE, e.key],
                                     "properties": e.properties()}} for e in entries]
@@ -212,9 +230,24 @@ class NessieBranches(CatalogBranches):
     def create_branch(self, name: str, from_hash: str) -> Branch:
         with self._translated(f"creating branch {name!r}"):
             ref = self._client.create_branch(name, ref="main", hash_on_ref=from_hash)
+        if len(self._created) >= MAX_REMEMBERED_BRANCHES:
+            self._created.pop(next(iter(self._created)))
+        self._created[ref.name] = (str(ref.hash_), from_hash in self._ledger_heads)
         return Branch(ref.name, str(ref.hash_))
 
+    def _remember_ledger_head(self, head: str) -> None:
+        if len(self._ledger_heads) >= MAX_REMEMBERED_BRANCHES:
+            self._ledger_heads.pop(next(iter(self._ledger_heads)))
+        self._ledger_heads[head] = None
+
     def ensure_namespace(self, on: str, namespace: str) -> str:
+        ledger_before = (on, LEDGER_NAMESPACE) in self._namespaces  # seen before this read: the head has it
+        head = self._ensure_namespace(on, namespace)
+        if ledger_before and on == "main":
+            self._remember_ledger_head(head)
+        return head
+
+    def _ensure_namespace(self, on: str, namespace: str) -> str:
         # Known to exist on `on` (checked or created by this process): only the head is read. The service never
         # drops a namespace (the catalog's rules give no role DELETE_ENTITY on main).
         if (on, namespace) in self._namespaces:
@@ -281,6 +314,7 @@ class NessieBranches(CatalogBranches):
     def delete_branch(self, branch: Branch) -> None:
         with self._translated(f"deleting branch {branch.name!r}"):
             self._client.delete_branch(branch.name, branch.hash)
+        self._created.pop(branch.name, None)
 
     # --- helpers -----------------------------------------------------------------------------------
 
@@ -316,31 +350,10 @@ class NessieBranches(CatalogBranches):
         return True
 
     def _unavailable(self, doing: str, exc: Exception) -> CatalogUnavailableError:
-        return CatalogUnavailableError(
-            f"Nessie at {self._endpoint} is unreachable while {doing}: {type(exc).__name__}. "
-            f"Fix: check NESSIE_ENDPOINT and that the server is up (locally: `wap stack status`)."
-        )
+        return unavailable(self._endpoint, doing, exc)
 
     def _refused(self, doing: str, status: int) -> WapError:
-        """Nessie said 401 (no valid token) or 403 (not allowed): a setting to fix, not an outage."""
-        where = f"Nessie at {self._endpoint}"
-        if status == 403:
-            who = f"OAuth2 client {self._auth.client_id!r}" if self._auth else "anonymous requests"
-            return CatalogError(
-                f"{doing}: {where} denied the request (HTTP 403) for {who}. Fix: allow it in Nessie's "
-                f"authorization rules (nessie.server.authorization.rules.*), or use a client that is allowed."
-            )
-        if self._auth is None:
-            return ConfigError(
-                f"{doing}: {where} requires authentication: authentication failed (HTTP 401), and no OAuth2 "
-                f"client is configured. Fix: set WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and "
-                f"WAP_NESSIE_CLIENT_SECRET_PARAMETER (docs/deploy.md, \"Client authentication\")."
-            )
-        return ConfigError(
-            f"{doing}: {where} refused the access token of OAuth2 client {self._auth.client_id!r}: authentication "
-            f"failed (HTTP 401). Fix: check WAP_NESSIE_CLIENT_ID and WAP_NESSIE_TOKEN_ENDPOINT name a client of "
-            f"the issuer Nessie trusts (its quarkus.oidc.auth-server-url)."
-        )
+        return refused(self._endpoint, self._auth.client_id if self._auth else None, doing, status)
 
     @contextmanager
     def _translated(self, doing: str) -> Iterator[None]:
