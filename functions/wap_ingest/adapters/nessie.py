@@ -72,6 +72,7 @@ def nessie_client_for(endpoint: str, timeout: float, auth: BearerAuth | None = N
 
 MAX_REMEMBERED_BRANCHES = 1_000  # branches this process made, remembered for a one-call ledger record
 
+
 class NessieBranches(CatalogBranches):
     def __init__(
         self,
