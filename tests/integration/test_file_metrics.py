@@ -40,7 +40,7 @@ def test_null_counts_for_all_and_bounds_for_the_asked_columns(lake: Lake, table_
 
     spark = lake.service.ports.writer.spark
     pq.write_table(ROWS, tmp_path / "rows.parquet")
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS nessie.wap")
+    lake.service.ports.catalog.ensure_namespace("main", "wap")  # as the service makes it
     spark.read.parquet(str(tmp_path / "rows.parquet")).writeTo(f"nessie.wap.{table_name}").create()
     with IcebergTables(spark) as tables:
         iceberg = tables.iceberg_table(TableRef("wap", table_name), "main")

@@ -66,6 +66,8 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
         bounded_type = schema.findType(field_id) if type_id in _NUMERIC | _TEMPORAL and (
             wanted is None or name.lower() in wanted) else None
         fields.append((field_id, name, type_id, bounded_type))
+    # the class once (each lookup through the JVM view is a round trip), and only when a bound is wanted
+    conversions: Any = jvm.org.apache.iceberg.types.Conversions if any(f[3] is not None for f in fields) else None
     nulls: dict[str, int] = {}
     lower: dict[str, float | int] = {}
     upper: dict[str, float | int] = {}
@@ -91,8 +93,8 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
                 lows, highs = data_file.lowerBounds() or {}, data_file.upperBounds() or {}
             low_bytes, high_bytes = lows.get(field_id), highs.get(field_id)
             if low_bytes is not None and high_bytes is not None:
-                low = _number(jvm.org.apache.iceberg.types.Conversions.fromByteBuffer(kind, low_bytes), type_id)
-                high = _number(jvm.org.apache.iceberg.types.Conversions.fromByteBuffer(kind, high_bytes), type_id)
+                low = _number(conversions.fromByteBuffer(kind, low_bytes), type_id)
+                high = _number(conversions.fromByteBuffer(kind, high_bytes), type_id)
                 lower[name] = low if name not in lower else min(lower[name], low)
                 upper[name] = high if name not in upper else max(upper[name], high)
                 bounded[name] = bounded.get(name, 0) + 1
