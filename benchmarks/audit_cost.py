@@ -17,8 +17,9 @@ from benchmarks.common import INBOX, SMALL_COLUMN, Bench, median_of
 
 def run(bench: Bench) -> dict[str, Any]:
     from wap_ingest.core.audits import NotNull
+    from wap_ingest.core.branches import RunKind, run_branch_name
     from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
-    from wap_ingest.core.naming import branch_name_for
+    from wap_ingest.core.ports import WriteSpec
 
     sizes = [1_000, 2_000] if bench.options.smoke else [10_000, 1_000_000, 10_000_000]
     catalog, writer = bench.service.ports.catalog, bench.service.ports.writer
@@ -37,8 +38,10 @@ def run(bench: Bench) -> dict[str, Any]:
         data = baseline.read(INBOX, key)
 
         def service_audit(table: TableRef = table, source: SourceObject = source) -> float:
-            branch = catalog.create_branch(branch_name_for(table, source), catalog.reference_hash("main"))
-            appended = writer.append([(source, FileFormat.PARQUET)], table, branch.name, MeasurementPlan()).snapshot
+            name = run_branch_name(RunKind.FILE, table, source.identity, started=time.time())
+            branch = catalog.create_branch(name, catalog.reference_hash("main"))
+            appended = writer.append(WriteSpec(table, branch.name, MeasurementPlan()), source,
+                                     FileFormat.PARQUET).snapshot
             assert appended is not None
             started = time.perf_counter()
             writer.measure_appended(table, branch.name, appended, NotNull((SMALL_COLUMN,)).plan())

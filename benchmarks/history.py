@@ -22,7 +22,6 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,7 @@ def _service_for(service: Any, table: str, maintenance: dict[str, int]) -> Any:
 
     suites = suites_from({"tables": {table: {"checks": [{"check": "not_null", "columns": ["my_col_1"]}],
                                              "maintenance": maintenance}}}, default_namespace="wap")
-    return replace(service, suites=suites)
+    return service.replaced(suites=suites)
 
 
 def _metadata(service: Any, table: str) -> dict[str, int]:

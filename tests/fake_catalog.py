@@ -132,8 +132,12 @@ class FakeCatalog(CatalogBranches):
         del self.refs[branch.name]
         self.bases.pop(branch.name, None)
 
-    def head_commit_time(self, name: str) -> datetime | None:
-        return self.times.get(self.reference_hash(name))
+    def head_commit(self, name: str) -> Publication | None:
+        head = self.reference_hash(name)
+        commit, when = self.commits[head], self.times.get(head)
+        if when is None:  # the root: no commit yet (as Nessie's "no ancestor" hash)
+            return None
+        return Publication(head, when.isoformat(), commit.message, dict(commit.properties))
 
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
         found: list[Publication] = []
@@ -152,14 +156,16 @@ class FakeCatalog(CatalogBranches):
         return sorted((TableRef(*k.split(".")) for k, v in self.commits[self._head(ref)].contents.items()
                        if isinstance(v, Mapping) and "snapshots" in v), key=lambda t: t.qualified)
 
-    def record_published(self, branch: str, entries: Sequence[LedgerEntry]) -> Branch:
+    def record_published(self, branch: str, entries: Sequence[LedgerEntry],
+                         properties: Mapping[str, str] | None = None) -> Branch:
         self.calls.append(f"record_published {branch}")
         contents = self.commits[self._head(branch)].contents
         keys = {f"{LEDGER_NAMESPACE}.{e.key}": {"type": "namespace", "properties": e.properties()} for e in entries}
         if set(keys) & set(contents):
             raise CatalogError(f"{branch}: ledger key(s) {sorted(set(keys) & set(contents))} exist already")
         changes = {} if LEDGER_NAMESPACE in contents else {LEDGER_NAMESPACE: {"type": "namespace"}}
-        return Branch(branch, self.commit(branch, changes | keys, f"wap: ledger, {len(entries)} source(s)"))
+        return Branch(branch, self.commit(branch, changes | keys, f"wap: ledger, {len(entries)} source(s)",
+                                          properties))
 
     def find_published(self, ref: str, table: TableRef, identities: Sequence[str]) -> dict[str, LedgerEntry]:
         self.calls.append(f"find_published {ref}")

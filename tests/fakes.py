@@ -7,7 +7,7 @@ import hashlib
 import itertools
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,8 +25,6 @@ from wap_ingest.core.errors import (
     SourceNotFoundError,
     UnreadableSourceError,
 )
-from wap_ingest.core.formats import FormatOptions
-from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import (
     FAILED_CHECKS_COLUMN,
     SOURCE_COLUMN,
@@ -49,12 +47,28 @@ from wap_ingest.core.ports import (
     Notifier,
     ObjectStore,
     ReportStore,
+    StagedFiles,
     TableWriter,
+    WriteSpec,
 )
 from wap_ingest.core.review import parse_time
 
-__all__ = ["FakeBatchWriter", "FakeCatalog", "FakeDecisionLog", "FakeEventSink", "FakeJobs", "FakeNotifier",
-           "FakeObjectStore", "FakeReportStore", "FakeWriter", "Rows", "Unreadable", "rows_on", "run_one"]
+__all__ = [
+    "FakeBatchWriter",
+    "FakeCatalog",
+    "FakeDecisionLog",
+    "FakeEventSink",
+    "FakeJobs",
+    "FakeNotifier",
+    "FakeObjectStore",
+    "FakeReportStore",
+    "FakeStaged",
+    "FakeWriter",
+    "Rows",
+    "Unreadable",
+    "rows_on",
+    "run_one",
+]
 
 
 class Unreadable:
@@ -96,36 +110,35 @@ class FakeObjectStore(ObjectStore):
 
 class FakeWriter(TableWriter):
     """Tables are catalog contents: {"columns": [...], "snapshots": [(snapshot_id, rows, properties), ...]}.
-    Behaves like SparkIcebergWriter: one file is written, then measured; several are measured first, the ones
-    `keep` refuses are left out, and files that cannot join the others are reported in `left_out`."""
+    Behaves like SparkIcebergWriter: one file is written, then measured; several are staged and measured first
+    (files that cannot join the others are reported in `left_out`), and the core appends the ones it accepts."""
 
     def __init__(self, catalog: FakeCatalog, objects: FakeObjectStore) -> None:
         self.catalog = catalog
         self.objects = objects
         self.fail_with: Exception | None = None
         self.batches: list[int] = []  # the number of files of each snapshot written
+        self.staged: list[FakeStaged] = []  # every staging, to check they were all closed
         self._ids = itertools.count(1000)
 
-    def append(
-        self, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str, plan: MeasurementPlan,
-        *, keep: Callable[[SourceObject, Measurements], bool] | None = None, allow_new_columns: bool = False,
-        read_options: FormatOptions = (), quarantine: QuarantinePlan | None = None, layout: Layout | None = None,
-        keep_snapshots: int | None = None,
-    ) -> Appended:
+    def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
         """Reads the rows the fake store holds (any format and options: parsing is the real engine's part); a
         quarantine knows `not_null` and keys unique within the file (the real engine: every row-level check). Its
-        snapshots hold the rows, so it never drops one (`keep_snapshots` is the real engine's)."""
+        snapshots hold the rows, so it never drops one (trimming is the real maintainer's)."""
         if self.fail_with is not None:
             raise self.fail_with
-        if len(files) == 1:
-            source, fmt = files[0]
-            rows = self._read(source, fmt)
-            if not rows:  # a header without rows: nothing committed, the core calls it empty
-                return Appended(None, (), {source.identity: Measurements(row_count=0)})
-            moved, kept = self._quarantine(rows, quarantine, source, branch) if quarantine else (None, rows)
-            appended = self._write(table, branch, [(source, kept)], allow_new_columns)
-            return Appended(appended, (source,), {source.identity: self._measure(kept, plan, appended.columns)},
-                            quarantined={source.identity: moved} if moved is not None else {})
+        rows = self._read(source, fmt)
+        if not rows:  # a header without rows: nothing committed, the core calls it empty
+            return Appended(None, (), {source.identity: Measurements(row_count=0)})
+        quarantine = spec.quarantine
+        moved, kept = self._quarantine(rows, quarantine, source, spec.branch) if quarantine else (None, rows)
+        appended = self._write(spec.table, spec.branch, [(source, kept)], spec.allow_new_columns)
+        return Appended(appended, (source,), {source.identity: self._measure(kept, spec.plan, appended.columns)},
+                        quarantined={source.identity: moved} if moved is not None else {})
+
+    def stage(self, spec: WriteSpec, files: Sequence[tuple[SourceObject, FileFormat]]) -> FakeStaged:
+        if self.fail_with is not None:
+            raise self.fail_with
         readable: dict[SourceObject, Rows] = {}
         left_out: dict[str, str] = {}
         for source, fmt in files:
@@ -136,21 +149,16 @@ class FakeWriter(TableWriter):
         shapes = [tuple(rows[0]) if rows else () for rows in readable.values()]
         common = max(set(shapes), key=shapes.count) if shapes else ()
         measured: dict[str, Measurements] = {}
-        accepted: list[tuple[SourceObject, Rows]] = []
+        together: dict[SourceObject, Rows] = {}
         for source, rows in readable.items():
             if (tuple(rows[0]) if rows else ()) != common:
                 left_out[source.identity] = "its format or columns differ from the rest of the batch"
                 continue
-            measured[source.identity] = self._measure(rows, plan, common)
-            if keep is None or keep(source, measured[source.identity]):
-                accepted.append((source, rows))
-        if not accepted:
-            return Appended(None, (), measured, left_out)
-        try:
-            appended = self._write(table, branch, accepted, allow_new_columns)
-        except SchemaMismatchError as exc:
-            return Appended(None, (), measured, left_out | {s.identity: str(exc) for s, _ in accepted})
-        return Appended(appended, tuple(s for s, _ in accepted), measured, left_out)
+            measured[source.identity] = self._measure(rows, spec.plan, common)
+            together[source] = rows
+        staged = FakeStaged(self, spec, measured, left_out, together)
+        self.staged.append(staged)
+        return staged
 
     def _read(self, source: SourceObject, fmt: FileFormat) -> Rows:
         content = self.objects.objects[(source.bucket, source.key)]
@@ -180,7 +188,7 @@ class FakeWriter(TableWriter):
         snapshots.append((snapshot_id, written, props))
         self.catalog.commit(branch, {table.qualified: {"columns": columns, "snapshots": snapshots}}, props=props)
         self.batches.append(len(files))
-        return AppendResult(len(written), snapshot_id, parent, existing is None, columns, added)
+        return AppendResult(len(written), snapshot_id, parent, existing is None, columns, added, len(snapshots))
 
     def _quarantine(self, rows: Rows, plan: QuarantinePlan, source: SourceObject,
                     branch: str) -> tuple[Quarantined | None, Rows]:
@@ -220,6 +228,27 @@ class FakeWriter(TableWriter):
 
 
 FakeBatchWriter = FakeWriter  # the one engine port takes one file or many
+
+
+class FakeStaged(StagedFiles):
+    def __init__(self, writer: FakeWriter, spec: WriteSpec, measured: Mapping[str, Measurements],
+                 left_out: Mapping[str, str], together: Mapping[SourceObject, Rows]) -> None:
+        super().__init__(measured, left_out)
+        self.writer, self.spec, self.together, self.closed = writer, spec, together, False
+
+    def append(self, accepted: Sequence[SourceObject]) -> Appended:
+        chosen = [(s, rows) for s, rows in self.together.items() if s in accepted]
+        if not chosen:
+            return Appended(None, (), {})
+        measured = {s.identity: self.measured[s.identity] for s, _ in chosen}
+        try:
+            appended = self.writer._write(self.spec.table, self.spec.branch, chosen, self.spec.allow_new_columns)
+        except SchemaMismatchError as exc:
+            return Appended(None, (), measured, {s.identity: str(exc) for s, _ in chosen})
+        return Appended(appended, tuple(s for s, _ in chosen), measured)
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:

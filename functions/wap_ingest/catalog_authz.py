@@ -10,7 +10,9 @@ resource server `nessie` with the scopes `service`, `operator` and `reader` give
 
 - service (the function and the EMR job): read everything; create, commit to and delete `wap-*` branches;
   merge into `main`. The only role that writes `main`.
-- operator: read everything; delete `wap-*` branches; publish a reviewed `wap-*` branch by asking the service
+- operator: read everything; delete `wap-*` branches; create, write and delete a dry run's own branches
+  (`wap audit`: `wap-<ns>-<table>-<digest>-d<start>x<token>`, core.branches), which are never merged; publish a
+  reviewed `wap-*` branch by asking the service
   (`wap publish` with WAP_PUBLISH_QUEUE_URL: wap_ingest.core.publish_requests), which checks the operator's token
   with the catalog, re-audits the branch and merges it. The operator holds no write on `main`.
 - reader: read `main` only.
@@ -41,6 +43,9 @@ READ_OPS = ("VIEW_REFERENCE", "READ_ENTRIES", "LIST_COMMIT_LOG", "READ_CONTENT_K
 MERGE_OPS = ("COMMIT_CHANGE_AGAINST_REFERENCE", "CREATE_ENTITY", "UPDATE_ENTITY")
 WAP_BRANCH_OPS = ("CREATE_REFERENCE", "COMMIT_CHANGE_AGAINST_REFERENCE", "CREATE_ENTITY", "UPDATE_ENTITY",
                   "DELETE_ENTITY", "DELETE_REFERENCE")
+# A dry run's branch (core.branches.run_branch_name with RunKind.DRY_RUN), as a CEL (RE2) pattern: the operator may
+# write exactly these, and nothing merges them (merging needs commit rights on main, the service's alone).
+DRY_RUN_BRANCH = "^wap-[a-z_][a-z0-9_]*-[a-z_][a-z0-9_]*-[0-9a-f]{16}-d[0-9]+x[0-9a-f]+$"
 
 
 def scope_for(role: str) -> str:
@@ -68,6 +73,8 @@ RULES: dict[str, str] = {
     "readconfig": f"{_has(*ROLES)} && op == 'READ_REPOSITORY_CONFIG'",
     "servicewap": f"{_has(SERVICE)} && ref.startsWith('{WAP_PREFIX}') && {_ops(WAP_BRANCH_OPS)}",
     "operatorwap": f"{_has(OPERATOR)} && ref.startsWith('{WAP_PREFIX}') && op == 'DELETE_REFERENCE'",
+    "operatordryrun": f"{_has(OPERATOR)} && ref.startsWith('{WAP_PREFIX}') && ref.matches('{DRY_RUN_BRANCH}') && "
+                      f"{_ops(WAP_BRANCH_OPS)}",
     "mergemain": f"{_has(SERVICE)} && ref == '{MAIN}' && {_ops(MERGE_OPS)}",
 }
 

@@ -14,6 +14,7 @@ from wap_ingest.adapters.spark_session import spark_conf_for
 from wap_ingest.config import EmrSettings, Settings
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.models import SourceObject, TableRef
+from wap_ingest.engine_settings import spark_settings_for
 
 ENTRY_POINT = "emr_job.py"
 PACKAGE = "wap_ingest.zip"
@@ -57,8 +58,6 @@ def job_environment(settings: Settings) -> dict[str, str]:
 def job_spark_conf(settings: Settings, emr: EmrSettings) -> dict[str, str]:
     """The job's Spark settings: the pinned jars, the Python archive and package, the Iceberg/Nessie catalog
     (without credentials: the job adds them in-process), and the driver's and executors' environment."""
-    from wap_ingest.bootstrap import spark_settings_for
-
     catalog = spark_conf_for(spark_settings_for(replace(settings, nessie_auth=None), jars=False))
     conf = {k: v for k, v in catalog.items() if k not in _LOCAL_ONLY}
     jars = [f"{emr.artifacts}/jars/{jar.name}" for jar in settings.spark_jars()]

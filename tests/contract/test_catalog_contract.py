@@ -17,6 +17,7 @@ from wap_ingest.core.errors import (
     MergeConflictError,
     StaleHashError,
 )
+from wap_ingest.core.ledger import LedgerEntry
 from wap_ingest.core.models import Branch, TableRef
 from wap_ingest.core.ports import CatalogBranches
 
@@ -145,26 +146,52 @@ def test_delete_with_a_stale_hash_is_refused(catalog: CatalogBranches) -> None:
     assert catalog.find_branch(branch.name) is None
 
 
-def test_head_commit_time_is_when_the_head_was_committed(catalog: CatalogBranches) -> None:
+def _time(catalog: CatalogBranches, name: str) -> datetime:
+    head = catalog.head_commit(name)
+    assert head is not None
+    return datetime.fromisoformat(head.committed_at.replace("Z", "+00:00"))
+
+
+def test_head_commit_is_the_head_with_its_time(catalog: CatalogBranches) -> None:
     before = datetime.now(UTC)
     head = catalog.ensure_namespace("main", unique("ns"))
     after = datetime.now(UTC)
     branch = catalog.create_branch(unique("contract-t"), head)
-    when = catalog.head_commit_time(branch.name)
-    assert when is not None and when.tzinfo is not None
-    assert before - CLOCK_SKEW <= when <= after + CLOCK_SKEW
-    assert catalog.head_commit_time("main") is not None
+    found = catalog.head_commit(branch.name)
+    assert found is not None and found.hash == head
+    when = _time(catalog, branch.name)
+    assert when.tzinfo is not None and before - CLOCK_SKEW <= when <= after + CLOCK_SKEW
+    assert catalog.head_commit("main") is not None
     ns = unique("ns")
     catalog.ensure_namespace(branch.name, ns)
-    later = catalog.head_commit_time(branch.name)
-    assert later is not None and later >= when
+    assert _time(catalog, branch.name) >= when
     with pytest.raises(BranchNotFoundError):
-        catalog.head_commit_time(unique("contract-missing"))
+        catalog.head_commit(unique("contract-missing"))
 
 
-def test_a_branch_without_a_commit_has_no_head_commit_time(catalog: CatalogBranches) -> None:
+def test_a_branch_without_a_commit_has_no_head_commit(catalog: CatalogBranches) -> None:
     empty = catalog.create_branch(unique("contract-e"), root_hash(catalog))
-    assert catalog.head_commit_time(empty.name) is None
+    assert catalog.head_commit(empty.name) is None
+
+
+def test_the_ledger_commit_carries_its_properties_on_the_branch_head(catalog: CatalogBranches) -> None:
+    """What a kept branch would publish rides its ledger commit (core.pipeline.transaction): read back from the
+    head commit, exactly."""
+    ns = unique("ns")
+    branch = catalog.create_branch(unique("contract-k"), catalog.ensure_namespace("main", ns))
+    entry = LedgerEntry(f"{ns}.t", "inbox/t/a.csv#e1", "s3://inbox/t/a.csv", 3, branch.name,
+                        "2026-11-24T00:00:00+00:00")
+    head = catalog.record_published(branch.name, [entry], {"wap.pending.wap.table": f"{ns}.t", "wap.x": "1"})
+    found = catalog.head_commit(branch.name)
+    assert found is not None and found.hash == head.hash
+    assert found.properties["wap.pending.wap.table"] == f"{ns}.t" and found.properties["wap.x"] == "1"
+    assert catalog.find_published(branch.name, TableRef(ns, "t"), [entry.identity])[entry.identity].rows == 3
+
+
+def test_list_branches_reads_every_page(catalog: CatalogBranches) -> None:
+    prefix = unique("contract-p")
+    made = [catalog.create_branch(f"{prefix}-{i:03}", root_hash(catalog)) for i in range(260)]
+    assert catalog.list_branches(prefix) == sorted(made, key=lambda b: b.name)
 
 
 # --- merges ---------------------------------------------------------------------------------------------

@@ -1,13 +1,14 @@
 """One behaviour suite for the TableWriter port (the engine), run against the in-memory fake and the real Spark +
-Iceberg + Nessie adapter: one file or several in one snapshot, each file measured, lineage found again by identity,
-schema drift refused (or allowed on the branch), files that cannot join the others left out, never raised."""
+Iceberg + Nessie adapter: one file appended then measured; several staged and measured first, the accepted ones in
+one snapshot; lineage found again by identity; schema drift refused (or allowed on the branch); files that cannot join
+the others left out, never raised."""
 
 from __future__ import annotations
 
 import io
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +18,7 @@ import pytest
 from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable
 from wap_ingest.core.errors import BadInputError, SchemaDriftError
 from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
-from wap_ingest.core.ports import CatalogBranches, TableWriter
+from wap_ingest.core.ports import CatalogBranches, TableWriter, WriteSpec
 
 Rows = list[dict[str, Any]]
 PLAN = MeasurementPlan(null_count_columns=("b",))
@@ -38,6 +39,9 @@ class Harness:
 
     def files(self, *sources: SourceObject) -> list[tuple[SourceObject, FileFormat]]:
         return [(s, FileFormat.PARQUET) for s in sources]
+
+    def spec(self, branch: str) -> WriteSpec:
+        return WriteSpec(self.table, branch, PLAN)
 
 
 def rows(n: int, *, start: int = 0, nulls: int = 0, extra: str | None = None) -> Rows:
@@ -79,8 +83,9 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
 def test_one_file_is_one_snapshot_measured_and_found_again_by_its_identity(harness: Harness) -> None:
     branch = harness.branch()
     source = harness.put_rows(f"{harness.table.name}/one.parquet", rows(5, nulls=2))
-    appended = harness.writer.append(harness.files(source), harness.table, branch, PLAN)
+    appended = harness.writer.append(harness.spec(branch), source, FileFormat.PARQUET)
     assert appended.snapshot is not None and appended.snapshot.rows == 5 and appended.snapshot.table_created
+    assert appended.snapshot.snapshots >= 1  # what the core bounds the table's metadata by
     assert appended.written == (source,) and dict(appended.left_out) == {}
     measured = appended.measured[source.identity]
     assert measured.row_count == 5 and measured.null_counts["b"] == 2
@@ -92,17 +97,20 @@ def test_one_file_is_one_snapshot_measured_and_found_again_by_its_identity(harne
     assert again.row_count == 5 and again.null_counts["b"] == 2
 
 
-def test_several_files_are_one_snapshot_and_keep_leaves_refused_files_out(harness: Harness) -> None:
+def test_several_files_are_measured_before_and_the_accepted_ones_are_one_snapshot(harness: Harness) -> None:
     branch = harness.branch()
     sources = [harness.put_rows(f"{harness.table.name}/f{i}.parquet", rows(3 + i, start=100 * i, nulls=i % 2))
                for i in range(3)]
-    appended = harness.writer.append(harness.files(*sources), harness.table, branch, PLAN,
-                                     keep=lambda _s, m: m.null_counts.get("b", 0) == 0)
-    kept = [sources[0], sources[2]]
+    with harness.writer.stage(harness.spec(branch), harness.files(*sources)) as staged:
+        assert {i: m.row_count for i, m in staged.measured.items()} == {
+            s.identity: 3 + n for n, s in enumerate(sources)}
+        assert staged.measured[sources[1].identity].null_counts["b"] == 1  # measured before anything is written
+        assert harness.writer.find_append(harness.table, branch, sources[0].identity) is None
+        kept = [s for s in sources if staged.measured[s.identity].null_counts.get("b", 0) == 0]
+        appended = staged.append(kept)
+    assert kept == [sources[0], sources[2]]
     assert appended.snapshot is not None and appended.snapshot.rows == 3 + 5
-    assert set(appended.written) == set(kept)
-    assert {i: m.row_count for i, m in appended.measured.items()} == {s.identity: 3 + n for n, s in enumerate(sources)}
-    assert appended.measured[sources[1].identity].null_counts["b"] == 1  # measured, though not written
+    assert set(appended.written) == set(kept) and set(appended.measured) == {s.identity for s in kept}
     found = {s.identity: harness.writer.find_append(harness.table, branch, s.identity) for s in sources}
     assert {i: a.rows for i, a in found.items() if a} == {sources[0].identity: 3, sources[2].identity: 5}
 
@@ -112,32 +120,46 @@ def test_a_file_that_cannot_join_the_others_is_left_out_not_raised(harness: Harn
     good = [harness.put_rows(f"{harness.table.name}/g{i}.parquet", rows(2, start=10 * i)) for i in range(2)]
     odd = harness.put_rows(f"{harness.table.name}/odd.parquet", rows(2, extra="c"))
     broken = harness.put_garbage(f"{harness.table.name}/broken.parquet")
-    appended = harness.writer.append(harness.files(*good, odd, broken), harness.table, branch, PLAN)
+    with harness.writer.stage(harness.spec(branch), harness.files(*good, odd, broken)) as staged:
+        assert set(staged.left_out) == {odd.identity, broken.identity} and set(staged.measured) == {
+            s.identity for s in good}
+        appended = staged.append(good)
     assert set(appended.written) == set(good) and appended.snapshot is not None and appended.snapshot.rows == 4
-    assert set(appended.left_out) == {odd.identity, broken.identity}
 
 
 def test_one_unreadable_file_raises_a_bad_input_error(harness: Harness) -> None:
     broken = harness.put_garbage(f"{harness.table.name}/broken.parquet")
     with pytest.raises(BadInputError, match=r"broken\.parquet"):
-        harness.writer.append(harness.files(broken), harness.table, harness.branch(), PLAN)
+        harness.writer.append(harness.spec(harness.branch()), broken, FileFormat.PARQUET)
 
 
 def test_a_file_without_rows_writes_nothing(harness: Harness) -> None:
     empty = harness.put_rows(f"{harness.table.name}/empty.parquet", [])
-    appended = harness.writer.append(harness.files(empty), harness.table, harness.branch(), PLAN)
+    appended = harness.writer.append(harness.spec(harness.branch()), empty, FileFormat.PARQUET)
     assert appended.written == () and (appended.snapshot is None or appended.snapshot.rows == 0)
     assert appended.measured[empty.identity].row_count == 0
 
 
 def test_new_columns_are_refused_with_the_difference_or_added_on_the_branch_only(harness: Harness) -> None:
     branch = harness.branch()
-    harness.writer.append(harness.files(harness.put_rows(f"{harness.table.name}/base.parquet", rows(2))),
-                          harness.table, branch, PLAN)
+    base = harness.put_rows(f"{harness.table.name}/base.parquet", rows(2))
+    harness.writer.append(harness.spec(branch), base, FileFormat.PARQUET)
     wider = harness.put_rows(f"{harness.table.name}/wider.parquet", rows(2, start=50, extra="c"))
     with pytest.raises(SchemaDriftError) as refused:
-        harness.writer.append(harness.files(wider), harness.table, branch, PLAN)
+        harness.writer.append(harness.spec(branch), wider, FileFormat.PARQUET)
     assert any("new c" in line for line in refused.value.difference)
-    appended = harness.writer.append(harness.files(wider), harness.table, branch, PLAN, allow_new_columns=True)
+    appended = harness.writer.append(replace(harness.spec(branch), allow_new_columns=True), wider,
+                                     FileFormat.PARQUET)
     assert appended.snapshot is not None and appended.snapshot.added_columns == ("c",)
     assert appended.written == (wider,)
+
+
+def test_staged_files_are_released_when_the_core_appends_none_of_them(harness: Harness) -> None:
+    branch = harness.branch()
+    sources = [harness.put_rows(f"{harness.table.name}/n{i}.parquet", rows(2, start=10 * i, nulls=1))
+               for i in range(2)]
+    with harness.writer.stage(harness.spec(branch), harness.files(*sources)) as staged:
+        assert all(m.null_counts["b"] == 1 for m in staged.measured.values())
+    appended = staged.append([])  # after release: nothing to write, nothing written
+    assert appended.snapshot is None and appended.written == ()
+    assert harness.writer.find_append(harness.table, branch, sources[0].identity) is None

@@ -8,7 +8,6 @@ import json
 import resource
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +139,7 @@ def test_a_one_gib_line_fails_fast_with_bounded_memory(lake: Lake, table_name: s
     key = f"{table_name}/long.csv"
     lake.s3.upload_file(str(path), lake.inbox_bucket, key)
     path.unlink()
-    here = replace(lake.service, large_files=None)
+    here = lake.service.replaced(large_files=None)
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     outcome = here.ingest(here.objects.head(lake.inbox_bucket, key))
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024

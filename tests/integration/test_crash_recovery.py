@@ -88,7 +88,7 @@ def test_a_batch_killed_at_each_step_leaves_nothing_the_redelivery_does_not_clea
     # SQS redelivers the messages after their visibility timeout, which is longer than any run may take: by then
     # the dead run's batch branch is older than WAP_ABANDONED_BRANCH_SECONDS (shortened here, not the wait)
     time.sleep(1.1)
-    redelivery = replace(lake.service, config=replace(lake.service.config, abandoned_after_seconds=1.0))
+    redelivery = lake.service.replaced(config=replace(lake.service.config, abandoned_after_seconds=1.0))
     results = redelivery.ingest_all([Item(s) for s in sources])
     statuses = [r.status for r in results if isinstance(r, IngestOutcome)]
     assert statuses[:3] == [OutcomeStatus.DUPLICATE if on_main_at_kill else OutcomeStatus.PUBLISHED] * 3

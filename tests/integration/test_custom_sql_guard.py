@@ -5,7 +5,6 @@ never runs them (the other table keeps its rows, no environment value reaches a 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -80,7 +79,7 @@ def test_the_pipeline_never_runs_a_refused_query(lake: Lake, table_name: str) ->
         {"check": "custom_sql", "name": "env", "sql": "SELECT reflect('java.lang.System', 'getenv', "
                                                       "'WAP_TEST_SECRET_VALUE') AS v FROM new_rows"},
     ]}}, default_namespace="wap")
-    service = replace(lake.service, suites=suites)
+    service = lake.service.replaced(suites=suites)
     (result,) = service.ingest_all([Item(lake.put(f"{table_name}/new.parquet", parquet_bytes(40)))])
     assert isinstance(result, AuditSuiteError) and "refused" in str(result)
     assert "s3cr3t" not in str(result)

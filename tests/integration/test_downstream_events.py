@@ -6,7 +6,6 @@ that cannot be reached changes no outcome. The EMR job's events: tests/e2e/test_
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 import pytest
 
@@ -58,7 +57,7 @@ def test_an_unreachable_bus_changes_no_outcome(lake: Lake, table_name: str) -> N
             self.lines.append(record.getMessage())
 
     kept, logger = Kept(), logging.getLogger("wap_ingest.core.downstream")
-    broken = replace(lake.service, events=EventBridgeSink(boto3_client("events", lake.service.settings),
+    broken = lake.service.replaced(events=EventBridgeSink(boto3_client("events", lake.service.settings),
                                                           "no-such-bus"))
     logger.addHandler(kept)
     try:

@@ -61,13 +61,12 @@ def test_twenty_files_for_one_table_at_once_land_exactly_once(lake: Lake, table_
 
 def test_a_slack_outage_never_changes_the_outcome(lake: Lake, table_name: str,
                                                   caplog: pytest.LogCaptureFixture) -> None:
-    from dataclasses import replace
 
     from wap_ingest.adapters.slack import SlackNotifier, slack_client_for
     from wap_ingest.local.processes import free_port
 
     down = SlackNotifier(slack_client_for("token", f"http://127.0.0.1:{free_port()}/api/", 2), "#alerts")
-    service = replace(lake.service, notifier=down)
+    service = lake.service.replaced(notifier=down)
     bad = service.ingest(lake.put(f"{table_name}/bad.parquet", parquet_bytes(6, nulls=2)))
     good = service.ingest(lake.put(f"{table_name}/good.parquet", parquet_bytes(6)))
     assert (bad.status, good.status) == (OutcomeStatus.REJECTED, OutcomeStatus.PUBLISHED)

@@ -4,8 +4,6 @@ run's branch and is merged with the file; the audit's metadata shortcuts still a
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from tests.conftest import Lake, parquet_bytes
@@ -18,7 +16,7 @@ CHECKS = [{"check": "not_null", "columns": ["my_col_1"]}, {"check": "row_count",
 
 def with_layout(lake: Lake, table: str, layout: dict[str, object]) -> object:
     suites = suites_from({"tables": {table: {"checks": CHECKS, "layout": layout}}}, default_namespace="wap")
-    return replace(lake.service, suites=suites)
+    return lake.service.replaced(suites=suites)
 
 
 def described(lake: Lake, table: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict[str, str]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,7 +26,7 @@ FILES = 200
 def configured(lake: Lake, table: str, maintenance: dict[str, int]) -> Any:
     suites = suites_from({"tables": {table: {"checks": CHECKS, "maintenance": maintenance}}},
                          default_namespace="wap")
-    return replace(lake.service, suites=suites)
+    return lake.service.replaced(suites=suites)
 
 
 def checksum(lake: Lake, table: str) -> tuple[int, int]:

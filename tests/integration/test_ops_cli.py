@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +122,7 @@ def test_publish_after_fixing_the_audit_suite_reaudits_and_merges(
 def test_publish_of_a_branch_whose_file_was_published_since_says_so(
         lake: Lake, table_name: str, capsys: pytest.CaptureFixture[str]) -> None:
     branch = rejected_branch(lake, table_name)
-    relaxed = replace(lake.service, suites=AuditSuites(by_table={}, default=AuditSuite((RowCount(min=1),))))
+    relaxed = lake.service.replaced(suites=AuditSuites(by_table={}, default=AuditSuite((RowCount(min=1),))))
     again = relaxed.ingest(lake.put(f"{table_name}/bad.parquet", parquet_bytes(20, nulls=3)))
     assert again.status is OutcomeStatus.PUBLISHED and branch not in lake.wap_branches()
     code, out, _ = wap(capsys, "publish", branch, "--json")

@@ -47,7 +47,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w.objects = CountingStore(w.objects)
     w.writer.objects = w.objects
     config = replace(w.service.config, source_buckets=frozenset({"source"}), refused_buckets=frozenset({"lake"}))
-    w.service = replace(w.service, config=config, ports=replace(w.service.ports, objects=w.objects))
+    w.service = w.service.replaced(config=config, ports=replace(w.service.ports, objects=w.objects))
     monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
     return w
 
@@ -118,7 +118,7 @@ def test_the_emr_job_refuses_another_bucket(world: World, monkeypatch: pytest.Mo
 
 def test_the_stores_size_routes_not_the_events(world: World) -> None:
     jobs = RecordingJobs()
-    world.service = replace(world.service, large_files=LargeFiles(jobs, 1000))
+    world.service = world.service.replaced(large_files=LargeFiles(jobs, 1000))
     world.objects.put("source", "customer_data_log/big.parquet", b"x" * 5000)  # says 10 bytes in the event
     world.objects.put("source", "customer_data_log/small.parquet", ROWS)
     small_event = json.loads(s3_body("customer_data_log/small.parquet"))
@@ -134,7 +134,7 @@ def test_a_group_stages_at_most_its_budget_at_once(world: World) -> None:
     for i, name in enumerate(names):  # four files of the same size
         world.objects.put("source", f"customer_data_log/{name}.parquet", [dict(ROWS[0], my_col_0=10 + i)])
     size = world.objects.head("source", "customer_data_log/a.parquet").size or 0
-    world.service = replace(world.service, config=replace(world.service.config, staging_budget_bytes=2 * size))
+    world.service = world.service.replaced(config=replace(world.service.config, staging_budget_bytes=2 * size))
     result = world.invoke(sqs_event(*(s3_body(f"customer_data_log/{n}.parquet") for n in names)))
     assert [o["status"] for o in result["objects"]] == ["published"] * 4
     assert world.writer.batches == [2, 2]  # two groups of two, each staged and cleaned up in turn
@@ -147,7 +147,7 @@ def test_files_that_do_not_fit_the_free_disk_are_deferred_without_an_alert(world
     size = world.objects.head("source", "orders/c.parquet").size or 0
     free = iter([10**9, 0])  # room for the first group, then the disk is full
     config = replace(world.service.config, free_bytes=lambda: next(free, 0))
-    world.service = replace(world.service, config=config)
+    world.service = world.service.replaced(config=config)
     event = sqs_event(s3_body("customer_data_log/a.parquet"), s3_body("customer_data_log/b.parquet"),
                       s3_body("orders/c.parquet"))
     result = world.invoke(event)

@@ -44,7 +44,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w.writer = FakeBatchWriter(w.catalog, w.objects)
     w.jobs = RecordingJobs()  # type: ignore[attr-defined]
     settings = replace(w.service.settings, large_file_bytes=1000)
-    w.service = replace(w.service, settings=settings, ports=replace(w.service.ports, writer=w.writer),
+    w.service = w.service.replaced(settings=settings, ports=replace(w.service.ports, writer=w.writer),
                         large_files=LargeFiles(w.jobs, 1000))  # type: ignore[attr-defined]
     monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
     return w

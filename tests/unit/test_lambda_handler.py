@@ -74,14 +74,20 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
 
 def failing_for(world: World, monkeypatch: pytest.MonkeyPatch, prefix: str, error: Exception) -> None:
     """The engine raises `error` for the files whose keys start with `prefix` (and works for the others)."""
-    original = world.writer.append
+    append, stage = world.writer.append, world.writer.stage
 
-    def flaky(files, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def flaky_append(spec, source, fmt):  # type: ignore[no-untyped-def]
+        if source.key.startswith(prefix):
+            raise error
+        return append(spec, source, fmt)
+
+    def flaky_stage(spec, files):  # type: ignore[no-untyped-def]
         if files[0][0].key.startswith(prefix):
             raise error
-        return original(files, *args, **kwargs)
+        return stage(spec, files)
 
-    monkeypatch.setattr(world.writer, "append", flaky)
+    monkeypatch.setattr(world.writer, "append", flaky_append)
+    monkeypatch.setattr(world.writer, "stage", flaky_stage)
 
 
 def fixture(name: str) -> dict[str, Any]:

@@ -61,14 +61,87 @@ def test_adapters_get_plain_values_not_the_settings_nor_the_wiring() -> None:
     assert offenders == []
 
 
-def test_the_wap_steps_are_defined_once() -> None:
-    """Branch, write, audit and merge are called from the one pipeline package (its one-table groups, its
-    multi-table loads and the tables' maintenance); no other core module drives them."""
-    pipeline = PACKAGE / "core" / "pipeline"
-    callers = {path for path in (PACKAGE / "core").rglob("*.py")
+def test_the_transaction_has_one_owner() -> None:
+    """Branches are created and merged in one module of the whole package: the transaction owner. File groups,
+    loads, maintenance, dry runs and reviewed publishes hand it their work; the Nessie adapter implements the port."""
+    owner = PACKAGE / "core" / "pipeline" / "transaction.py"
+    callers = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                if ".create_branch(" in path.read_text(encoding="utf-8") or ".merge(" in path.read_text(
                    encoding="utf-8")}
-    outside = {str(p.relative_to(PACKAGE)) for p in callers if p.parent != pipeline}
-    assert outside == {"core/review.py"}, outside  # review: an operator's publish of a branch the pipeline left
-    # groups and loads publish files; maintain merges a table's upkeep through the same discipline
-    assert {p.name for p in callers if p.parent == pipeline} == {"groups.py", "loads.py", "maintain.py"}
+    assert callers == {owner.relative_to(PACKAGE).as_posix(), "adapters/nessie.py"}, callers
+    nessie = (PACKAGE / "adapters" / "nessie.py").read_text(encoding="utf-8")
+    assert nessie.count(".create_branch(") == 1 and ".merge(" not in nessie  # pynessie's call inside the port
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of the package and the package modules it imports, at module level or inside functions (an
+    import inside a function hides a circle, it does not remove it). `from pkg import name` counts as importing
+    `pkg.name` when that is a module, else `pkg`."""
+    modules = {_module_of(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:
+                    edges.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        graph[name] = {e for e in edges if e in modules and e != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_circle_in_the_import_graph() -> None:
+    """A package's __init__ re-exporting its modules is not a circle: only edges between distinct modules count, and
+    a package imports its own submodules by design (they are skipped)."""
+    graph = {name: {e for e in edges if not e.startswith(f"{name}.")} for name, edges in import_graph().items()}
+    assert cycles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

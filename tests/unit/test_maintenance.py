@@ -11,6 +11,7 @@ import pytest
 
 from tests.fakes import FakeCatalog
 from wap_ingest.core.audits import suites_from
+from wap_ingest.core.branches import RunKind, parse_branch
 from wap_ingest.core.errors import AuditSuiteError, EngineError
 from wap_ingest.core.history import history_context
 from wap_ingest.core.maintenance import (
@@ -51,6 +52,9 @@ class FakeMaintainer(TableMaintainer):
         if content is None:
             return None
         return self.done if content.get("compacted") else self.state
+
+    def trim_snapshots(self, table: Any, branch: str, keep: int) -> int:
+        return 0  # the ingestion's trim: not this suite's subject (integration/test_maintenance)
 
     def maintain(self, table: Any, branch: str, work: MaintenanceWork, settings: MaintenanceSettings,
                  layout: Any) -> None:
@@ -105,7 +109,8 @@ def test_a_maintenance_is_merged_from_its_own_branch_and_the_branch_is_gone() ->
     assert report.status == "maintained" and report.attempts == 1 and report.merged_hash == catalog.refs["main"]
     assert catalog.contents("main")[TABLE]["compacted"] and report.after == replace(SMALL, data_files=1,
                                                                                      small_files=0)
-    assert maintainer.worked[0].startswith("wap-wap-orders-maintain-") and list(catalog.refs) == ["main"]
+    run = parse_branch(maintainer.worked[0])
+    assert run is not None and run.kind is RunKind.MAINTAIN and run.table == _ref() and list(catalog.refs) == ["main"]
     merged = catalog.commits[catalog.refs["main"]]
     assert merged.properties["wap.table"] == TABLE and "50 -> 1 data files" in str(summary_line(merged.properties))
 

@@ -5,7 +5,7 @@ import pytest
 from wap_ingest.core.errors import InvalidTableNameError, UnsupportedFormatError
 from wap_ingest.core.formats import format_for_key
 from wap_ingest.core.models import FileFormat, SourceObject, TableRef
-from wap_ingest.core.naming import branch_name_for, branch_prefix_for, table_for_key, table_from_branch
+from wap_ingest.core.naming import check_target, table_for_key
 
 
 @pytest.mark.parametrize(
@@ -60,22 +60,14 @@ def test_unknown_format_names_the_supported_ones_and_the_table() -> None:
         format_for_key("t/a.parquet.gz")  # Parquet compresses inside the file: a compressed one is not read
 
 
-def test_branch_names_are_deterministic_per_object_version_and_parse_back() -> None:
-    table = TableRef("wap", "customer_data_log")
-    v1 = SourceObject("b", "customer_data_log/a.parquet", etag="e1")
-    v2 = SourceObject("b", "customer_data_log/a.parquet", etag="e2")
-    assert branch_prefix_for(table, v1) == branch_prefix_for(table, SourceObject("b", v1.key, etag='"e1"'))
-    assert branch_prefix_for(table, v1) != branch_prefix_for(table, v2)
-    name = branch_name_for(table, v1)
-    assert name.startswith(branch_prefix_for(table, v1) + "-") and name != branch_name_for(table, v1)
-    assert name.startswith("wap-wap-customer_data_log-")
-    assert all(c.isalnum() or c in "_-" for c in name)
-    assert table_from_branch(name) == table
-    assert table_from_branch("main") is None
-    assert table_from_branch("wap-x-y") is None
-    assert table_from_branch("wap-wap-customer_data_log-0123") is None
-
-
 def test_identity_prefers_version_id_over_etag() -> None:
     assert SourceObject("b", "k", etag="e", version_id="v").identity == "b/k#v"
     assert SourceObject("b", "k", etag='"e"').identity == "b/k#e"
+
+
+def test_tables_the_service_owns_are_refused_as_targets() -> None:
+    check_target(TableRef("wap", "orders"), "s3://b/orders/x.csv")
+    with pytest.raises(InvalidTableNameError, match=r"orders_quarantine is a quarantine table.*file to orders"):
+        check_target(TableRef("wap", "orders_quarantine"), "s3://b/orders_quarantine/x.csv")
+    with pytest.raises(InvalidTableNameError, match="reserved for the service's exactly-once ledger"):
+        check_target(TableRef("wap_ledger", "x"), "s3://b/k")

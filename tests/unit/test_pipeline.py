@@ -6,9 +6,9 @@ import pytest
 
 from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable, rows_on, run_one
 from wap_ingest.core.audits import suites_from
+from wap_ingest.core.branches import RunKind, identity_digest, run_branch_name
 from wap_ingest.core.errors import CatalogUnavailableError, MergeConflictError
 from wap_ingest.core.models import OutcomeStatus, SourceObject, TableRef
-from wap_ingest.core.naming import branch_name_for, branch_prefix_for
 from wap_ingest.core.pipeline import PipelineConfig, Ports
 
 SUITES = suites_from(
@@ -70,8 +70,7 @@ def test_file_with_nulls_is_rejected_branch_kept_main_unchanged(lake: Lake) -> N
     assert outcome.status is OutcomeStatus.REJECTED
     assert lake.catalog.refs["main"] == main_before
     assert outcome.branch and outcome.branch.startswith(
-        branch_prefix_for(TableRef("wap", "customer_data_log"), outcome.source) + "-"
-    )
+        f"wap-wap-customer_data_log-{identity_digest(outcome.source.identity)}-f")
     assert lake.wap_branches() == [outcome.branch]
     assert len(rows_on(lake.catalog, outcome.branch, TABLE)) == 13
     assert outcome.report is not None
@@ -193,7 +192,8 @@ def test_merge_conflicts_beyond_the_bound_raise(lake: Lake, monkeypatch: pytest.
 def test_an_empty_earlier_attempt_is_replaced(lake: Lake) -> None:
     src = lake.put("customer_data_log/a.parquet", rows(2))
     main_hash = lake.catalog.ensure_namespace("main", "wap")
-    lake.catalog.create_branch(branch_name_for(TableRef("wap", "customer_data_log"), src), main_hash)
+    lake.catalog.create_branch(run_branch_name(RunKind.FILE, TableRef("wap", "customer_data_log"), src.identity,
+                                                started=0), main_hash)
     assert lake.run(src).status is OutcomeStatus.PUBLISHED
     assert lake.wap_branches() == []
 
@@ -255,7 +255,8 @@ def test_crash_after_the_append_is_cleanly_redone(lake: Lake, monkeypatch: pytes
 def test_crash_after_branch_creation_starts_afresh(lake: Lake) -> None:
     src = lake.put("customer_data_log/a.parquet", rows(2))
     base = lake.catalog.ensure_namespace("main", "wap")
-    lake.catalog.create_branch(branch_name_for(TableRef("wap", "customer_data_log"), src), base)
+    lake.catalog.create_branch(run_branch_name(RunKind.FILE, TableRef("wap", "customer_data_log"), src.identity,
+                                                started=0), base)
     lake.catalog.commit("main", {"unrelated": 1})  # main moved meanwhile
     assert lake.run(src).status is OutcomeStatus.PUBLISHED
     assert len(rows_on(lake.catalog, "main", TABLE)) == 2 and lake.wap_branches() == []

@@ -29,7 +29,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w = World()
     w.retries = RecordingRetries()  # type: ignore[attr-defined]
     settings = replace(w.service.settings, retry_base_seconds=30.0, retry_max_seconds=600.0)
-    w.service = replace(w.service, settings=settings, retries=w.retries)  # type: ignore[attr-defined]
+    w.service = w.service.replaced(settings=settings, retries=w.retries)  # type: ignore[attr-defined]
     monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
     return w
 

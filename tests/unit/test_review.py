@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.fakes import FakeCatalog, FakeDecisionLog
+from wap_ingest.core.branches import identity_digest
 from wap_ingest.core.errors import BranchNotFoundError, CatalogError, CatalogUnavailableError
 from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, TableRef
-from wap_ingest.core.naming import identity_digest
+from wap_ingest.core.pipeline import PipelineConfig, Transactions
 from wap_ingest.core.review import (
     ReauditFailedError,
     discard_branch,
@@ -35,6 +36,10 @@ def lake() -> FakeCatalog:
     return catalog
 
 
+def tx(catalog: FakeCatalog) -> Transactions:
+    return Transactions(catalog, PipelineConfig(default_namespace="wap", sleep=lambda _s: None))
+
+
 def source_of(_table: TableRef, _branch: str) -> Mapping[str, str]:
     return SOURCE
 
@@ -56,14 +61,14 @@ def test_a_failing_reaudit_refuses_and_changes_nothing() -> None:
     catalog = lake()
     main = catalog.reference_hash("main")
     with pytest.raises(ReauditFailedError, match=r"still fails the audit.*--no-reaudit --reason") as caught:
-        publish_branch(catalog, BRANCH, reason="fine", actor="ann", source_of=source_of, reaudit=reaudit_to(False))
+        publish_branch(tx(catalog), BRANCH, reason="fine", actor="ann", source_of=source_of, reaudit=reaudit_to(False))
     assert caught.value.report.rows == 20
     assert catalog.reference_hash("main") == main and catalog.find_branch(BRANCH) is not None
 
 
 def test_a_passing_reaudit_merges_with_source_and_decision_on_the_commit() -> None:
     catalog, seen = lake(), []
-    decision = publish_branch(catalog, BRANCH, reason=None, actor="ann", source_of=source_of,
+    decision = publish_branch(tx(catalog), BRANCH, reason=None, actor="ann", source_of=source_of,
                               reaudit=reaudit_to(True, seen))
     assert seen == [(TABLE, BRANCH, IDENTITY)]
     assert decision.reason == "re-audit passed" and decision.reaudit == report(True)
@@ -80,8 +85,8 @@ def test_a_passing_reaudit_merges_with_source_and_decision_on_the_commit() -> No
 def test_the_override_needs_a_reason_and_is_recorded() -> None:
     catalog = lake()
     with pytest.raises(CatalogError, match="say why with --reason"):
-        publish_branch(catalog, BRANCH, reason=" ", actor="ann", source_of=source_of, reaudit=None)
-    publish_branch(catalog, BRANCH, reason="nulls ok", actor="ann", source_of=source_of, reaudit=None)
+        publish_branch(tx(catalog), BRANCH, reason=" ", actor="ann", source_of=source_of, reaudit=None)
+    publish_branch(tx(catalog), BRANCH, reason="nulls ok", actor="ann", source_of=source_of, reaudit=None)
     props = catalog.commits[catalog.reference_hash("main")].properties
     assert props["wap.decision.reaudit"] == "skipped" and props["wap.decision.reason"] == "nulls ok"
 
@@ -91,23 +96,24 @@ def test_a_publish_retried_after_its_merge_failed_records_the_ledger_entry_once(
     real_merge = catalog.merge
     catalog.merge = lambda *a, **k: (_ for _ in ()).throw(CatalogUnavailableError("nessie down"))  # type: ignore
     with pytest.raises(CatalogUnavailableError):
-        publish_branch(catalog, BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
+        publish_branch(tx(catalog), BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
     catalog.merge = real_merge  # type: ignore[method-assign]
-    publish_branch(catalog, BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
+    publish_branch(tx(catalog), BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
     assert IDENTITY in catalog.find_published("main", TABLE, [IDENTITY])
 
 
 def test_publishing_twice_or_after_an_interrupted_publish_is_a_no_op() -> None:
     catalog = lake()
-    first = publish_branch(catalog, BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
-    again = publish_branch(catalog, BRANCH, reason="again", actor="bob", source_of=source_of, reaudit=None)
+    first = publish_branch(tx(catalog), BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
+    again = publish_branch(tx(catalog), BRANCH, reason="again", actor="bob", source_of=source_of, reaudit=None)
     assert again.already and again.merged_hash == first.merged_hash and again.actor == "ann"
     # merged, then interrupted before the branch was deleted: the repeat deletes it and merges nothing
     catalog2 = lake()
     catalog2.merge(catalog2.find_branch(BRANCH), "main", catalog2.reference_hash("main"), "m",  # type: ignore[arg-type]
                    {"wap.table": "wap.orders", **SOURCE})
     main = catalog2.reference_hash("main")
-    redo = publish_branch(catalog2, BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=reaudit_to(False))
+    redo = publish_branch(tx(catalog2), BRANCH, reason="ok", actor="ann", source_of=source_of,
+                          reaudit=reaudit_to(False))
     assert redo.already and catalog2.reference_hash("main") == main and catalog2.find_branch(BRANCH) is None
 
 
@@ -120,12 +126,12 @@ def test_discard_is_recorded_and_publishing_it_afterwards_says_who_discarded_it(
         BRANCH, "discarded", "ann", "s3://inbox/orders/bad.parquet")
     assert discard_branch(catalog, BRANCH, reason="x", actor="bob", decisions=log).already
     with pytest.raises(BranchNotFoundError, match=r"was discarded by ann .*resent.*wap ingest s3://inbox/orders"):
-        publish_branch(catalog, BRANCH, reason="ok", actor="bob", source_of=source_of, reaudit=None, decisions=log)
+        publish_branch(tx(catalog), BRANCH, reason="ok", actor="bob", source_of=source_of, reaudit=None, decisions=log)
 
 
 def test_history_merges_publications_and_discards_newest_first() -> None:
     catalog, log = lake(), FakeDecisionLog()
-    publish_branch(catalog, BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
+    publish_branch(tx(catalog), BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
     other = "wap-wap-orders-0123456789abcdef-0002"
     catalog.create_branch(other, catalog.reference_hash("main"))
     discard_branch(catalog, other, reason="bad file", actor="bob", decisions=log)

@@ -8,6 +8,7 @@ from wap_ingest.adapters.spark_session import SparkEngine
 from wap_ingest.adapters.spark_writer import SparkIcebergWriter
 from wap_ingest.core.errors import SourceNotFoundError
 from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
+from wap_ingest.core.ports import WriteSpec
 
 
 def test_a_file_gone_since_its_head_is_reported_unreadable_not_raised() -> None:
@@ -16,7 +17,9 @@ def test_a_file_gone_since_its_head_is_reported_unreadable_not_raised() -> None:
 
     writer = SparkIcebergWriter(SparkEngine(lambda: None), stage)  # no file is staged: Spark is never asked
     files = [(SourceObject("b", f"t/{n}.csv", etag=n), FileFormat.CSV) for n in "ab"]
-    result = writer.append(files, TableRef("wap", "t"), "branch", MeasurementPlan(), keep=lambda *_: True)
+    with writer.stage(WriteSpec(TableRef("wap", "t"), "branch", MeasurementPlan()), files) as staged:
+        assert staged.measured == {}
+        assert set(staged.left_out) == {s.identity for s, _ in files}
+        assert all("no longer exists" in why for why in staged.left_out.values())
+        result = staged.append([s for s, _ in files])
     assert result.snapshot is None and result.written == ()
-    assert set(result.left_out) == {s.identity for s, _ in files}
-    assert all("no longer exists" in why for why in result.left_out.values())

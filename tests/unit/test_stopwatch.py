@@ -43,5 +43,6 @@ def run(rows: list[dict[str, object]], key: str = "t/a.parquet") -> tuple[Outcom
 
 def test_the_pipeline_times_each_stage_it_ran() -> None:
     assert run([{"a": 1}]) == (OutcomeStatus.PUBLISHED, {"route", "branch", "append", "audit", "merge"})
-    assert run([{"a": None}]) == (OutcomeStatus.REJECTED, {"route", "branch", "append", "audit"})
+    # a rejected file's branch is kept: its ledger entry and the merge it would be are recorded on it
+    assert run([{"a": None}]) == (OutcomeStatus.REJECTED, {"route", "branch", "append", "audit", "keep"})
     assert run([{"a": 1}], key="loose.parquet") == (OutcomeStatus.INVALID, {"route"})

@@ -8,9 +8,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.downstream import SOURCE, DownstreamEvent
+from wap_ingest.core.downstream import SOURCE
 from wap_ingest.core.errors import InfrastructureError
-from wap_ingest.core.ports import EventSink
+from wap_ingest.core.ports import DownstreamEvent, EventSink
 
 _PER_CALL = 10  # PutEvents takes at most 10 entries
 

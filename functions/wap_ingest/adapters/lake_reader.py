@@ -20,9 +20,9 @@ from requests.adapters import HTTPAdapter
 
 from wap_ingest.adapters.oauth2 import TokenProvider
 from wap_ingest.core import lineage
+from wap_ingest.core.branches import identity_digest
 from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
 from wap_ingest.core.models import TableRef
-from wap_ingest.core.naming import identity_digest
 
 ADDED = 1  # manifest entry status
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 import pynessie
@@ -112,14 +111,19 @@ class NessieBranches(CatalogBranches):
             return None
 
     def list_branches(self, prefix: str = "") -> list[Branch]:
-        with self._translated("listing branches"):
-            refs = self._client.list_references(fetch_all=False).references
-        return sorted(
-            (Branch(r.name, str(r.hash_)) for r in refs if type(r).__name__ == "Branch" and r.name.startswith(prefix)),
-            key=lambda b: b.name,
-        )
+        # REST v2, every page (Nessie pages its references), filtered by the server: the prefix is a branch-name
+        # prefix the service builds from validated identifiers (letters, digits, `_`, `-`), safe in the CEL string.
+        params = {"filter": f"refType == 'BRANCH' && ref.name.startsWith('{_cel_safe(prefix)}')"}
+        found: list[Branch] = []
+        while True:
+            page = self._v2("get", "trees", "listing branches", params=params)
+            found += [Branch(str(r["name"]), str(r.get("hash"))) for r in page.get("references", [])
+                      if r.get("type") == "BRANCH" and str(r.get("name", "")).startswith(prefix)]
+            if not page.get("hasMore") or not page.get("token"):
+                return sorted(found, key=lambda b: b.name)
+            params = params | {"page-token": str(page["token"])}
 
-    def head_commit_time(self, name: str) -> datetime | None:
+    def head_commit(self, name: str) -> Publication | None:
         # REST v2: the newest entry of the branch's history is its head commit.
         doing = f"reading the head commit of {name!r}"
         try:
@@ -138,11 +142,7 @@ class NessieBranches(CatalogBranches):
         entries = json_object(response).get("logEntries") or []
         if not entries:
             return None
-        committed = entries[0].get("commitMeta", {}).get("commitTime")
-        try:
-            return datetime.fromisoformat(str(committed))
-        except ValueError as exc:
-            raise CatalogError(f"{doing}: unreadable commitTime {committed!r}") from exc
+        return _publication(entries[0].get("commitMeta", {}))
 
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
         # pynessie's log cannot return commit properties in this form: REST API v2 with a CEL filter.
@@ -166,11 +166,7 @@ class NessieBranches(CatalogBranches):
             if response.status_code >= 400:
                 raise CatalogError(f"reading the history of {on!r}: HTTP {response.status_code} {response.text[:200]}")
             page = json_object(response)
-            for entry in page.get("logEntries", []):
-                meta = entry.get("commitMeta", {})
-                props = {k: v[-1] for k, v in meta.get("allProperties", {}).items() if v}
-                found.append(Publication(str(meta.get("hash")), str(meta.get("commitTime")), str(meta.get("message")),
-                                         props))
+            found += [_publication(entry.get("commitMeta", {})) for entry in page.get("logEntries", [])]
             if not page.get("hasMore") or not page.get("token"):
                 break
             params = params | {"page-token": str(page["token"])}
@@ -206,7 +202,8 @@ class NessieBranches(CatalogBranches):
 
     # --- writes ------------------------------------------------------------------------------------
 
-    def record_published(self, branch: str, entries: Sequence[LedgerEntry]) -> Branch:
+    def record_published(self, branch: str, entries: Sequence[LedgerEntry],
+                         properties: Mapping[str, str] | None = None) -> Branch:
         doing = f"recording {len(entries)} source(s) in the ledger on {branch!r}"
         made = self._created.get(branch)
         if made is not None and made[1]:
@@ -223,7 +220,8 @@ class NessieBranches(CatalogBranches):
         operations += [{"type": "PUT", "key": {"elements": [LEDGER_NAMESPACE, e.key]},
                         "content": {"type": "NAMESPACE", "elements": [LEDGER_NAMESPACE, e.key],
                                     "properties": e.properties()}} for e in entries]
-        body = {"commitMeta": {"message": f"wap: ledger, {len(entries)} source(s)"}, "operations": operations}
+        meta = {"message": f"wap: ledger, {len(entries)} source(s)", "properties": dict(properties or {})}
+        body = {"commitMeta": meta, "operations": operations}
         committed = self._v2("post", f"trees/{branch}@{head}/history/commit", doing, body)
         return Branch(branch, str(committed.get("targetBranch", {}).get("hash")))
 
@@ -378,6 +376,20 @@ class NessieBranches(CatalogBranches):
             if exc.status_code >= 500:
                 raise CatalogUnavailableError(f"{doing}: Nessie failed: {_message(exc)}") from exc
             raise CatalogError(f"{doing}: {_message(exc)}") from exc
+
+
+def _cel_safe(text: str) -> str:
+    """`text` for a single-quoted CEL string: only characters that cannot end or escape it."""
+    if not all(c.isalnum() or c in "_-./" for c in text):
+        raise CatalogError(f"listing branches: the prefix {text!r} has characters a branch name cannot have")
+    return text
+
+
+def _publication(meta: Mapping[str, Any]) -> Publication:
+    """A commit's hash, time, message and properties (the last value of each) from Nessie's `commitMeta`."""
+    props = {k: v[-1] for k, v in (meta.get("allProperties") or {}).items() if v}
+    return Publication(str(meta.get("hash")), str(meta.get("commitTime") or ""), str(meta.get("message") or ""),
+                       props)
 
 
 def _message(exc: NessieException) -> str:

@@ -1,5 +1,5 @@
-"""SparkTableMaintainer: the TableMaintainer port on Spark + Iceberg (Nessie catalog), and the metadata-only
-snapshot trim the writer also uses to keep a table's current metadata bounded.
+"""SparkTableMaintainer: the TableMaintainer port on Spark + Iceberg (Nessie catalog), with the metadata-only
+snapshot trim the pipeline asks for after an append to keep a table's current metadata bounded.
 
 Compaction is Iceberg's `rewrite_data_files` procedure (bin-pack within each partition; `sort` by the table's sort
 order when it has one), the manifests Iceberg's `rewrite_manifests`, both on the WAP branch of the maintenance
@@ -94,6 +94,15 @@ class SparkTableMaintainer(TableMaintainer):
                                snapshots=snapshot_count(spark.sparkContext._jvm, iceberg))
         except Exception as exc:
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, table=table.qualified) from exc
+
+    def trim_snapshots(self, table: TableRef, branch: str, keep: int) -> int:
+        spark = self.spark
+        with IcebergTables(spark) as tables:
+            try:
+                return trim_snapshots(spark.sparkContext._jvm, tables.iceberg_table(table, branch), keep)
+            except Exception as exc:
+                raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"dropping old snapshots of {table} from "
+                                     f"its current metadata on {branch!r}", table=table.qualified) from exc
 
     def maintain(self, table: TableRef, branch: str, work: MaintenanceWork, settings: MaintenanceSettings,
                  layout: Layout) -> None:

@@ -58,12 +58,8 @@ def _no_such_table(exc: BaseException) -> bool:
 
 
 class IcebergTables:
-    def __init__(self, spark: Any, keep_snapshots: int | None = None) -> None:
-        """`keep_snapshots`: after an append, a table whose current metadata lists more than twice this many
-        snapshots drops all but the newest this many from it (metadata only, spark_maintenance.trim_snapshots), so
-        the metadata every commit rewrites stays bounded."""
+    def __init__(self, spark: Any) -> None:
         self.spark = spark
-        self.keep_snapshots = keep_snapshots
         self._loaded: dict[tuple[TableRef, str], Any] = {}  # one run's loaded tables (an instance serves one run)
         self._touched: set[tuple[TableRef, str]] = set()  # what the session's catalog may have cached for this run
 
@@ -201,32 +197,24 @@ class IcebergTables:
     def last_append(
         self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...], added: tuple[str, ...] = ()
     ) -> AppendResult | None:
-        """The snapshot the write just committed on the branch (ours alone writes there), or None if it committed
-        none (an empty file)."""
+        """The snapshot the write just committed on the branch (ours alone writes there), with how many snapshots the
+        table's current metadata lists (the core bounds it through the maintainer), or None if it committed none (an
+        empty file). Reads only."""
         try:
             iceberg = self.iceberg_table(table, branch)
             snapshot = iceberg.currentSnapshot()
             if snapshot is None:
                 return None
-            if self.keep_snapshots:
-                self._bound(iceberg, table, branch)
             parent = snapshot.parentId()
             records = snapshot.summary().get("added-records")
+            jvm = self.spark.sparkContext._jvm
+            count = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size(iceberg.snapshots())
             return AppendResult(rows=int(records or 0), snapshot_id=int(snapshot.snapshotId()),
                                 parent_snapshot_id=None if parent is None else int(parent), table_created=created,
-                                columns=columns, added_columns=added)
+                                columns=columns, added_columns=added, snapshots=int(count))
         except Exception as exc:
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"reading the new snapshot of {table} on "
                                  f"{branch!r}", table=table.qualified) from exc
-
-    def _bound(self, iceberg: Any, table: TableRef, branch: str) -> None:
-        from .spark_maintenance import snapshot_count, trim_snapshots
-
-        jvm, keep = self.spark.sparkContext._jvm, int(self.keep_snapshots or 0)
-        if snapshot_count(jvm, iceberg) > 2 * keep:
-            dropped = trim_snapshots(jvm, iceberg, keep)
-            log.info("%s on %s: %d old snapshot(s) dropped from the current metadata (kept %d)", table, branch,
-                     dropped, keep)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         """Walk back from the table's current snapshot on `ref` through the newest lineage.RECENT_APPENDS, in the

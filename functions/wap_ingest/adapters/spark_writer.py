@@ -1,24 +1,23 @@
 """SparkIcebergWriter: the TableWriter port on PySpark + Iceberg, with Nessie as the Iceberg catalog.
 
-One file: stage it, read it, append it in one snapshot, then measure the new rows from that snapshot (its files'
-metrics answer what they can without reading rows). Several files of one table: stage them, read together those
-that share a format and header/schema, measure each file in one grouped pass, leave out the files `keep`
-refuses, and append the rest in one snapshot carrying each file's identity and rows (core.lineage).
+One file (`append`): stage it, read it, append it in one snapshot, then measure the new rows from that snapshot (its
+files' metrics answer what they can without reading rows). Several files of one table (`stage`): stage them, read
+together those that share a format and header/schema, measure each file in one grouped pass; the core audits them,
+and `append` on the staged files writes the ones it accepts in one snapshot carrying each file's identity and rows
+(core.lineage), from the rows already read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import BadInputError, EngineLostError, WapError
-from wap_ingest.core.formats import FormatOptions
-from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import (
     Appended,
     AppendResult,
@@ -29,7 +28,7 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.ports import TableWriter
+from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 
 from .spark_audit import added_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
@@ -55,28 +54,15 @@ class SparkIcebergWriter(TableWriter):
         """The live session (a fresh one if the last one died)."""
         return self._engine.session()
 
-    def append(
-        self,
-        files: Sequence[tuple[SourceObject, FileFormat]],
-        table: TableRef,
-        branch: str,
-        plan: MeasurementPlan,
-        *,
-        keep: Callable[[SourceObject, Measurements], bool] | None = None,
-        allow_new_columns: bool = False,
-        read_options: FormatOptions = (),
-        quarantine: QuarantinePlan | None = None,
-        layout: Layout | None = None,
-        keep_snapshots: int | None = None,
-    ) -> Appended:
-        with IcebergTables(self.spark, keep_snapshots) as tables, \
-                _engine_lost_is_infrastructure(tables.spark, f"appending {len(files)} file(s) to {table}"):
-            if len(files) == 1:
-                source, fmt = files[0]
-                return self._append_one(tables, source, fmt, table, branch, plan, allow_new_columns, read_options,
-                                        quarantine, layout)
-            return self._append_many(tables, files, table, branch, plan, keep, allow_new_columns, read_options,
-                                     layout)
+    def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
+        with IcebergTables(self.spark) as tables, \
+                _engine_lost_is_infrastructure(tables.spark, f"appending {source.uri} to {spec.table}"):
+            return self._append_one(tables, spec, source, fmt)
+
+    def stage(self, spec: WriteSpec, files: Sequence[tuple[SourceObject, FileFormat]]) -> StagedFiles:
+        spark = self.spark
+        with _engine_lost_is_infrastructure(spark, f"reading {len(files)} file(s) for {spec.table}"):
+            return _SparkStaged.read(self, spark, spec, files)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         with IcebergTables(self.spark) as tables, \
@@ -90,20 +76,17 @@ class SparkIcebergWriter(TableWriter):
                 _engine_lost_is_infrastructure(tables.spark, f"auditing the new rows of {table}"):
             return self._measure(tables, table, branch, appended, plan)
 
-    def _append_one(
-        self, tables: IcebergTables, source: SourceObject, fmt: FileFormat, table: TableRef, branch: str,
-        plan: MeasurementPlan, allow_new_columns: bool, read_options: FormatOptions,
-        quarantine: QuarantinePlan | None = None, layout: Layout | None = None,
-    ) -> Appended:
+    def _append_one(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
+        table, branch, quarantine = spec.table, spec.branch, spec.quarantine
         staged, split = self._stage(source), None
         properties = lineage.snapshot_properties([(source, 0)])
         try:
             frame = read_source(tables.spark, [str(staged)], fmt, source_uri=source.uri, table=table.qualified,
-                                options=read_options)
+                                options=spec.read_options)
             if quarantine is not None:
                 split = self._split(tables, frame, quarantine, source.uri, table)
             created, added = tables.write(frame if split is None else split.good, source.uri, table, branch,
-                                          properties, allow_new_columns=allow_new_columns, layout=layout)
+                                          properties, allow_new_columns=spec.allow_new_columns, layout=spec.layout)
             appended = tables.last_append(table, branch, created, tuple(frame.columns), added)
             if split is not None and quarantine is not None:  # the same lineage: exactly once for both tables
                 tables.write(split.bad, source.uri, quarantine.table, branch, properties, allow_new_columns=True)
@@ -113,7 +96,7 @@ class SparkIcebergWriter(TableWriter):
             self._cleanup(staged)
         if appended is None or appended.rows == 0:  # the caller says the file is empty
             return Appended(appended, (), {source.identity: Measurements(row_count=0)})
-        measured = self._measure(tables, table, branch, appended, plan)
+        measured = self._measure(tables, table, branch, appended, spec.plan)
         moved = {source.identity: split.quarantined} if split is not None else {}
         return Appended(appended, (source,), {source.identity: measured}, quarantined=moved)
 
@@ -156,80 +139,117 @@ class SparkIcebergWriter(TableWriter):
                                  f"{branch!r}", table=table.qualified) from exc
         return replace(measured, added_columns=appended.added_columns)
 
-    def _append_many(
-        self, tables: IcebergTables, files: Sequence[tuple[SourceObject, FileFormat]], table: TableRef, branch: str,
-        plan: MeasurementPlan, keep: Callable[[SourceObject, Measurements], bool] | None, allow_new_columns: bool,
-        read_options: FormatOptions, layout: Layout | None = None,
-    ) -> Appended:
+
+class _SparkStaged(StagedFiles):
+    """Several files staged, read as one persisted frame and measured file by file in one grouped pass; `append`
+    writes the accepted files' rows from that frame (nothing is read twice); `close` frees both."""
+
+    def __init__(self, writer: SparkIcebergWriter, spark: Any, spec: WriteSpec, measured: Mapping[str, Measurements],
+                 left_out: Mapping[str, str], together: list[tuple[SourceObject, FileFormat, Path]],
+                 paths: list[Path], frame: Any = None) -> None:
+        super().__init__(measured, left_out)
+        self._writer, self._spark, self._spec = writer, spark, spec
+        self._together, self._paths, self._frame = together, paths, frame
+
+    @classmethod
+    def read(cls, writer: SparkIcebergWriter, spark: Any, spec: WriteSpec,
+             files: Sequence[tuple[SourceObject, FileFormat]]) -> _SparkStaged:
         staged: list[tuple[SourceObject, FileFormat, Path]] = []
         left_out: dict[str, str] = {}
         try:
             for source, fmt in files:
                 try:
-                    staged.append((source, fmt, Path(self._stage(source))))
+                    staged.append((source, fmt, Path(writer._stage(source))))
                 except BadInputError as exc:  # gone or changed since its head: that file alone says so
                     left_out[source.identity] = str(exc)
             together, others = compatible(staged)
             left_out |= others
+            paths = [p for _, _, p in staged]
             if not together:
-                return Appended(None, (), {}, left_out)
-            return self._write_together(tables, together, left_out, table, branch, plan, keep, allow_new_columns,
-                                        read_options, layout)
-        finally:
+                return cls(writer, spark, spec, {}, left_out, [], paths)
+            frame, measured = cls._measured(spark, spec, together)
+        except BaseException:
             for _, _, path in staged:
-                self._cleanup(path)
+                writer._cleanup(path)
+            raise
+        if frame is None:  # one of them is bad: each alone says which and why
+            apart = {s.identity: "it could not be read together with the other files (it runs alone)"
+                     for s, _, _ in together}
+            return cls(writer, spark, spec, {}, left_out | apart, [], paths)
+        return cls(writer, spark, spec, measured, left_out, together, paths, frame)
 
-    def _write_together(
-        self, tables: IcebergTables, together: list[tuple[SourceObject, FileFormat, Path]], left_out: dict[str, str],
-        table: TableRef, branch: str, plan: MeasurementPlan, keep: Callable[[SourceObject, Measurements], bool] | None,
-        allow_new_columns: bool, read_options: FormatOptions, layout: Layout | None = None,
-    ) -> Appended:
+    @staticmethod
+    def _measured(spark: Any, spec: WriteSpec, together: list[tuple[SourceObject, FileFormat, Path]]
+                  ) -> tuple[Any, dict[str, Measurements]]:
+        """The files read as one persisted frame and each one's measurements; (None, {}) when one of them is the
+        problem (data pages are decoded here: a corrupt file is the file's fault, and runs alone)."""
         from pyspark.sql import functions as F
 
-        spark = tables.spark
+        table, frame = spec.table, None
         by_tag = {tag_of(path): source for source, _, path in together}
-        why = "it could not be read together with the other files (it runs alone)"
-        apart = {s.identity: why for s, _, _ in together}
         try:
             frame = read_source(spark, [str(p) for _, _, p in together], together[0][1],
                                 source_uri=f"{len(together)} files for {table}", table=table.qualified,
-                                names={str(p): s.uri for s, _, p in together}, options=read_options)
+                                names={str(p): s.uri for s, _, p in together}, options=spec.read_options)
             frame = frame.withColumn(FILE_COLUMN, F.input_file_name()).persist()
-        except BadInputError:  # one of them is bad: each alone says which and why
-            return Appended(None, (), {}, left_out | apart)
-        try:
             columns = tuple(c for c in frame.columns if c != FILE_COLUMN)
-            try:
-                measured = measure_grouped(spark, frame, columns, plan, by_tag)
-            except WapError:
-                raise
-            except Exception as exc:  # data pages are decoded here: a corrupt file is the file's fault, alone
-                failure = engine_failure(exc, step=EngineStep.READ, doing=f"reading {len(together)} files for {table}",
-                                         source_uri=together[0][0].uri, table=table.qualified)
-                if isinstance(failure, BadInputError):
-                    return Appended(None, (), {}, left_out | apart)
-                raise failure from exc
-            accepted = [s for s, _, _ in together if keep is None or keep(s, measured[s.identity])]
-            if not accepted:
-                return Appended(None, (), measured, left_out)
-            tags = [tag_of(p) for s, _, p in together if s in accepted]
-            rows = frame.filter(path_of(F.col(FILE_COLUMN)).isin(tags)).drop(FILE_COLUMN)
-            loaded = [(s, measured[s.identity].row_count) for s in accepted]
-            try:
-                created, added = tables.write(rows, accepted[0].uri, table, branch, lineage.snapshot_properties(loaded),
-                                              allow_new_columns=allow_new_columns, layout=layout)
-            except BadInputError as exc:  # the batch's columns do not fit the table: each file alone says why
-                return Appended(None, (), measured, left_out | {s.identity: str(exc) for s in accepted})
-            appended = tables.last_append(table, branch, created, columns, added)
-            return Appended(appended, tuple(accepted), measured, left_out)
+            return frame, measure_grouped(spark, frame, columns, spec.plan, by_tag)
+        except BadInputError:
+            _unpersist(frame)
+            return None, {}
         except WapError:
+            _unpersist(frame)
             raise
         except Exception as exc:
-            raise engine_failure(exc, step=EngineStep.WRITE, doing=f"appending {len(together)} files to {table} on "
-                                 f"{branch!r}", table=table.qualified) from exc
-        finally:
-            with contextlib.suppress(Exception):  # a dead engine has nothing to free
-                frame.unpersist()
+            _unpersist(frame)
+            failure = engine_failure(exc, step=EngineStep.READ, doing=f"reading {len(together)} files for {table}",
+                                     source_uri=together[0][0].uri, table=table.qualified)
+            if isinstance(failure, BadInputError):
+                return None, {}
+            raise failure from exc
+
+    def append(self, accepted: Sequence[SourceObject]) -> Appended:
+        from pyspark.sql import functions as F
+
+        spec = self._spec
+        wanted = {s.identity for s in accepted}
+        chosen = [s for s, _, _ in self._together if s.identity in wanted]
+        if not chosen or self._frame is None:
+            return Appended(None, (), {})
+        tags = [tag_of(p) for s, _, p in self._together if s.identity in wanted]
+        measured = {s.identity: self.measured[s.identity] for s in chosen}
+        loaded = [(s, measured[s.identity].row_count) for s in chosen]
+        with IcebergTables(self._spark) as tables, \
+                _engine_lost_is_infrastructure(self._spark, f"appending {len(chosen)} files to {spec.table}"):
+            try:
+                rows = self._frame.filter(path_of(F.col(FILE_COLUMN)).isin(tags)).drop(FILE_COLUMN)
+                try:
+                    created, added = tables.write(rows, chosen[0].uri, spec.table, spec.branch,
+                                                  lineage.snapshot_properties(loaded),
+                                                  allow_new_columns=spec.allow_new_columns, layout=spec.layout)
+                except BadInputError as exc:  # the batch's columns do not fit the table: each file alone says why
+                    return Appended(None, (), measured, {s.identity: str(exc) for s in chosen})
+                columns = tuple(c for c in self._frame.columns if c != FILE_COLUMN)
+                appended = tables.last_append(spec.table, spec.branch, created, columns, added)
+            except WapError:
+                raise
+            except Exception as exc:
+                raise engine_failure(exc, step=EngineStep.WRITE, doing=f"appending {len(chosen)} files to "
+                                     f"{spec.table} on {spec.branch!r}", table=spec.table.qualified) from exc
+        return Appended(appended, tuple(chosen), measured)
+
+    def close(self) -> None:
+        frame, self._frame = self._frame, None
+        _unpersist(frame)
+        paths, self._paths = self._paths, []
+        for path in paths:
+            self._writer._cleanup(path)
+
+
+def _unpersist(frame: Any) -> None:
+    if frame is not None:
+        with contextlib.suppress(Exception):  # a dead engine has nothing to free
+            frame.unpersist()
 
 
 @contextlib.contextmanager

@@ -1,76 +1,151 @@
-"""The branches a run makes, and the clean-up that leaves none behind.
+"""The branches WAP runs make: one naming scheme for every kind of run, and the clean-up that leaves none behind.
 
-A lone file's branch is `wap-<ns>-<table>-<digest of its identity>-<random>`: review finds the file by the
-digest, and every attempt at one object version shares the prefix, so a retry finds the earlier ones. A group's
-branch is `wap-<ns>-<table>-<digest of the group>-b<unix time>t<attempt>`: never kept open (a rejected file is
-rerun alone), so one older than the longest possible run belongs to a run that died and is deleted by the next
-run of the table. A dry run's is `dryrun-...`, which neither the clean-up nor `wap branches` touches.
+Every run's branch is `wap-<namespace>-<table>-<digest>-<kind><started>x<token>`:
+- `<digest>`: 16 hex digits of what the run is about: one object version (a lone file, a dry run), the sorted
+  versions of a group, a load's manifest version, or the table itself for maintenance. Every attempt at one thing
+  shares it, so a retry finds the earlier attempts and review finds the file.
+- `<kind>`: `f` a lone file (kept open when its audit fails), `l` a multi-table load (kept open likewise), `b` a group
+  of files, `m` a table's maintenance, `d` a dry run (`wap audit`); the last three are never kept.
+- `<started>`: the run's start (unix seconds): a branch of a kind that is never kept, older than the longest possible
+  run, belongs to a run that died and is deleted by the table's next run; among attempts at one thing, the older
+  ones give way to the newer.
+- `<token>`: random hex, so two concurrent attempts never share a branch.
+Only letters, digits, `_` and `-` (Nessie's REST paths and pynessie do not escape `/`); identifiers never contain `-`,
+so the parts read back unambiguously. Branches named by earlier versions (`wap-<ns>-<table>-<digest>-<hex>`, a
+group's `...-b<time>t<n>`, a load's `...-l<n>x<hex>`, maintenance's `...-maintain-<hex>`) are still recognised.
 """
 
 from __future__ import annotations
 
+import enum
+import hashlib
 import re
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from .errors import WapError
-from .models import Branch, SourceObject, TableRef
-from .naming import BRANCH_PREFIX, identity_digest
+from .models import Branch, TableRef
 from .ports import CatalogBranches
 
-DRY_RUN_PREFIX = "dryrun"
-_GROUP_ATTEMPT = re.compile(r"b(\d+)t\d+")
+BRANCH_PREFIX = "wap"
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,127}")
+_RUN = re.compile(r"(?P<kind>[fblmd])(?P<started>\d{1,12})x(?P<token>[0-9a-f]{4,16})")
+_LEGACY_GROUP = re.compile(r"b(?P<started>\d+)t\d+")
+_LEGACY_LOAD = re.compile(r"l\d+x[0-9a-f]+")
 
 
-def table_prefix(target: TableRef) -> str:
-    return f"{BRANCH_PREFIX}-{target.namespace}-{target.name}-"
+class RunKind(enum.StrEnum):
+    FILE = "f"
+    LOAD = "l"
+    BATCH = "b"
+    MAINTAIN = "m"
+    DRY_RUN = "d"
+
+    @property
+    def kept_when_rejected(self) -> bool:
+        """Whether a branch of this kind may stay open for review (the others are never kept)."""
+        return self in (RunKind.FILE, RunKind.LOAD)
 
 
-def branch_name_for(target: TableRef, sources: Sequence[SourceObject], attempt: int, *, dry_run: bool = False,
-                    now: float = 0.0) -> str:
-    if dry_run:
-        return f"{DRY_RUN_PREFIX}-{target.namespace}-{target.name}-{secrets.token_hex(4)}"
-    if len(sources) == 1:
-        return f"{table_prefix(target)}{identity_digest(sources[0].identity)}-{secrets.token_hex(4)}"
-    digest = identity_digest("\n".join(sorted(s.identity for s in sources)))
-    return f"{table_prefix(target)}{digest}-b{int(now)}t{attempt}"
+@dataclass(frozen=True)
+class RunBranch:
+    """A WAP branch's name, read back."""
+
+    name: str
+    table: TableRef
+    digest: str
+    kind: RunKind
+    started: int | None  # None: a branch named before start times were part of names (its age is unknown)
+    token: str = ""
+
+    def older_than(self, other: RunBranch) -> bool:
+        """Started before `other` (an unknown start counts as the oldest); ties are broken by the token."""
+        return (self.started or 0, self.token) < (other.started or 0, other.token)
 
 
-def group_started_at(name: str) -> int | None:
-    """When a group's branch was made (from its name); None for any other branch."""
+def identity_digest(identity: str) -> str:
+    """The part of a branch name that stands for what the run is about (an object version's identity...)."""
+    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+
+
+def table_prefix(table: TableRef) -> str:
+    return f"{BRANCH_PREFIX}-{table.namespace}-{table.name}-"
+
+
+def run_branch_name(kind: RunKind, table: TableRef, about: str, *, started: float, token: str | None = None) -> str:
+    """The branch of one attempt of a run of `kind` on `table` (its first table, for a load) about `about`."""
+    return f"{table_prefix(table)}{identity_digest(about)}-{kind.value}{int(started)}x{token or secrets.token_hex(4)}"
+
+
+def parse_branch(name: str) -> RunBranch | None:
+    """The WAP branch `name` stands for, or None when it is not one (main, a user's branch...)."""
     parts = name.split("-")
-    found = _GROUP_ATTEMPT.fullmatch(parts[-1]) if len(parts) == 5 else None
-    return None if found is None else int(found.group(1))
+    if len(parts) != 5 or parts[0] != BRANCH_PREFIX:
+        return None
+    namespace, table, digest, last = parts[1:]
+    if not (_IDENTIFIER.fullmatch(namespace) and _IDENTIFIER.fullmatch(table)):
+        return None
+    ref = TableRef(namespace, table)
+    if (run := _RUN.fullmatch(last)) is not None:
+        return RunBranch(name, ref, digest, RunKind(run["kind"]), int(run["started"]), run["token"])
+    if (group := _LEGACY_GROUP.fullmatch(last)) is not None:
+        return RunBranch(name, ref, digest, RunKind.BATCH, int(group["started"]))
+    if _LEGACY_LOAD.fullmatch(last):
+        return RunBranch(name, ref, digest, RunKind.LOAD, None)
+    if digest == "maintain":
+        return RunBranch(name, ref, digest, RunKind.MAINTAIN, None)
+    return RunBranch(name, ref, digest, RunKind.FILE, None) if re.fullmatch(r"[0-9a-f]+", last) else None
+
+
+def table_from_branch(name: str) -> TableRef | None:
+    """The table a WAP branch belongs to (a load's: its first table), or None if `name` is not a WAP branch."""
+    parsed = parse_branch(name)
+    return None if parsed is None else parsed.table
+
+
+def digest_from_branch(name: str) -> str | None:
+    parsed = parse_branch(name)
+    return None if parsed is None else parsed.digest
 
 
 class RunBranches:
+    """Deleting branches: one attempt's, and what earlier attempts and dead runs left behind. A failure to delete is
+    noted in the returned text (for the outcome's message), never raised: it must not change an outcome."""
+
     def __init__(self, catalog: CatalogBranches, *, clock: Callable[[], float], abandoned_after: float) -> None:
         self._catalog, self._clock, self._abandoned_after = catalog, clock, abandoned_after
 
-    def clean_up(self, target: TableRef, sources: Sequence[SourceObject], keep: str | None = None,
-                 extra: str | None = None) -> str:
-        """One listing of the table's WAP branches; delete the other attempts at these object versions (an
-        interrupted run's, or a concurrent duplicate delivery's), `extra`, and group branches of runs that died.
-        A failure to delete is noted in the message, never raised."""
-        digests = {identity_digest(s.identity) for s in sources}
+    def clean_up(self, tables: Iterable[TableRef], about: Iterable[str], *, mine: str | None = None,
+                 kept: bool = False) -> str:
+        """One listing per table of its WAP branches; deletes:
+        - `mine` (this run's branch), unless `kept`;
+        - other attempts at what this run was about (`about`: identities, whose digests name their branches) of the
+          kinds that can be left open: all of them when this run's result stands (published, or nothing to do), only
+          the older ones when this run's branch is `kept` (two concurrent rejections never delete each other's);
+        - branches of kinds that are never kept, older than the longest possible run (their run died)."""
+        digests = {identity_digest(a) for a in about}
+        own = parse_branch(mine) if mine else None
         oldest = self._clock() - self._abandoned_after
-        try:
-            branches = self._catalog.list_branches(table_prefix(target))
-        except WapError as exc:
-            return f" (left-over branches could not be listed: {exc})"
         notes = []
-        for found in branches:
-            if found.name == keep:
+        for table in sorted(set(tables), key=lambda t: t.qualified):
+            try:
+                listed = self._catalog.list_branches(table_prefix(table))
+            except WapError as exc:
+                notes.append(f" (left-over branches of {table} could not be listed: {exc})")
                 continue
-            parts = found.name.split("-")
-            started = group_started_at(found.name)
-            mine = len(parts) == 5 and parts[3] in digests and started is None
-            if found.name == extra or mine or (started is not None and started < oldest):
-                notes.append(self.discard(found.name, found))
+            for found in listed:
+                run = parse_branch(found.name)
+                if run is None or (found.name == mine and kept):
+                    continue
+                if found.name == mine or _stale(run, oldest) or (
+                        run.digest in digests and run.kind.kept_when_rejected
+                        and (not kept or own is None or run.older_than(own))):
+                    notes.append(self.discard(found.name, found))
         return "".join(notes)
 
     def discard(self, name: str, known: Branch | None = None) -> str:
-        """Delete a branch; say so in the message if that is impossible."""
+        """Delete a branch (at its current head, or at `known`); say so in the text if that is impossible."""
         try:
             found = known or self._catalog.find_branch(name)
             if found is not None:
@@ -85,3 +160,12 @@ class RunBranches:
             return self._catalog.find_branch(name) is None
         except WapError:
             return False
+
+
+def _stale(run: RunBranch, oldest: float) -> bool:
+    return not run.kind.kept_when_rejected and run.started is not None and run.started < oldest
+
+
+def group_identity(identities: Sequence[str]) -> str:
+    """What a group of object versions is about, as one identity (their sorted identities)."""
+    return "\n".join(sorted(identities))

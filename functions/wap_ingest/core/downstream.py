@@ -10,14 +10,10 @@ Sending is best effort: a failure is logged and never changes an outcome.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from .models import IngestOutcome, OutcomeStatus
-
-if TYPE_CHECKING:
-    from .ports import EventSink
+from .ports import DownstreamEvent, EventSink
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +24,6 @@ FILE_INVALID = "File Invalid"
 LOAD_PUBLISHED = "Load Published"  # a multi-table manifest (one merge for every table)
 _TYPES = {OutcomeStatus.PUBLISHED: TABLE_PUBLISHED, OutcomeStatus.REJECTED: FILE_REJECTED,
           OutcomeStatus.INVALID: FILE_INVALID}
-
-
-@dataclass(frozen=True)
-class DownstreamEvent:
-    detail_type: str
-    detail: Mapping[str, object]
 
 
 def event_for(outcome: IngestOutcome) -> DownstreamEvent | None:

@@ -1,8 +1,9 @@
 """The audit without the publish, on the one pipeline: `wap audit` (a dry run of a file) and the re-audit of a
 branch before `wap publish`.
 
-A dry run writes the file to a throw-away `dryrun-...` branch (never `wap-...`, so the pipeline's clean-up and
-`wap branches` never confuse the two), audits it, deletes the branch, and sends no alert.
+A dry run writes the file to a throw-away branch of its own kind (`wap-<ns>-<table>-<digest>-d<start>x<token>`,
+core.branches; the catalog's rules let the roles that may run it create and write exactly those), audits it,
+deletes the branch, and sends no alert.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from .audits import AuditSuites, audit
 from .errors import CatalogError, WapError
 from .models import AuditReport, OutcomeStatus, SourceObject, TableRef
 from .naming import table_ref_from
-from .pipeline import DRY_RUN_PREFIX, PipelineConfig, Ports, run_wap
+from .pipeline import PipelineConfig, Ports, run_wap
 from .ports import TableWriter
 
-__all__ = ["DRY_RUN_PREFIX", "DryRun", "DryRunStatus", "audit_branch", "audit_without_publishing"]
+__all__ = ["DryRun", "DryRunStatus", "audit_branch", "audit_without_publishing"]
 
 
 class DryRunStatus(enum.StrEnum):

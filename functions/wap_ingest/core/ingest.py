@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .alerts import alert_for_failure, alert_for_outcome
 from .audits import AuditSuites
 from .downstream import announce
-from .errors import DeferredError, OutOfTimeError, UnexpectedError, WapError
+from .errors import DeferredError, UnexpectedError, WapError
 from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from .pipeline import Load, PipelineConfig, Ports, Result, is_manifest, is_pending, route_or_result, run_routed, waiting
 from .ports import EventSink, LargeFileJobs, Notifier
@@ -105,7 +105,7 @@ def ingest(
         results[index] = result
     for index, item in loads:
         try:
-            results[index] = _load(item.source, Load(ports, suites, config), large_files, out_of_time)
+            results[index] = _load(item.source, Load(ports, suites, config, out_of_time), large_files)
         except Exception as exc:  # a bug must fail this load's message only
             log.exception("running the load %s", item.source.uri)
             results[index] = UnexpectedError(f"running the load {item.source.uri}: unexpected {type(exc).__name__}: "
@@ -117,13 +117,9 @@ def ingest(
     return ordered
 
 
-def _load(manifest: SourceObject, load: Load, large_files: LargeFiles | None, out_of_time: Callable[[], bool]
-          ) -> Result:
+def _load(manifest: SourceObject, load: Load, large_files: LargeFiles | None) -> Result:
     """A multi-table load: here, or, when its files together are above the large-file threshold, on the distributed
     engine (the job runs the same load; its record is kept under the load's first table)."""
-    if out_of_time():
-        return OutOfTimeError(f"{manifest.uri}: not started, too little time left in this invocation; it is handed "
-                              f"back to the queue")
     prepared = load.prepare(manifest)
     if not isinstance(prepared, tuple):
         return prepared

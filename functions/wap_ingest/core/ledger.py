@@ -64,10 +64,16 @@ def entry_from(properties: Mapping[str, str]) -> LedgerEntry | None:
 
 def entries_for(table: TableRef, loaded: Sequence[tuple[SourceObject, int]], branch: str, at: float
                 ) -> list[LedgerEntry]:
-    """The entries of one publication (`at`: seconds since the epoch): each file with the rows it added."""
+    """The entries of one publication: each object version with the rows it added."""
+    return [entry_for(table, source.identity, source.uri, rows, branch, at) for source, rows in loaded]
+
+
+def entry_for(table: TableRef, identity: str, source: str, rows: int, branch: str, at: float) -> LedgerEntry:
+    """The entry of one object version (`source`: its URI) published into `table` by `branch` (`at`: seconds since
+    the epoch), with the rows it added."""
     when = datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
-    return [LedgerEntry(table=table.qualified, identity=source.identity, source=source.uri, rows=rows, branch=branch,
-                        recorded_at=when) for source, rows in loaded]
+    return LedgerEntry(table=table.qualified, identity=identity, source=source, rows=rows, branch=branch,
+                       recorded_at=when)
 
 
 def matching(table: TableRef, found: Mapping[str, Mapping[str, str]], identities: Sequence[str]

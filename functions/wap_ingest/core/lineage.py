@@ -35,6 +35,10 @@ LOAD = "wap.load"  # the manifest a load's merge published (its URI), and its id
 LOAD_IDENTITY = "wap.load.identity"
 QUARANTINED_ROWS = "wap.quarantined.rows"  # rows of the published file set aside in QUARANTINE_TABLE
 QUARANTINE_TABLE = "wap.quarantined.table"
+# A kept branch's ledger commit carries the merge that would publish it: the merge's properties under this prefix
+# (so no history filter on main ever matches the branch's own commit) and its message.
+PENDING = "wap.pending."
+PENDING_MESSAGE = "wap.pending-message"
 
 RECENT_APPENDS = 20  # how far back from a ref's current snapshot an append is looked for (a WAP branch's own)
 
@@ -110,12 +114,14 @@ def carries_identity(key: str) -> bool:
     return key == IDENTITY or (key.startswith(f"{IDENTITY}.") and key.removeprefix(f"{IDENTITY}.").isdigit())
 
 
-def load_properties(manifest: SourceObject, files: Sequence[tuple[SourceObject, TableRef, int]]) -> dict[str, str]:
+def load_properties(manifest: SourceObject, files: Sequence[tuple[SourceObject, TableRef, int]],
+                    quarantined: Mapping[str, Quarantined] | None = None) -> dict[str, str]:
     """A multi-table load's merge commit: every table (so each table's history finds it), every file with its table
-    and rows, and the manifest."""
+    and rows (and the rows a quarantine set aside), and the manifest."""
     tables = sorted({t.qualified for _, t, _ in files})
-    listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows, "table": t.qualified}
-              for s, t, rows in files]
+    moved = quarantined or {}
+    listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows, "table": t.qualified} | (
+        {"quarantined": moved[s.identity].rows} if s.identity in moved else {}) for s, t, rows in files]
     return {TABLES: f",{','.join(tables)},", TOTAL_ROWS: str(sum(rows for _, _, rows in files)),
             FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":")), LOAD: manifest.uri,
             LOAD_IDENTITY: manifest.identity}
@@ -138,6 +144,40 @@ def published_files(properties: Mapping[str, str], table: TableRef | None = None
         return [PublishedFile(properties.get(BUCKET, ""), properties.get(KEY, ""), properties.get(IDENTITY, ""),
                               _int_or_none(properties.get(TOTAL_ROWS)))]
     return []
+
+
+def tables_published(properties: Mapping[str, str]) -> list[str]:
+    """The qualified names of the tables a merge commit published to (a load's several, or the one `wap.table`)."""
+    if TABLES in properties:
+        return [t for t in properties[TABLES].split(",") if t]
+    return [properties[TABLE]] if TABLE in properties else []
+
+
+def published_by_table(properties: Mapping[str, str]) -> list[tuple[str, PublishedFile]]:
+    """(qualified table, file) for every file a merge commit published."""
+    if SOURCES in properties and TABLES in properties:
+        try:
+            listed = json.loads(properties[SOURCES])
+        except ValueError:
+            return []
+        tables = {f.get("identity"): str(f.get("table")) for f in listed if isinstance(f, dict)} \
+            if isinstance(listed, list) else {}
+        return [(tables.get(f.identity, ""), f) for f in published_files(properties)]
+    table = properties.get(TABLE, "")
+    return [(table, f) for f in published_files(properties)]
+
+
+def pending_properties(message: str, properties: Mapping[str, str]) -> dict[str, str]:
+    """What a kept branch's ledger commit carries: the merge that would publish the branch (see PENDING)."""
+    return {f"{PENDING}{k}": v for k, v in properties.items()} | {PENDING_MESSAGE: message}
+
+
+def planned_merge(properties: Mapping[str, str]) -> tuple[str, dict[str, str]] | None:
+    """(message, properties) of the merge a kept branch's ledger commit planned, or None for another commit."""
+    if PENDING_MESSAGE not in properties:
+        return None
+    return properties[PENDING_MESSAGE], {k.removeprefix(PENDING): v for k, v in properties.items()
+                                         if k.startswith(PENDING)}
 
 
 def is_batch(properties: Mapping[str, str]) -> bool:

@@ -72,6 +72,7 @@ class AppendResult:
     columns: tuple[str, ...] = ()
     # the file's columns the table did not have, added on the branch (schema policy `new_columns: allow`)
     added_columns: tuple[str, ...] = ()
+    snapshots: int = 0  # how many snapshots the table's current metadata lists after it (0: not counted)
 
 
 Scalar = str | int | float | bool
@@ -304,7 +305,7 @@ class Appended:
 
     snapshot: AppendResult | None  # None: nothing was written
     written: tuple[SourceObject, ...]
-    measured: Mapping[str, Measurements]  # by source identity, for every file it read
+    measured: Mapping[str, Measurements]  # by source identity, for every file written (a lone empty file: 0 rows)
     left_out: Mapping[str, str] = field(default_factory=dict)  # by source identity: why
     quarantined: Mapping[str, Quarantined] = field(default_factory=dict)  # by source identity (one file alone)
 

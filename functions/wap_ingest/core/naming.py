@@ -1,4 +1,4 @@
-"""Pure converters from object keys to table identifiers and branch names (formats: core.formats).
+"""Pure converters from object keys to table identifiers (formats: core.formats; branch names: core.branches).
 
 Identifiers that come from object keys are validated here before anything reaches SQL: a table or
 namespace name is `[a-z_][a-z0-9_]*` (at most 128 characters), compared case-insensitively.
@@ -6,16 +6,13 @@ namespace name is `[a-z_][a-z0-9_]*` (at most 128 characters), compared case-ins
 
 from __future__ import annotations
 
-import hashlib
 import re
-import secrets
 
 from .errors import InvalidTableNameError
 from .ledger import LEDGER_NAMESPACE
-from .models import SourceObject, TableRef
+from .models import QUARANTINE_SUFFIX, TableRef
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
-BRANCH_PREFIX = "wap"
 PENDING_PREFIX = "_pending/"  # a multi-table load's files: ingested with their manifest, never on their own
 LOADS_PREFIX = "_loads/"  # multi-table load manifests (core.pipeline.loads)
 
@@ -65,42 +62,15 @@ def table_for_key(key: str, *, default_namespace: str, bucket: str = "") -> Tabl
     return table_ref_from(segments[0], default_namespace=default_namespace, source=source)
 
 
-def identity_digest(identity: str) -> str:
-    """The part of a WAP branch name that stands for its source identity."""
-    return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
-
-
-def source_digest(source: SourceObject) -> str:
-    return identity_digest(source.identity)
-
-
-def digest_from_branch(name: str) -> str | None:
-    """The source digest in a WAP branch name (`wap-<namespace>-<table>-<digest>-<attempt>`), or None."""
-    return name.split("-")[3] if table_from_branch(name) is not None else None
-
-
-def branch_prefix_for(table: TableRef, source: SourceObject) -> str:
-    """Deterministic per object version: every attempt at it has a branch under this prefix, so a retry
-    of the same event finds the earlier attempts."""
-    return f"{BRANCH_PREFIX}-{table.namespace}-{table.name}-{source_digest(source)}"
-
-
-def branch_name_for(table: TableRef, source: SourceObject, attempt: str | None = None) -> str:
-    """One branch per attempt: two workers handling the same object (a duplicate delivery) never write to
-    the same branch, so a branch never holds the file twice.
-
-    Only letters, digits, `_` and `-`: Nessie accepts `/` in reference names, but its REST paths (and
-    pynessie, which puts names into paths unescaped) do not handle them, so `-` separates the parts.
-    Identifiers never contain `-`, so `wap-<namespace>-<table>-<digest>-<attempt>` parses back unambiguously.
-    """
-    return f"{branch_prefix_for(table, source)}-{attempt or secrets.token_hex(4)}"
-
-
-def table_from_branch(name: str) -> TableRef | None:
-    """The table a WAP branch belongs to, or None if `name` is not a WAP branch."""
-    parts = name.split("-")
-    if len(parts) != 5 or parts[0] != BRANCH_PREFIX:
-        return None
-    if not (_IDENTIFIER.match(parts[1]) and _IDENTIFIER.match(parts[2])):
-        return None
-    return TableRef(parts[1], parts[2])
+def check_target(table: TableRef, source: str) -> None:
+    """Refuse, as the file's fault, a target table the service owns: the ledger's namespace, and every
+    `<table>_quarantine` (only the service writes a quarantine table, with the rows it sets aside)."""
+    if table.namespace == LEDGER_NAMESPACE:
+        raise InvalidTableNameError(
+            f"{source}: namespace {LEDGER_NAMESPACE!r} is reserved for the service's exactly-once ledger; nothing was "
+            f"read. Fix: use another namespace.")
+    if table.name.endswith(QUARANTINE_SUFFIX):
+        raise InvalidTableNameError(
+            f"{source}: table {table} is a quarantine table, which only the service writes (the rows a table with "
+            f"`on_failure: quarantine` sets aside); nothing was read. Fix: send the file to "
+            f"{table.name.removesuffix(QUARANTINE_SUFFIX) or '<table>'}, or rename the target table.")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from .alerts import Alert
 from .formats import FormatOptions
@@ -27,8 +26,13 @@ from .models import (
     TableRef,
 )
 
-if TYPE_CHECKING:
-    from .downstream import DownstreamEvent
+
+@dataclass(frozen=True)
+class DownstreamEvent:
+    """One event for the jobs that consume the lake (core.downstream says which outcomes become one)."""
+
+    detail_type: str
+    detail: Mapping[str, object]
 
 
 class CatalogBranches(ABC):
@@ -77,9 +81,9 @@ class CatalogBranches(ABC):
         """Branches whose name starts with `prefix`."""
 
     @abstractmethod
-    def head_commit_time(self, name: str) -> datetime | None:
-        """When the head commit of branch `name` was committed (timezone-aware), None if the branch has no
-        commit. A WAP branch's age. Raises BranchNotFoundError."""
+    def head_commit(self, name: str) -> Publication | None:
+        """The head commit of branch `name` (hash, time, message, properties), None if the branch has no commit.
+        A WAP branch's age, and what a kept branch would publish. Raises BranchNotFoundError."""
 
     @abstractmethod
     def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
@@ -90,12 +94,13 @@ class CatalogBranches(ABC):
         """The Iceberg tables on `ref`, in name order (`wap maintain --all`)."""
 
     @abstractmethod
-    def record_published(self, branch: str, entries: Sequence[LedgerEntry]) -> Branch:
-        """Commit these ledger entries (core.ledger) on `branch`, in one commit, creating the ledger's namespace
-        there if `branch` lacks it; returns the branch at its new head (what to merge). Raises BranchNotFoundError,
-        or CatalogError when an entry exists on `branch` already. Nessie merges these entries without conflict
-        checks (they are namespaces): two publications of one version are serialized by the table they both
-        change, whose key conflicts."""
+    def record_published(self, branch: str, entries: Sequence[LedgerEntry],
+                         properties: Mapping[str, str] | None = None) -> Branch:
+        """Commit these ledger entries (core.ledger) on `branch`, in one commit carrying `properties`, creating the
+        ledger's namespace there if `branch` lacks it; returns the branch at its new head (what to merge). Raises
+        BranchNotFoundError, or CatalogError when an entry exists on `branch` already. Nessie merges these entries
+        without conflict checks (they are namespaces): two publications of one version are serialized by the table
+        they both change, whose key conflicts."""
 
     @abstractmethod
     def find_published(self, ref: str, table: TableRef, identities: Sequence[str]) -> dict[str, LedgerEntry]:
@@ -103,41 +108,63 @@ class CatalogBranches(ABC):
         there). One lookup by key for all of them: its cost does not grow with the table's history."""
 
 
-class TableWriter(ABC):
-    """The engine: appends files into an Iceberg table on a branch and measures each file's new rows."""
+@dataclass(frozen=True)
+class WriteSpec:
+    """How the files of one table are written on a run's branch: decided by the core once per attempt, frozen."""
+
+    table: TableRef
+    branch: str
+    plan: MeasurementPlan  # what the audit needs measured on the new rows
+    allow_new_columns: bool = False  # the files' extra columns are added to the table on the branch
+    read_options: FormatOptions = ()  # the table's format options (core.formats), for the formats they apply to
+    layout: Layout | None = None  # partition spec, sort order, write properties (None: the table's own stay)
+    # a lone file only: its rows failing these checks go to the quarantine table on the branch, when at most
+    # `max_fraction` of them fail (`Appended.quarantined` says so)
+    quarantine: QuarantinePlan | None = None
+
+
+class StagedFiles(ABC):
+    """Files of one table staged and read together, each one's rows measured, nothing written yet: the core audits
+    each file and chooses which to append. Leaving the context releases the staged copies and the rows read."""
+
+    def __init__(self, measured: Mapping[str, Measurements], left_out: Mapping[str, str]) -> None:
+        self.measured = measured  # by source identity, for every file read with the others
+        self.left_out = left_out  # by source identity: files that could not be read with the others (they run alone)
 
     @abstractmethod
-    def append(
-        self,
-        files: Sequence[tuple[SourceObject, FileFormat]],
-        table: TableRef,
-        branch: str,
-        plan: MeasurementPlan,
-        *,
-        keep: Callable[[SourceObject, Measurements], bool] | None = None,
-        allow_new_columns: bool = False,
-        read_options: FormatOptions = (),
-        quarantine: QuarantinePlan | None = None,
-        layout: Layout | None = None,
-        keep_snapshots: int | None = None,
-    ) -> Appended:
-        """Append the files' rows to `table` on `branch` in one snapshot stamped with their lineage
-        (core.lineage.snapshot_properties), creating the table from the first file's schema if missing, and
-        measure each file's new rows for `plan` (never the whole table).
+    def append(self, accepted: Sequence[SourceObject]) -> Appended:
+        """Append the rows of these files (some of `measured`) in one snapshot stamped with their lineage. A file
+        whose rows cannot be written with the others is in `left_out` of the result, never raised. Raises a WapError
+        (never another exception) for infrastructure failures."""
 
-        One file: raises a BadInputError subclass when the file is the problem (SchemaDriftError, with the
-        difference, when its columns do not fit the table's). Several files: a file that cannot be read or written
-        together with the others is reported in `left_out`, never raised. `keep`: an engine that measures before
-        writing leaves the files it refuses out of the snapshot (they are still measured); one that measures after
-        writing ignores it. With `allow_new_columns` the files' extra columns are added on `branch` only.
-        `read_options`: the table's format options (core.formats), for the formats they apply to. `quarantine`
-        (one file only): the rows failing its checks go to its table on `branch` instead, with the names of the
-        checks and the source, when at most its `max_fraction` of the rows fail (`Appended.quarantined` says so).
-        `layout`: the table's partition spec, sort order and write properties, set when the table is created and
-        evolved on `branch` when they differ (None: the table's own stay). `keep_snapshots`: an engine whose table
-        metadata lists every snapshot keeps it bounded (more than twice this many: the oldest are dropped from the
-        current metadata, never a file).
-        Raises a WapError (never another exception) for infrastructure failures."""
+    @abstractmethod
+    def close(self) -> None:
+        """Release the staged copies and the rows read (idempotent)."""
+
+    def __enter__(self) -> StagedFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TableWriter(ABC):
+    """The engine: appends files into an Iceberg table on a branch and measures the new rows of each file."""
+
+    @abstractmethod
+    def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
+        """Append one file's rows to `spec.table` on `spec.branch` in one snapshot stamped with its lineage
+        (core.lineage.snapshot_properties), creating the table from its schema if missing (with `spec.layout`), then
+        measure the snapshot's new rows for `spec.plan` (never the whole table; metadata first). A file without rows
+        commits nothing: `snapshot` None and a row count of 0. Raises a BadInputError subclass when the file is the
+        problem (SchemaDriftError, with the difference, when its columns do not fit the table's), a WapError (never
+        another exception) for infrastructure failures."""
+
+    @abstractmethod
+    def stage(self, spec: WriteSpec, files: Sequence[tuple[SourceObject, FileFormat]]) -> StagedFiles:
+        """Stage and read several files of `spec.table` together and measure each one's rows for `spec.plan`,
+        writing nothing (`spec.quarantine` does not apply: a file of a group that fails runs alone). A file that
+        cannot be staged or read with the others is in `left_out`. Raises a WapError for infrastructure failures."""
 
     @abstractmethod
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
@@ -168,6 +195,12 @@ class TableMaintainer(ABC):
         it has one, to the layout's target size), rewrite the manifests, drop the oldest snapshots from the current
         metadata (never a file), and set the table's Nessie-safe GC properties. The rows never change. Raises a
         WapError."""
+
+    @abstractmethod
+    def trim_snapshots(self, table: TableRef, branch: str, keep: int) -> int:
+        """Drop all but the newest `keep` snapshots from the table's current metadata on `branch` (one metadata
+        commit; no file is deleted, older metadata stays in the catalog's history); returns how many were dropped.
+        Raises a WapError."""
 
 
 class MaintenanceJobs(ABC):

@@ -11,15 +11,15 @@ Pruning discards the branches older than a threshold (age: the time of the branc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from . import lineage
+from .branches import BRANCH_PREFIX, digest_from_branch, identity_digest, table_from_branch
 from .errors import BranchNotFoundError, CatalogError, MergeConflictError, StaleHashError, WapError
-from .ledger import LedgerEntry
 from .maintenance import summary_line
 from .models import AuditReport, Branch, DecisionRecord, Publication, TableRef
-from .naming import BRANCH_PREFIX, digest_from_branch, identity_digest, table_from_branch
+from .pipeline import Loaded, Merge, Transactions
 from .ports import CatalogBranches, DecisionLog
 
 DECISION_PREFIX = lineage.DECISION_PREFIX
@@ -114,7 +114,7 @@ def _refuse_missing(name: str, table: TableRef, decisions: DecisionLog | None) -
 
 
 def publish_branch(
-    catalog: CatalogBranches,
+    transactions: Transactions,
     name: str,
     *,
     reason: str | None,
@@ -122,9 +122,11 @@ def publish_branch(
     source_of: SourceOf,
     reaudit: Reaudit | None,
     decisions: DecisionLog | None = None,
-    main: str = "main",
 ) -> Decision:
-    """Merge a reviewed branch into `main`. `reaudit=None` skips the re-audit and then needs a reason."""
+    """Merge a reviewed branch into `main` (through the transaction's `publish_kept`: the ledger entries of every
+    file it carries ride the merge, whoever asked for it). `reaudit=None` skips the re-audit and then needs a
+    reason."""
+    catalog, main = transactions.catalog, transactions.config.main_branch
     table = wap_table(name)
     if reaudit is None and not (reason or "").strip():
         raise CatalogError(
@@ -135,55 +137,63 @@ def publish_branch(
     earlier = published_on_main(catalog, table, name, main)
     if earlier is not None:
         if branch is not None:  # merged, then interrupted before the branch was deleted
-            catalog.delete_branch(branch)
+            transactions.branches.discard(name, branch)
         return _already(name, table, earlier)
     if branch is None:
         raise _refuse_missing(name, table, decisions)
-    source = dict(source_of(table, name))
-    report = None
-    if reaudit is not None:
-        identity = source.get(IDENTITY)
-        if identity is None:
+    merge = transactions.kept_merge(name)
+    recorded = merge is not None
+    source: dict[str, str] = {}
+    if merge is None:  # a branch kept before plans were recorded: its one file's lineage, from its snapshot
+        source = dict(source_of(table, name))
+        if source.get(IDENTITY) is None and reaudit is not None:
             raise CatalogError(
                 f"branch {name!r} has no WAP append of {table} (no snapshot carries {IDENTITY}), so its new rows "
                 f"cannot be re-audited. Fix: inspect it (wap show {name}), then publish it with --no-reaudit "
-                f"--reason '...' or discard it."
-            )
-        report = reaudit(table, name, identity)
-        if not report.passed:
-            failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for c in report.failures)
-            raise ReauditFailedError(
-                f"branch {name!r} still fails the audit of {table}: {failed}. Nothing was published. Fix: correct "
-                f"the file and upload it again, or correct the audit suite (WAP_AUDITS_FILE) and publish again; to "
-                f"publish these rows as they are: wap publish {name} --no-reaudit --reason '<why they are fine>'",
-                report,
-            )
+                f"--reason '...' or discard it.")
+        targets = [(table, source[IDENTITY])] if IDENTITY in source else []
+    else:
+        targets = [(f.table, f.identity) for f in merge.files]
+    reports = [reaudit(t, name, i) for t, i in targets] if reaudit is not None else []
+    failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for r in reports
+                       for c in r.failures)
+    if failed:
+        raise ReauditFailedError(
+            f"branch {name!r} still fails the audit of {table}: {failed}. Nothing was published. Fix: correct "
+            f"the file and upload it again, or correct the audit suite (WAP_AUDITS_FILE) and publish again; to "
+            f"publish these rows as they are: wap publish {name} --no-reaudit --reason '<why they are fine>'",
+            next(r for r in reports if not r.passed),
+        )
+    report = reports[0] if len(reports) == 1 else None
+    if merge is None:
+        merge = _legacy_merge(table, source, report.rows if report is not None else None)
     why = (reason or "").strip() or PASSED_REAUDIT
-    properties = lineage.source_of(source) | {
-        f"{DECISION_PREFIX}action": "published", f"{DECISION_PREFIX}reason": why,
-        f"{DECISION_PREFIX}actor": actor, f"{DECISION_PREFIX}branch": name,
-        f"{DECISION_PREFIX}reaudit": "skipped" if report is None else "passed", lineage.TABLE: table.qualified,
-    }
-    if report is not None:
-        properties[lineage.TOTAL_ROWS] = str(report.rows)
-    identity = source.get(IDENTITY)
-    # the ledger's entry rides the merge, as the pipeline's: a redelivery is a duplicate (recorded once per branch:
-    # a publish retried after an outage finds it there)
-    if identity is not None and not catalog.find_published(name, table, [identity]):
-        rows = report.rows if report is not None else int(source.get("added-records") or 0)
-        branch = catalog.record_published(name, [LedgerEntry(table.qualified, identity, source_uri(source) or identity,
-                                                              rows, name, now_iso())])
-    main_hash = catalog.reference_hash(main)
+    decision = {f"{DECISION_PREFIX}action": "published", f"{DECISION_PREFIX}reason": why,
+                f"{DECISION_PREFIX}actor": actor, f"{DECISION_PREFIX}branch": name,
+                f"{DECISION_PREFIX}reaudit": "skipped" if reaudit is None else "passed"}
     try:
-        merged = catalog.merge(branch, main, main_hash, f"wap: publish reviewed branch {name} ({why})", properties)
+        ended = transactions.publish_kept(name, replace(merge, message=f"wap: publish reviewed branch {name} ({why})"),
+                                          decision, recorded=recorded)
     except MergeConflictError as exc:
         raise MergeConflictError(
             f"{exc} The branch's rows cannot be published without overwriting rows published since. Fix: "
             f"discard the branch and ingest the file again (it will be audited against the current main)."
         ) from exc
-    catalog.delete_branch(Branch(name, catalog.reference_hash(name)))
-    return Decision(name, table, "published", why, actor, merged, reaudit=report, source=source_uri(source),
-                    recorded_at=merged)
+    uri = merge.files[0].uri if len(merge.files) == 1 else source_uri(merge.properties) or source_uri(source)
+    if ended.status == "on main":
+        return Decision(name, table, "published", "its files were published meanwhile", "wap", already=True,
+                        source=uri)
+    return Decision(name, table, "published", why, actor, ended.merged_hash, reaudit=report, source=uri,
+                    recorded_at=ended.merged_hash)
+
+
+def _legacy_merge(table: TableRef, source: Mapping[str, str], rows: int | None) -> Merge:
+    """What a branch kept before plans were recorded publishes: its one file (rows: the re-audit's count, else its
+    append's), as the pipeline's merge would have said it."""
+    identity, count = source.get(IDENTITY), rows if rows is not None else int(source.get("added-records") or 0)
+    properties = lineage.source_of(source) | {lineage.TABLE: table.qualified, lineage.TOTAL_ROWS: str(count)}
+    files = () if identity is None else (Loaded(table, identity, source_uri(source) or identity, count),)
+    return Merge(files, "", properties)
 
 
 def discard_branch(
@@ -263,12 +273,16 @@ def history_for(
     entries = []
     for pub in catalog.publications(table, on=main, limit=limit):
         props = pub.properties
+        reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
         if lineage.is_batch(props):  # one merge for a burst's (or a load's) files: one line per file of this table
             files = lineage.published_files(props, table)
             how = f"load {props[lineage.LOAD]}" if lineage.LOAD in props else f"batch of {len(files)}"
             entries += [HistoryEntry(
-                at=parse_time(pub.committed_at), action="published", how=f"audit passed ({how})",
-                branch=None, actor=None, reason=None, source=file.uri, rows=file.rows, hash=pub.hash,
+                at=parse_time(pub.committed_at), action="published",
+                how=f"reviewed ({how})" if reviewed else f"audit passed ({how})",
+                branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
+                reason=props.get(f"{DECISION_PREFIX}reason"), source=file.uri, rows=file.rows, hash=pub.hash,
+                reaudit=props.get(f"{DECISION_PREFIX}reaudit"),
                 properties={lineage.IDENTITY: file.identity}) for file in files]
             continue
         maintained = summary_line(props)
@@ -276,7 +290,6 @@ def history_for(
             entries.append(HistoryEntry(at=parse_time(pub.committed_at), action="maintained", how=maintained,
                                         branch=None, actor=None, reason=None, source=None, rows=None, hash=pub.hash))
             continue
-        reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
         entries.append(HistoryEntry(
             at=parse_time(pub.committed_at), action="published", how="reviewed" if reviewed else "audit passed",
             branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
@@ -316,9 +329,10 @@ def open_branches(
         if owner is None or (table is not None and owner != table):
             continue
         try:
-            head_time = catalog.head_commit_time(branch.name)
+            head = catalog.head_commit(branch.name)
         except BranchNotFoundError:
             continue  # discarded or published since it was listed
+        head_time = parse_time(head.committed_at) if head is not None and head.committed_at else None
         candidate = OpenBranch(branch.name, branch.hash, owner, head_time)
         age = candidate.age(now)
         if older_than is None or (age is not None and age >= older_than):

@@ -2,8 +2,9 @@
 names, in which format, and what the object really is (its size and version come from the store, not the event).
 
 `route` refuses an object (a BadInputError: INVALID, alerted once, never retried) before anything is read when
-its bucket is not a configured source bucket; then validates the table (and, with `strict_tables`, that the
-audits file lists it), the format, and reads the object's head.
+its bucket is not a configured source bucket; then validates the table, whoever named it (the key's prefix, a
+manifest entry or `wap ingest --table`): never a table the service owns (`check_target`), and with `strict_tables`
+only one the audits file lists; then the format, and reads the object's head.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .audits import AuditSuites
 from .errors import EmptySourceError, RefusedEventError
 from .formats import format_for_key
 from .models import FileFormat, SourceObject, TableRef
-from .naming import LOADS_PREFIX, PENDING_PREFIX, table_for_key
+from .naming import LOADS_PREFIX, PENDING_PREFIX, check_target, table_for_key
 from .ports import ObjectStore
 
 
@@ -46,8 +47,8 @@ def route(
                                 f"({LOADS_PREFIX}<name>.json), not alone. Fix: wap ingest s3://{source.bucket}/"
                                 f"{LOADS_PREFIX}<name>.json (or name a table with --table).")
     target = table or table_for_key(source.key, default_namespace=default_namespace, bucket=source.bucket)
-    if table is None:  # an explicit --table is the operator's choice
-        suites.check_listed(target, source.uri)
+    check_target(target, source.uri)
+    suites.check_listed(target, source.uri)
     fmt = format_for_key(source.key, bucket=source.bucket, table=target)
     current = objects.head(source.bucket, source.key)
     if current.size == 0:

@@ -39,10 +39,10 @@ class Sources:
 
 
 def sources_for(settings: Settings) -> Sources:
-    from wap_ingest.bootstrap import catalog_for, decisions_for, load_suites, reader_for
+    from wap_ingest.bootstrap import Service
 
-    return Sources(catalog_for(settings), reader_for(settings), decisions_for(settings),
-                   load_suites(settings.audits_file, settings.namespace), settings.namespace, settings.main_branch)
+    svc = Service(settings)  # the dashboard's process: its adapters, each built once
+    return Sources(svc.catalog, svc.reader, svc.decisions, svc.suites, settings.namespace, settings.main_branch)
 
 
 @dataclass(frozen=True)

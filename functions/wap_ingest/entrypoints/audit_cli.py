@@ -11,8 +11,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from wap_ingest.core.dry_run import DryRun, DryRunStatus, audit_without_publishing
+from wap_ingest.core.dry_run import DryRun, DryRunStatus
 from wap_ingest.core.models import SourceObject
+
+from .uris import parse_s3_uri
 
 
 def audit_report_lines(document: Mapping[str, Any] | None) -> list[str]:
@@ -40,12 +42,9 @@ def _describe(run: DryRun) -> str:
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from wap_ingest.bootstrap import service
-    from wap_ingest.entrypoints.cli import parse_s3_uri
 
-    svc = service()
     bucket, key = parse_s3_uri(args.uri)
-    run = audit_without_publishing(SourceObject(bucket, key), ports=svc.ports, suites=svc.suites, config=svc.config,
-                                   table=args.table)
+    run = service().audit_file(SourceObject(bucket, key), args.table)
     print(json.dumps(run.to_dict(), indent=2) if args.json else _describe(run))
     return 0 if run.status is DryRunStatus.PASSED else 1
 

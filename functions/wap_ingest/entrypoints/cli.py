@@ -13,7 +13,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from urllib.parse import urlparse
 
 from wap_ingest.core.errors import ConfigError, SourceNotFoundError, WapError
 from wap_ingest.core.ingest import Item
@@ -22,13 +21,7 @@ from wap_ingest.core.naming import table_ref_from
 from wap_ingest.core.routing import check_bucket
 
 from . import audit_cli, dlq_cli, maintain_cli, ops_cli, stack_cli
-
-
-def parse_s3_uri(uri: str) -> tuple[str, str]:
-    parsed = urlparse(uri)
-    if parsed.scheme != "s3" or not parsed.netloc:
-        raise ConfigError(f"{uri!r} is not an s3:// URI. Fix: use s3://bucket/key or s3://bucket/prefix/.")
-    return parsed.netloc, parsed.path.lstrip("/")
+from .uris import parse_s3_uri
 
 
 def _sources(uri: str) -> list[SourceObject]:

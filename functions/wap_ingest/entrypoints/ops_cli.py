@@ -26,46 +26,25 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wap_ingest.bootstrap import (
-    catalog_for,
-    decisions_for,
-    jobs_for,
-    nessie_tokens_for,
-    notifier_for,
-    reader_for,
-    reauditor_for,
-    reports_for,
-    source_reader_for,
-)
+from wap_ingest.bootstrap import Service, operations
 from wap_ingest.config import Settings
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import alert_for_prune, branch_commands
 from wap_ingest.core.durations import format_age, parse_duration
-from wap_ingest.core.models import JobRun, TableRef
+from wap_ingest.core.models import TableRef
 from wap_ingest.core.naming import table_ref_from
-from wap_ingest.core.review import (
-    Decision,
-    HistoryEntry,
-    OpenBranch,
-    ReauditFailedError,
-    discard_branch,
-    history_for,
-    open_branches,
-    prune_branches,
-    publish_branch,
-    wap_branch,
-)
+from wap_ingest.core.review import Decision, HistoryEntry, OpenBranch, ReauditFailedError, wap_branch
 from wap_ingest.entrypoints.audit_cli import audit_report_lines
 from wap_ingest.entrypoints.publish_cli import answer_text, ask_service, publish_queue_url
 
 from .ops_schema import SCHEMA_VERSION, SCHEMAS
 
 
-def _actor(settings: Settings) -> str:
+def _actor(svc: Service) -> str:
     """Who the decision log records: the `sub` of the access token this command's OAuth2 client obtains (the
     identity the catalog authorized). Without a Nessie client configured (a catalog without authentication) there
     is no verified identity: WAP_ACTOR or the login name, marked as unverified."""
-    tokens = nessie_tokens_for(settings)
+    tokens = svc.tokens
     if tokens is not None:
         return tokens.subject()
     return f"{os.environ.get('WAP_ACTOR') or getpass.getuser()} (unverified: no Nessie client configured)"
@@ -94,13 +73,13 @@ def _table(args: argparse.Namespace, settings: Settings) -> TableRef | None:
 
 
 def cmd_branches(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
-    table = _table(args, settings)
+    svc = operations()
+    table = _table(args, svc.settings)
     older_than = None if args.older_than is None else parse_duration(args.older_than)
     now = datetime.now(UTC)
-    rows = [_row(b, now) for b in open_branches(catalog_for(settings), now=now, table=table, older_than=older_than)]
+    rows = [_row(b, now) for b in svc.branches(table, older_than)]
     scope = "".join([f" for {table}" if table else "", f" older than {args.older_than}" if older_than else ""])
-    running = [run for run in _jobs(settings, table) if not run.finished]
+    running = [run for run in svc.job_runs(table) if not run.finished]
     lines = [_listing(rows) or f"No open WAP branches{scope}."]
     lines += [f"running on EMR  {r.source.uri} -> {r.table}  job run {r.job_run_id} ({r.state}, submitted "
               f"{r.submitted_at})" for r in running]
@@ -108,27 +87,18 @@ def cmd_branches(args: argparse.Namespace) -> int:
     return 0
 
 
-def _jobs(settings: Settings, table: TableRef | None) -> list[JobRun]:
-    """The large files' EMR job runs (none when EMR is not configured)."""
-    jobs = jobs_for(settings)
-    return jobs.runs(table) if jobs is not None else []
-
-
 def cmd_prune(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
-    table, older_than = _table(args, settings), parse_duration(args.older_than)  # refused before any change
+    svc = operations()
+    table, older_than = _table(args, svc.settings), parse_duration(args.older_than)  # refused before any change
     reason = f"pruned: older than {args.older_than}"
-    catalog = catalog_for(settings)
     now = datetime.now(UTC)
-    stale = open_branches(catalog, now=now, table=table, older_than=older_than)
-    result = prune_branches(catalog, stale, dry_run=args.dry_run, decisions=decisions_for(settings), reason=reason,
-                            actor=_actor(settings))
+    result = svc.prune(svc.branches(table, older_than), dry_run=args.dry_run, reason=reason, actor=_actor(svc))
     rows = [_row(b, now) for b in result.discarded]
     skipped = [_row(b, now) | {"error": why} for b, why in result.skipped]
     unrecorded = [_row(b, now) | {"error": why} for b, why in result.unrecorded]
     if result.discarded and not args.dry_run:
-        notifier_for(settings).notify(alert_for_prune(
-            [(b.name, b.table.qualified) for b in result.discarded], reason=reason, actor=_actor(settings),
+        svc.notifier.notify(alert_for_prune(
+            [(b.name, b.table.qualified) for b in result.discarded], reason=reason, actor=_actor(svc),
             skipped=len(skipped)))
     verb = "would discard  " if args.dry_run else "discarded  "
     lines = [_listing(rows, verb)] if rows else [f"No open WAP branches older than {args.older_than}."]
@@ -136,7 +106,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     lines += [f"NOT RECORDED  {u['branch']} was discarded but not recorded: {u['error']}" for u in unrecorded]
     if args.dry_run and rows:
         lines.append(f"Dry run: nothing was deleted. Run without --dry-run to discard ({reason}).")
-    payload = {"dry_run": args.dry_run, "older_than": args.older_than, "reason": reason, "actor": _actor(settings),
+    payload = {"dry_run": args.dry_run, "older_than": args.older_than, "reason": reason, "actor": _actor(svc),
                "discarded": [] if args.dry_run else rows, "would_discard": rows if args.dry_run else [],
                "skipped": skipped, "unrecorded": unrecorded}
     _print(payload, args.json, "\n".join(lines))
@@ -144,17 +114,16 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
-    branch, table = wap_branch(catalog_for(settings), args.branch)
-    reader = reader_for(settings)
-    changes = reader.branch_changes(table, branch.name)
-    on_main = reader.row_count(table, settings.main_branch)
+    svc = operations()
+    branch, table = wap_branch(svc.catalog, args.branch)
+    changes = svc.reader.branch_changes(table, branch.name)
+    on_main = svc.reader.row_count(table, svc.settings.main_branch)
     source = changes.summary.get(lineage.BUCKET, "?") + "/" + changes.summary.get(lineage.KEY, "?")
     commands = dict(branch_commands(branch.name, table.qualified))
     payload = {"branch": branch.name, "hash": branch.hash, "table": table.qualified, "source": f"s3://{source}",
                "rows_added": changes.rows_added, "rows_on_main": on_main, "null_counts": changes.null_counts,
                "snapshot_id": changes.snapshot_id, "commands": commands}
-    stored = reports_for(settings).load(branch.name)  # the audit report of the run that left the branch open
+    stored = svc.reports.load(branch.name)  # the audit report of the run that left the branch open
     payload["audit"] = stored
     nulls = ", ".join(f"{c}={n}" for c, n in changes.null_counts.items()) or "-"
     text = "\n".join([
@@ -197,10 +166,10 @@ def _decided(decision: Decision, as_json: bool) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
+    svc = operations()
     queue_url = publish_queue_url()
     if queue_url is not None:  # an operator: the service publishes (the operator has no write on main)
-        answer = ask_service(args, settings, queue_url)
+        answer = ask_service(args, svc, queue_url)
         if answer is None:
             return 2
         if answer.get("action") == "refused":
@@ -211,26 +180,21 @@ def cmd_publish(args: argparse.Namespace) -> int:
         _print(answer, args.json, answer_text(answer))
         return 0
     try:
-        decision = publish_branch(
-            catalog_for(settings), args.branch, reason=args.reason, actor=_actor(settings),
-            source_of=source_reader_for(settings), reaudit=reauditor_for(settings) if args.reaudit else None,
-            decisions=decisions_for(settings), main=settings.main_branch,
-        )
+        decision = svc.publish(args.branch, reason=args.reason, actor=_actor(svc), reaudit=args.reaudit)
     except ReauditFailedError as exc:
         if not args.json:
             raise
         print(f"wap: {exc}", file=sys.stderr)
         _print({"branch": args.branch, "table": exc.report.table, "action": "refused", "reason": args.reason,
-                "actor": _actor(settings), "merged_hash": None, "already": False, "reaudit": exc.report.to_dict(),
+                "actor": _actor(svc), "merged_hash": None, "already": False, "reaudit": exc.report.to_dict(),
                 "source": None, "recorded_at": None, "error": str(exc)}, True, "")
         return 1
     return _decided(decision, args.json)
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
-    decision = discard_branch(catalog_for(settings), args.branch, reason=args.reason, actor=_actor(settings),
-                              decisions=decisions_for(settings), source_of=source_reader_for(settings))
+    svc = operations()
+    decision = svc.discard(args.branch, reason=args.reason, actor=_actor(svc))
     return _decided(decision, args.json)
 
 
@@ -255,11 +219,11 @@ def _history_line(entry: HistoryEntry) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
+    svc = operations()
+    settings = svc.settings
     table = table_ref_from(args.table, default_namespace=settings.namespace, source="wap history")
-    entries = history_for(catalog_for(settings), decisions_for(settings), table, main=settings.main_branch,
-                          limit=args.limit)
-    runs = _jobs(settings, table)
+    entries = svc.history(table, limit=args.limit)
+    runs = svc.job_runs(table)
     text = "\n".join(_history_line(e) for e in entries) or (
         f"Nothing has been published to or discarded from {table} on {settings.main_branch}.")
     if runs:

@@ -11,8 +11,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from wap_ingest.adapters.publish_requests import SqsPublishRequests
-from wap_ingest.bootstrap import boto3_client, nessie_tokens_for, results_for
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap import Service, boto3_client
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE, PublishRequest
 
@@ -31,16 +30,16 @@ def publish_queue_url() -> str | None:
     return value
 
 
-def ask_service(args: argparse.Namespace, settings: Settings, queue_url: str) -> dict[str, Any] | None:
+def ask_service(args: argparse.Namespace, svc: Service, queue_url: str) -> dict[str, Any] | None:
     """Send the request and wait for the answer (None: none within --wait seconds)."""
-    tokens = nessie_tokens_for(settings)
+    tokens = svc.tokens
     request = PublishRequest(
         branch=args.branch, reason=args.reason, reaudit=args.reaudit,
         token=tokens.token() if tokens is not None else None,
         claimed_actor=None if tokens is not None else (os.environ.get("WAP_ACTOR") or getpass.getuser()),
     )
-    results = results_for(settings)
-    SqsPublishRequests(boto3_client("sqs", settings), queue_url).send(request)
+    results = svc.results
+    SqsPublishRequests(boto3_client("sqs", svc.settings), queue_url).send(request)
     print(f"asked the service to publish {args.branch} (request {request.request_id}); waiting up to "
           f"{args.wait:g} s for its answer at {results.uri(request.request_id)}", file=sys.stderr)
     answer = results.wait(request.request_id, args.wait)

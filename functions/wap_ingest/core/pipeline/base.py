@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from wap_ingest.core.audits import AuditSuite
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
@@ -17,8 +18,8 @@ from wap_ingest.core.errors import (
     UnexpectedError,
     WapError,
 )
-from wap_ingest.core.models import IngestOutcome
-from wap_ingest.core.ports import CatalogBranches, ObjectStore, ReportStore, TableWriter
+from wap_ingest.core.models import IngestOutcome, TableRef
+from wap_ingest.core.ports import CatalogBranches, ObjectStore, ReportStore, TableMaintainer, TableWriter, WriteSpec
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class Ports:
     writer: TableWriter
     objects: ObjectStore
     reports: ReportStore | None = None  # where rejected runs' reports go (for `wap show`); None: not kept
+    maintainer: TableMaintainer | None = None  # keeps tables' metadata bounded after appends (None: never trimmed)
 
 
 @dataclass(frozen=True)
@@ -62,3 +64,19 @@ def retry_delay(attempt: int, config: PipelineConfig) -> float:
     """Capped exponential back-off with jitter, so concurrent writers of one table spread out."""
     ceiling = float(min(config.backoff_cap_seconds, config.backoff_seconds * 2 ** (attempt - 1)))
     return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+def spec_for(suite: AuditSuite, table: TableRef, branch: str, *, alone: bool) -> WriteSpec:
+    """How a table's files are written on a branch, as its suite says (a quarantine applies to a file alone)."""
+    return WriteSpec(table, branch, suite.plan(), suite.allow_new_columns, suite.format_options, suite.layout,
+                     suite.quarantine_plan(table) if alone else None)
+
+
+def bound_snapshots(ports: Ports, suite: AuditSuite, table: TableRef, branch: str, snapshots: int) -> None:
+    """After an append: a table whose current metadata lists more than twice `keep_snapshots` keeps only that many
+    (metadata only; the maintainer's work), so the metadata every commit rewrites stays bounded."""
+    keep = suite.maintenance.keep_snapshots
+    if ports.maintainer is not None and keep and snapshots > 2 * keep:
+        dropped = ports.maintainer.trim_snapshots(table, branch, keep)
+        log.info("%s on %s: %d old snapshot(s) dropped from the current metadata (kept %d)", table, branch, dropped,
+                 keep)

@@ -7,32 +7,28 @@ audit per file, one merge. Each file keeps its own fate:
 - PUBLISHED   audited and merged into main (with `on_failure: quarantine`, its failing rows in <table>_quarantine)
 - REJECTED    the audit failed: the file's branch stays open with its rows, the report is kept
 - INVALID     the file (or its key) is unusable: nothing reaches main, no branch is left
-A file of a larger group that fails its audit or cannot be written with the others runs again alone, so a
-rejected branch holds only its own rows. Failures of the infrastructure are returned per file as the WapError
-(the entry point retries them); any other exception while handling a group fails that group's files only."""
+A file of a larger group that fails its audit or cannot be read with the others runs again alone, so a rejected
+branch holds only its own rows. Failures of the infrastructure are returned per file as the WapError (the entry
+point retries them); any other exception while handling a group fails that group's files only. The branch, the
+ledger, the merge, the retries from main and the clean-up are the transaction's (transaction.py): this module
+supplies the work and the verdict.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from wap_ingest.core import ledger, lineage
-from wap_ingest.core.audits import AuditSuite, AuditSuites, audit
-from wap_ingest.core.branches import RunBranches, branch_name_for
-from wap_ingest.core.errors import (
-    BadInputError,
-    BranchNotFoundError,
-    EmptySourceError,
-    EngineError,
-    MergeConflictError,
-    OutOfTimeError,
-    OverBudgetError,
-    WapError,
-)
+from wap_ingest.core import lineage
+from wap_ingest.core.audits import AuditContext, AuditSuite, AuditSuites, audit
+from wap_ingest.core.branches import RunKind, group_identity
+from wap_ingest.core.errors import BadInputError, EmptySourceError, EngineError, WapError
 from wap_ingest.core.history import history_context
+from wap_ingest.core.ledger import LedgerEntry
 from wap_ingest.core.models import (
+    Appended,
     AuditReport,
     Branch,
     IngestOutcome,
@@ -43,13 +39,16 @@ from wap_ingest.core.models import (
     TableRef,
 )
 from wap_ingest.core.outcomes import about, duplicate, invalid, quarantine_note, rejected
+from wap_ingest.core.ports import WriteSpec
 from wap_ingest.core.routing import Routed, route
 from wap_ingest.core.stopwatch import Stopwatch
 
-from .base import RETRY_FROM_MAIN, PipelineConfig, Ports, Result, retry_delay, unexpected
+from .base import PipelineConfig, Ports, Result, bound_snapshots, spec_for, unexpected
+from .transaction import Discard, Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
 
 log = logging.getLogger(__name__)
 
+Item = tuple[int, Routed]  # a routed object and its index in the call
 
 
 def run_wap(
@@ -65,7 +64,7 @@ def run_wap(
     """One result per source, in order. `table` overrides the routing by key; `dry_run` audits on a throw-away
     branch and publishes nothing (`wap audit`)."""
     results: dict[int, Result] = {}
-    routed: list[tuple[int, Routed]] = []
+    routed: list[Item] = []
     for index, source in enumerate(sources):
         found = route_or_result(source, ports=ports, suites=suites, config=config, table=table)
         if isinstance(found, Routed):
@@ -86,8 +85,8 @@ def route_or_result(
     started = time.perf_counter()
     try:
         routed = route(source, objects=ports.objects, suites=suites, default_namespace=config.default_namespace,
-                     source_buckets=config.source_buckets, refused_buckets=config.refused_buckets,
-                     table=table)
+                       source_buckets=config.source_buckets, refused_buckets=config.refused_buckets,
+                       table=table)
         return replace(routed, seconds=time.perf_counter() - started)
     except BadInputError as exc:
         return replace(invalid(source, exc, table), timings={"route": time.perf_counter() - started})
@@ -106,31 +105,24 @@ def run_routed(
     dry_run: bool = False,
     out_of_time: Callable[[], bool] = lambda: False,
 ) -> list[Result]:
-    """Group by table and run each group; `out_of_time` is asked before each group starts (the files not
-    started are deferred, never cut off mid-merge)."""
-    run = _Run(ports, suites, config, dry_run)
-    groups: dict[TableRef, list[tuple[int, Routed]]] = {}
+    """Group by table and run each group; the guards (time left, disk) are checked before each attempt and before
+    files are staged (the files not started are deferred, never cut off mid-merge)."""
+    run = _Run(ports, suites, config, dry_run, Transactions(ports.catalog, config, Guards(out_of_time,
+                                                                                           config.free_bytes)))
+    groups: dict[TableRef, list[Item]] = {}
     for index, item in enumerate(routed):
         groups.setdefault(item.table, []).append((index, item))
     for target, items in groups.items():
         # "unique against main": each file must see the files published before it, so they go one by one
         alone = dry_run or bool(suites.suite_for(target).plan().existing_keys)
         for group in ([[i] for i in items] if alone else _chunks(items, config.staging_budget_bytes)):
-            if out_of_time():
-                run.settle_all(group, lambda r: OutOfTimeError(
-                    f"{r.source.uri}: not started, the invocation is nearly out of time; back to the queue."))
-            elif not _fits(group, config):
-                run.settle_all(group, lambda r: OverBudgetError(
-                    f"{r.source.uri}: not started, staging it now would exceed the free local disk; back to the "
-                    f"queue (it runs in a later invocation)."))
-            else:
-                run.group(target, group)
+            run.group(target, group)
     return [run.settled[i] for i in range(len(routed))]
 
 
-def _chunks(items: list[tuple[int, Routed]], budget: int | None) -> list[list[tuple[int, Routed]]]:
+def _chunks(items: list[Item], budget: int | None) -> list[list[Item]]:
     """Consecutive chunks whose sizes add up to at most `budget` (a file larger than it is a chunk of its own)."""
-    chunks: list[list[tuple[int, Routed]]] = [[]]
+    chunks: list[list[Item]] = [[]]
     total = 0
     for item in items:
         size = item[1].source.size or 0
@@ -142,66 +134,50 @@ def _chunks(items: list[tuple[int, Routed]], budget: int | None) -> list[list[tu
     return chunks
 
 
-def _fits(group: list[tuple[int, Routed]], config: PipelineConfig) -> bool:
-    """Staged files, and the engine's scratch for them, must fit the free disk (twice the files' bytes)."""
-    if config.free_bytes is None:
-        return True
-    return 2 * sum(r.source.size or 0 for _, r in group) <= config.free_bytes()
-
-
 class _Run:
     """One call's groups and the results they settled (by the index of the routed object)."""
 
-    def __init__(self, ports: Ports, suites: AuditSuites, config: PipelineConfig, dry_run: bool) -> None:
+    def __init__(self, ports: Ports, suites: AuditSuites, config: PipelineConfig, dry_run: bool,
+                 transactions: Transactions) -> None:
         self.ports, self.suites, self.config, self.dry_run = ports, suites, config, dry_run
+        self.transactions = transactions
         self.settled: dict[int, Result] = {}
-        self.quarantined: dict[str, Quarantined] = {}  # by source identity: rows a quarantine set aside
-        self.branches = RunBranches(ports.catalog, clock=config.clock, abandoned_after=config.abandoned_after_seconds)
 
-    def settle_all(self, group: list[tuple[int, Routed]], error: Callable[[Routed], WapError]) -> None:
-        for index, item in group:
-            self.settled.setdefault(index, error(item))
-
-    def fail_all(self, group: list[tuple[int, Routed]], error: WapError) -> None:
-        """The group's files not settled yet fail with `error` (their messages are retried); the others keep theirs."""
-        for index, _ in group:
-            self.settled.setdefault(index, error)
-
-    def group(self, target: TableRef, group: list[tuple[int, Routed]]) -> None:
-        """The retry loop: a conflict restarts the group from main (never a forced merge); any other failure
-        fails the group's unsettled files, and only them."""
-        pending = self._once(target, group)
-        later: list[list[tuple[int, Routed]]] = []
+    def group(self, target: TableRef, group: list[Item]) -> None:
+        """One transaction for the group; any failure fails the group's unsettled files, and only them."""
         watch = Stopwatch()  # the outcomes' `timings`: seconds per stage, summed over retries
-        for attempt in range(1, self.config.merge_attempts + 1):
-            try:
-                later = self._attempt(target, pending, attempt, watch)
-                break
-            except RETRY_FROM_MAIN as exc:
-                if attempt == self.config.merge_attempts:
-                    self.fail_all(pending, exc)
-                    return
-                delay = retry_delay(attempt, self.config)
-                log.info("%s: conflict (attempt %d), retrying from main in %.2fs: %s", target, attempt, delay, exc)
-                self.config.sleep(delay)
-                pending = [(i, r) for i, r in pending if i not in self.settled]
-            except WapError as exc:
-                log.warning("%s: %d file(s) failed: %s", target, len(pending), exc)
-                self.fail_all(pending, exc)
-                return
-            except Exception as exc:
-                self.fail_all(pending, unexpected(f"ingesting into {target}", exc))
-                return
+        work = _GroupWork(self, target, self._once(target, group), watch)
+        try:
+            ended = self.transactions.run(work, watch)
+        except BadInputError as exc:
+            if len(work.todo) == 1:  # a lone file is the problem: nothing to review, no branch left
+                (index, item), = work.todo
+                self.settled[index] = invalid(item.source, exc, target)
+            else:  # pragma: no cover (a group reports its unreadable files; it never raises for them)
+                self._fail(work.todo, unexpected(f"ingesting into {target}", exc))
+            return
+        except WapError as exc:
+            log.warning("%s: %d file(s) failed: %s", target, len(work.todo), exc)
+            self._fail(work.todo, exc)
+            return
+        except Exception as exc:
+            self._fail(work.todo, unexpected(f"ingesting into {target}", exc))
+            return
+        work.settle(ended)
         for index, item in group:
             found = self.settled.get(index)
             if isinstance(found, IngestOutcome) and not found.timings:
                 self.settled[index] = replace(found, timings={"route": item.seconds} | watch.laps())
-        for part in later:  # unwritable together, or failed the audit: again, apart from the others
+        for part in work.later:  # unreadable with the others, or failed the audit: again, alone
             self.group(target, part)
 
-    def _once(self, target: TableRef, group: list[tuple[int, Routed]]) -> list[tuple[int, Routed]]:
+    def _fail(self, items: list[Item], error: WapError) -> None:
+        for index, _ in items:
+            self.settled.setdefault(index, error)
+
+    def _once(self, target: TableRef, group: list[Item]) -> list[Item]:
         """The same version announced twice in one delivery is handled once."""
-        seen: dict[str, Routed] = {}
+        seen: set[str] = set()
         pending = []
         for index, item in group:
             if item.source.identity in seen:
@@ -209,149 +185,148 @@ class _Run:
                     source=item.source, status=OutcomeStatus.DUPLICATE, table=target.qualified,
                     message=f"{item.source.uri} was delivered twice in this batch; it is handled once")
             else:
-                seen[item.source.identity] = item
+                seen.add(item.source.identity)
                 pending.append((index, item))
         return pending
 
-    def _attempt(
-        self, target: TableRef, pending: list[tuple[int, Routed]], attempt: int, watch: Stopwatch
-    ) -> list[list[tuple[int, Routed]]]:
-        """One try: dedupe, branch, write, audit, then publish or reject. Returns the parts to run apart."""
-        catalog, main = self.ports.catalog, self.config.main_branch
-        with watch.stage("branch"):
-            main_hash = catalog.ensure_namespace(main, target.namespace)
-            if not self.dry_run:  # the ledger on main, by key (a concurrent publication conflicts at the merge)
-                published = catalog.find_published(main, target, [r.source.identity for _, r in pending])
-                done = [(i, r) for i, r in pending if r.source.identity in published]
-                note = self.branches.clean_up(target, [r.source for _, r in done]) if done else ""
-                for index, item in done:  # on main already; its left-over attempts are gone now
-                    self.settled[index] = duplicate(item.source, target, published[item.source.identity], note)
-            todo = [(i, r) for i, r in pending if i not in self.settled]
-            if not todo:
-                return []
-            name = branch_name_for(target, [r.source for _, r in todo], attempt, dry_run=self.dry_run,
-                                   now=self.config.clock())
-            branch = catalog.create_branch(name, main_hash)
-        suite = self.suites.suite_for(target)
-        try:
-            written, reports = self._write_and_audit(target, todo, branch, suite, watch)
-        except BadInputError as exc:  # a lone file is the problem: nothing to review, no branch left
-            (index, item), = todo
-            self.settled[index] = invalid(item.source, exc, target, note=self.branches.discard(branch.name))
-            return []
-        except WapError as exc:
-            if self.branches.vanished(branch.name):  # a concurrent duplicate delivery published it meanwhile
-                raise BranchNotFoundError(f"branch {branch.name!r} was deleted during the run: {exc}") from exc
-            note = self.branches.discard(branch.name)
-            if not note:
-                raise
-            raise type(exc)(f"{exc}{note}") from exc
-        except Exception:  # an unexpected error: nothing of this attempt stays behind (a crash is the next run's)
-            self.branches.discard(branch.name)
-            raise
-        measured, snapshot_rows, in_snapshot, left_out = written
-        if len(todo) > 1:
-            bad = [(i, r) for i, r in todo if r.source.identity in left_out or not _passes(
-                reports.get(r.source.identity), measured.get(r.source.identity))]
-            good = [(i, r) for i, r in todo if (i, r) not in bad]
-            if bad and any(r.source.identity in in_snapshot for _, r in bad):  # written with the rest: redo apart
-                self.branches.discard(branch.name)
-                return ([good] if good else []) + [[b] for b in bad]
-            if not good:
-                self.branches.discard(branch.name)
-                return [[b] for b in bad]
-            todo = good
-        else:
-            bad = []
-        rows = {r.source.identity: measured[r.source.identity].row_count for _, r in todo}
-        if snapshot_rows != sum(rows.values()):  # what is merged is exactly what was audited, or nothing
-            self.branches.discard(branch.name)
-            raise EngineError(f"{target} on {branch.name!r}: the snapshot holds {snapshot_rows} rows but the audited "
-                              f"files hold {sum(rows.values())}; nothing was published.")
-        if len(todo) == 1 and snapshot_rows == 0:
-            (index, item), = todo
-            self.settled[index] = invalid(item.source, EmptySourceError(
-                f"{item.source.uri}: the file has a header/schema but no rows; nothing to ingest into {target}. "
-                f"Fix: upload a file with data."), target, note=self.branches.discard(branch.name))
-            return []
-        if self.dry_run or not all(reports[r.source.identity].passed for _, r in todo):
-            self._keep_or_discard(target, todo[0], branch, rows, reports)
-            return [[b] for b in bad]
-        with watch.stage("merge"):
-            self._publish(target, todo, branch, rows, reports, main_hash, attempt)
-        return [[b] for b in bad]
 
-    def _write_and_audit(
-        self, target: TableRef, todo: list[tuple[int, Routed]], branch: Branch, suite: AuditSuite, watch: Stopwatch
-    ) -> tuple[tuple[dict[str, Measurements], int, set[str], dict[str, str]], dict[str, AuditReport]]:
-        context = history_context(suite, target, self.ports.catalog, self.config.main_branch)  # once per group
+@dataclass(frozen=True)
+class _Written:
+    """What one attempt wrote and audited: the files it merges (or keeps), their rows and reports."""
 
-        def keep(source: SourceObject, measured: Measurements) -> bool:  # an engine that audits before writing
-            return measured.row_count > 0 and audit(suite, target, measured, context).passed
+    items: list[Item]
+    rows: dict[str, int]
+    reports: dict[str, AuditReport]
+    quarantined: Mapping[str, Quarantined]
 
-        with watch.stage("append"):
-            log.info("writing %d file(s) into %s on branch %s", len(todo), target, branch.name)
-            appended = self.ports.writer.append(
-                [(r.source, r.fmt) for _, r in todo], target, branch.name, suite.plan(),
-                keep=keep if len(todo) > 1 else None, allow_new_columns=suite.allow_new_columns,
-                read_options=suite.format_options,  # a file of a batch that fails runs alone, then quarantines
-                quarantine=suite.quarantine_plan(target) if len(todo) == 1 else None, layout=suite.layout,
-                keep_snapshots=suite.maintenance.keep_snapshots)
-            self.quarantined.update(appended.quarantined)
-        with watch.stage("audit"):
-            reports = {identity: audit(suite, target, m, context) for identity, m in appended.measured.items()}
-        snapshot_rows = appended.snapshot.rows if appended.snapshot is not None else 0
-        return (dict(appended.measured), snapshot_rows, {s.identity for s in appended.written},
-                dict(appended.left_out)), reports
 
-    def _keep_or_discard(
-        self, target: TableRef, item: tuple[int, Routed], branch: Branch, rows: dict[str, int],
-        reports: dict[str, AuditReport],
-    ) -> None:
-        """A dry run deletes its branch; a rejected file keeps it (one open branch per object version)."""
-        index, routed = item
-        source, report = routed.source, reports[routed.source.identity]
-        if self.dry_run:
-            note = self.branches.discard(branch.name)
-            status = OutcomeStatus.AUDITED if report.passed else OutcomeStatus.REJECTED
-            self.settled[index] = IngestOutcome(
-                source=source, status=status, table=target.qualified, rows=rows[source.identity], report=report,
-                message="dry run: the file would be " + ("published" if report.passed else "rejected")
-                + f"; nothing was published{note}")
+class _GroupWork(Work):
+    """The files of one table (one, or several read together), as the transaction's work."""
+
+    def __init__(self, run: _Run, target: TableRef, todo: list[Item], watch: Stopwatch) -> None:
+        self.run_, self.target, self.todo, self.watch = run, target, todo, watch
+        self.suite: AuditSuite = run.suites.suite_for(target)
+        self.later: list[list[Item]] = []
+        self.written: _Written | None = None
+
+    @property
+    def kind(self) -> RunKind:  # type: ignore[override]
+        if self.run_.dry_run:
+            return RunKind.DRY_RUN
+        return RunKind.FILE if len(self.todo) == 1 else RunKind.BATCH
+
+    def tables(self) -> Sequence[TableRef]:
+        return [self.target]
+
+    def about(self) -> str:
+        identities = [r.source.identity for _, r in self.todo]
+        return identities[0] if len(identities) == 1 else group_identity(identities)
+
+    def versions(self) -> Mapping[TableRef, Sequence[SourceObject]]:
+        return {self.target: [r.source for _, r in self.todo]}
+
+    def on_main(self, found: Mapping[str, LedgerEntry], note: str) -> bool:
+        for index, item in self.todo:
+            if item.source.identity in found:  # on main already; its left-over attempts are gone now
+                self.run_.settled[index] = duplicate(item.source, self.target, found[item.source.identity], note)
+        self.todo = [(i, r) for i, r in self.todo if r.source.identity not in found]
+        return not self.todo
+
+    def run(self, branch: Branch, attempt: int) -> Verdict:
+        ports, config, suite = self.run_.ports, self.run_.config, self.suite
+        self.later, self.written = [], None
+        spec = spec_for(suite, self.target, branch.name, alone=len(self.todo) == 1)
+        context = history_context(suite, self.target, ports.catalog, config.main_branch)  # once per attempt
+        self.run_.transactions.guards.check_disk(f"{len(self.todo)} file(s) for {self.target}",
+                                                 [r.source for _, r in self.todo])
+        log.info("writing %d file(s) into %s on branch %s", len(self.todo), self.target, branch.name)
+        written = self._alone(spec, context) if len(self.todo) == 1 else self._together(spec, context)
+        if written is None:
+            return Discard()  # every file runs again alone
+        appended, accepted, reports = written
+        measured = appended.measured
+        self._check_rows(branch, accepted, measured, appended.snapshot.rows if appended.snapshot else 0)
+        bound_snapshots(ports, suite, self.target, branch.name, appended.snapshot.snapshots if appended.snapshot else 0)
+        rows = {r.source.identity: measured[r.source.identity].row_count for _, r in accepted}
+        self.written = _Written(accepted, rows, reports, appended.quarantined)
+        merge = self._merge(accepted, rows, appended.quarantined)
+        if self.run_.dry_run:
+            return Discard()
+        return Publish(merge) if all(reports[i].passed for i in rows) else Keep(merge)
+
+    def _alone(self, spec: WriteSpec, context: AuditContext) -> tuple[Appended, list[Item], dict[str, AuditReport]]:
+        (_, item), = self.todo
+        with self.watch.stage("append"):
+            appended = self.run_.ports.writer.append(spec, item.source, item.fmt)
+        with self.watch.stage("audit"):
+            report = audit(self.suite, self.target, appended.measured[item.source.identity], context)
+        return appended, self.todo, {item.source.identity: report}
+
+    def _together(self, spec: WriteSpec, context: AuditContext
+                  ) -> tuple[Appended, list[Item], dict[str, AuditReport]] | None:
+        """Several files read together, each audited; those that pass are appended in one snapshot, the others (and
+        those that cannot be read or written with them) run again alone. None: nothing was appended."""
+        with self.watch.stage("append"):
+            staged = self.run_.ports.writer.stage(spec, [(r.source, r.fmt) for _, r in self.todo])
+        with staged:
+            with self.watch.stage("audit"):
+                reports = {i: audit(self.suite, self.target, m, context) for i, m in staged.measured.items()}
+            accepted = [(i, r) for i, r in self.todo if _passes(reports.get(r.source.identity),
+                                                                staged.measured.get(r.source.identity))]
+            with self.watch.stage("append"):
+                appended = staged.append([r.source for _, r in accepted]) if accepted else None
+            left = {**staged.left_out, **(appended.left_out if appended else {})}
+        self.later = [[b] for b in self.todo if b not in accepted or b[1].source.identity in left]
+        accepted = [a for a in accepted if a[1].source.identity not in left]
+        if appended is None or appended.snapshot is None or not accepted:
+            return None
+        return appended, accepted, reports
+
+    def _check_rows(self, branch: Branch, accepted: list[Item], measured: Mapping[str, Measurements],
+                    snapshot_rows: int) -> None:
+        audited = sum(measured[r.source.identity].row_count for _, r in accepted)
+        if len(self.todo) == 1 and snapshot_rows == 0:
+            source = accepted[0][1].source
+            raise EmptySourceError(f"{source.uri}: the file has a header/schema but no rows; nothing to ingest into "
+                                   f"{self.target}. Fix: upload a file with data.")
+        if snapshot_rows != audited:  # what is merged is exactly what was audited, or nothing
+            raise EngineError(f"{self.target} on {branch.name!r}: the snapshot holds {snapshot_rows} rows but the "
+                              f"audited files hold {audited}; nothing was published.")
+
+    def _merge(self, accepted: list[Item], rows: dict[str, int], quarantined: Mapping[str, Quarantined]) -> Merge:
+        loaded = [(r.source, rows[r.source.identity]) for _, r in accepted]
+        what = accepted[0][1].source.uri if len(accepted) == 1 else f"{len(accepted)} files"
+        moved = quarantined.get(accepted[0][1].source.identity) if len(accepted) == 1 else None
+        return Merge(tuple(Loaded.of(self.target, s, n) for s, n in loaded),
+                     f"wap: publish {what} into {self.target} ({sum(rows.values())} rows)",
+                     lineage.merge_properties(self.target, loaded) | lineage.quarantine_properties(moved))
+
+    def settle(self, ended: Ended) -> None:
+        """Each written file's outcome, now that the transaction ended."""
+        written, run, target = self.written, self.run_, self.target
+        if written is None or ended.status == "on main":
             return
-        self.branches.clean_up(target, [source], keep=branch.name)
-        self.settled[index] = rejected(source, target, branch.name, rows[source.identity], report, self.ports.reports,
-                                       self.quarantined.get(source.identity))
-
-    def _publish(
-        self, target: TableRef, todo: list[tuple[int, Routed]], branch: Branch, rows: dict[str, int],
-        reports: dict[str, AuditReport], main_hash: str, attempt: int,
-    ) -> None:
-        catalog = self.ports.catalog
-        loaded = [(r.source, rows[r.source.identity]) for _, r in todo]
-        # the ledger's entries on the branch: merged with the rows, in the same atomic merge
-        head = catalog.record_published(branch.name, ledger.entries_for(target, loaded, branch.name,
-                                                                        self.config.clock()))
-        what = todo[0][1].source.uri if len(todo) == 1 else f"{len(todo)} files"
-        try:
-            merged = catalog.merge(head, self.config.main_branch, main_hash,
-                                   message=f"wap: publish {what} into {target} ({sum(rows.values())} rows)",
-                                   properties=lineage.merge_properties(target, loaded) | lineage.quarantine_properties(
-                                       self.quarantined.get(todo[0][1].source.identity) if len(todo) == 1 else None))
-        except MergeConflictError:
-            self.branches.discard(branch.name)  # another file for this table was published first: redo from main
-            raise
-        note = self.branches.clean_up(target, [s for s, _ in loaded], extra=branch.name)
-        for index, item in todo:
-            n, quarantined = rows[item.source.identity], self.quarantined.get(item.source.identity)
-            log.info("published %s into %s (%d rows)", item.source.uri, target, n,
-                     extra=about(item.source, target, branch.name))
-            self.settled[index] = IngestOutcome(
-                source=item.source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=branch.name,
-                rows=n, report=reports[item.source.identity], merged_hash=merged, attempts=attempt,
-                quarantined=quarantined, message=f"published {n} rows into {target}" + (
-                    f" (one merge for {len(todo)} files)" if len(todo) > 1 else "")
-                + quarantine_note(quarantined, item.source) + note)
+        for index, item in written.items:
+            source, identity = item.source, item.source.identity
+            n, report, moved = written.rows[identity], written.reports[identity], written.quarantined.get(identity)
+            if ended.status == "kept":
+                outcome = rejected(source, target, str(ended.branch), n, report, run.ports.reports, moved)
+                run.settled[index] = replace(outcome, message=outcome.message + ended.note, attempts=ended.attempts)
+            elif ended.status == "published":
+                log.info("published %s into %s (%d rows)", source.uri, target, n,
+                         extra=about(source, target, ended.branch))
+                run.settled[index] = IngestOutcome(
+                    source=source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=ended.branch,
+                    rows=n, report=report, merged_hash=ended.merged_hash, attempts=ended.attempts, quarantined=moved,
+                    message=f"published {n} rows into {target}" + (
+                        f" (one merge for {len(written.items)} files)" if len(written.items) > 1 else "")
+                    + quarantine_note(moved, source) + ended.note)
+            elif run.dry_run:
+                run.settled[index] = IngestOutcome(
+                    source=source, status=OutcomeStatus.AUDITED if report.passed else OutcomeStatus.REJECTED,
+                    table=target.qualified, rows=n, report=report,
+                    message="dry run: the file would be " + ("published" if report.passed else "rejected")
+                    + f"; nothing was published{ended.note}")
 
 
 def _passes(report: AuditReport | None, measured: Measurements | None) -> bool:

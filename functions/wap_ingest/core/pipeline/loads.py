@@ -5,42 +5,41 @@ Objects under the top-level prefix `_pending/` are not ingested by their own not
 (keys in the manifest's own bucket; a file's table is the prefix after `_pending/` unless the entry names one), starts
 one WAP run for the whole set: one branch, each file appended to its table and audited with its table's suite, then
 one merge for every table, or, if any file fails, none: the branch keeps everything, its report is stored, and one
-alert lists each file's result. Exactly once by each file's identity (every file on `main` already: DUPLICATE) and by
-the manifest's (on the merge commit). A merge conflict redoes the whole load from `main`, never a forced merge.
+alert lists each file's result. A load keeps every rule a lone file keeps: its tables are routed as keys are (never a
+table the service owns; `strict_tables`), each file is quarantined as its table says, the guards are checked before
+each file is staged, and the transaction (transaction.py) branches, records one ledger entry per file (also when a
+kept load is published after review), merges, retries from a fresh `main` and cleans up. Exactly once by each file's
+identity (every file on `main` already: DUPLICATE); a merge conflict redoes the whole load from `main`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from wap_ingest.core import ledger, lineage
+from wap_ingest.core import lineage
 from wap_ingest.core.audits import AuditSuites, audit
-from wap_ingest.core.errors import (
-    BadInputError,
-    EmptySourceError,
-    MergeConflictError,
-    StaleHashError,
-    UnreadableSourceError,
-    WapError,
-)
+from wap_ingest.core.branches import RunKind
+from wap_ingest.core.errors import BadInputError, EmptySourceError, UnreadableSourceError, WapError
 from wap_ingest.core.history import history_context
-from wap_ingest.core.models import AuditReport, Branch, IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from wap_ingest.core.naming import (
-    BRANCH_PREFIX,
-    LOADS_PREFIX,
-    PENDING_PREFIX,
-    identity_digest,
-    table_for_key,
-    table_ref_from,
+from wap_ingest.core.ledger import LedgerEntry
+from wap_ingest.core.models import (
+    AuditReport,
+    Branch,
+    IngestOutcome,
+    OutcomeStatus,
+    Quarantined,
+    SourceObject,
+    TableRef,
 )
-from wap_ingest.core.outcomes import invalid
+from wap_ingest.core.naming import LOADS_PREFIX, PENDING_PREFIX, table_for_key, table_ref_from
+from wap_ingest.core.outcomes import invalid, quarantine_note
 from wap_ingest.core.routing import Routed, check_bucket, route
 
-from .base import PipelineConfig, Ports, retry_delay
+from .base import PipelineConfig, Ports, bound_snapshots, spec_for
+from .transaction import Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
 
 log = logging.getLogger(__name__)
 
@@ -101,13 +100,16 @@ class _Part:
     routed: Routed
     rows: int
     report: AuditReport
+    quarantined: Quarantined | None = None
 
 
 class Load:
     """One manifest's run. `run` returns its outcome (the files' own outcomes in `parts`) or the error to retry."""
 
-    def __init__(self, ports: Ports, suites: AuditSuites, config: PipelineConfig) -> None:
+    def __init__(self, ports: Ports, suites: AuditSuites, config: PipelineConfig,
+                 out_of_time: Callable[[], bool] = lambda: False) -> None:
         self.ports, self.suites, self.config = ports, suites, config
+        self.transactions = Transactions(ports.catalog, config, Guards(out_of_time, config.free_bytes))
 
     def prepare(self, manifest: SourceObject) -> tuple[SourceObject, list[Routed]] | IngestOutcome | WapError:
         """The manifest's exact version and its files routed (their sizes from the store), or why it cannot run."""
@@ -123,18 +125,14 @@ class Load:
         return prepared if not isinstance(prepared, tuple) else self.run_prepared(*prepared)
 
     def run_prepared(self, head: SourceObject, routed: list[Routed]) -> IngestOutcome | WapError:
-        for attempt in range(1, self.config.merge_attempts + 1):
-            try:
-                return self._attempt(head, routed, attempt)
-            except (MergeConflictError, StaleHashError) as exc:
-                if attempt == self.config.merge_attempts:
-                    return exc
-                self.config.sleep(retry_delay(attempt, self.config))
-            except BadInputError as exc:
-                return invalid(head, exc)
-            except WapError as exc:
-                return exc
-        raise AssertionError("unreachable")  # pragma: no cover
+        work = _LoadWork(self, head, routed)
+        try:
+            ended = self.transactions.run(work)
+        except BadInputError as exc:
+            return invalid(head, exc)
+        except WapError as exc:
+            return exc
+        return work.outcome(ended)
 
     def _read(self, manifest: SourceObject) -> tuple[SourceObject, list[Routed]]:
         config, objects = self.config, self.ports.objects
@@ -151,94 +149,111 @@ class Load:
                         table=table) for key, table in entries]
         return head, routed
 
-    def _attempt(self, manifest: SourceObject, routed: list[Routed], attempt: int) -> IngestOutcome:
-        catalog, main = self.ports.catalog, self.config.main_branch
-        tables = sorted({r.table for r in routed}, key=lambda t: t.qualified)
-        main_hash = ""
-        for namespace in sorted({t.namespace for t in tables}):
-            main_hash = catalog.ensure_namespace(main, namespace)
-        on_main: dict[str, int] = {}
-        for table in tables:
-            found = catalog.find_published(main, table, [r.source.identity for r in routed if r.table == table])
-            on_main |= {identity: entry.rows for identity, entry in found.items()}
-        if on_main:
-            return self._published_before(manifest, routed, on_main)
-        name = f"{BRANCH_PREFIX}-{tables[0].namespace}-{tables[0].name}-{identity_digest(manifest.identity)}-" \
-               f"l{attempt}x{secrets.token_hex(3)}"
-        branch = catalog.create_branch(name, main_hash)
+
+class _LoadWork(Work):
+    """A load as the transaction's work: every file written to its table and audited on one branch."""
+
+    kind = RunKind.LOAD
+
+    def __init__(self, load: Load, manifest: SourceObject, routed: list[Routed]) -> None:
+        self.load, self.manifest, self.routed = load, manifest, routed
+        self.parts: list[_Part] = []
+        self.duplicate: IngestOutcome | None = None
+
+    def tables(self) -> Sequence[TableRef]:
+        return sorted({r.table for r in self.routed}, key=lambda t: t.qualified)
+
+    def about(self) -> str:
+        return self.manifest.identity
+
+    def versions(self) -> Mapping[TableRef, Sequence[SourceObject]]:
+        found: dict[TableRef, list[SourceObject]] = {}
+        for item in self.routed:
+            found.setdefault(item.table, []).append(item.source)
+        return found
+
+    def on_main(self, found: Mapping[str, LedgerEntry], note: str) -> bool:
+        if len(found) < len(self.routed):
+            listed = ", ".join(r.source.uri for r in self.routed if r.source.identity in found)
+            raise BadInputError(
+                f"{self.manifest.uri}: {len(found)} of its {len(self.routed)} files are on main already ({listed}), "
+                f"published apart from this load; a load publishes all its files together or none. Fix: remove them "
+                f"from the manifest and upload it again.")
+        self.duplicate = IngestOutcome(
+            source=self.manifest, status=OutcomeStatus.DUPLICATE, table=_names(r.table for r in self.routed),
+            rows=sum(e.rows for e in found.values()), message=f"every file of the load {self.manifest.uri} is on "
+            f"main already; nothing to do{note}")
+        return True
+
+    def run(self, branch: Branch, attempt: int) -> Verdict:
         try:
-            parts = [self._write(r, branch.name) for r in routed]
+            self.parts = [self._write(r, branch.name) for r in self.routed]
         except BadInputError as exc:
-            catalog.delete_branch(Branch(branch.name, catalog.reference_hash(branch.name)))
-            raise BadInputError(f"{exc} (in the load {manifest.uri}; nothing of it was published)") from exc
-        except Exception:  # an outage, or a bug: no branch of this attempt stays behind
-            catalog.delete_branch(Branch(branch.name, catalog.reference_hash(branch.name)))
-            raise
-        if not all(p.report.passed for p in parts):
-            return self._rejected(manifest, branch.name, parts)
-        head = catalog.record_published(branch.name, [e for p in parts for e in ledger.entries_for(
-            p.routed.table, [(p.routed.source, p.rows)], branch.name, self.config.clock())])
-        files = [(p.routed.source, p.routed.table, p.rows) for p in parts]
-        total = sum(p.rows for p in parts)
-        try:
-            merged = catalog.merge(head, main, main_hash, f"wap: load {manifest.uri} into "
-                                   f"{', '.join(t.qualified for t in tables)} ({total} rows)",
-                                   lineage.load_properties(manifest, files))
-        except MergeConflictError:
-            catalog.delete_branch(head)
-            raise
-        catalog.delete_branch(Branch(branch.name, catalog.reference_hash(branch.name)))
-        log.info("published the load %s: %d files, %d rows into %s", manifest.uri, len(parts), total,
-                 ", ".join(t.qualified for t in tables))
-        outcomes = tuple(IngestOutcome(source=p.routed.source, status=OutcomeStatus.PUBLISHED,
-                                       table=p.routed.table.qualified, branch=branch.name, rows=p.rows,
-                                       report=p.report, merged_hash=merged) for p in parts)
-        return IngestOutcome(source=manifest, status=OutcomeStatus.PUBLISHED, table=_names(tables),
-                             branch=branch.name, rows=total, merged_hash=merged, attempts=attempt, parts=outcomes,
-                             message=f"published the load of {len(parts)} files into {_names(tables)} in one merge "
-                             f"({total} rows)")
+            raise BadInputError(f"{exc} (in the load {self.manifest.uri}; nothing of it was published)") from exc
+        files = [(p.routed.source, p.routed.table, p.rows) for p in self.parts]
+        moved = {p.routed.source.identity: p.quarantined for p in self.parts if p.quarantined is not None}
+        total = sum(p.rows for p in self.parts)
+        merge = Merge(tuple(Loaded.of(t, s, n) for s, t, n in files),
+                      f"wap: load {self.manifest.uri} into {_names(self.tables())} ({total} rows)",
+                      lineage.load_properties(self.manifest, files, moved))
+        return Publish(merge) if all(p.report.passed for p in self.parts) else Keep(merge)
 
     def _write(self, item: Routed, branch: str) -> _Part:
-        suite = self.suites.suite_for(item.table)
-        appended = self.ports.writer.append([(item.source, item.fmt)], item.table, branch, suite.plan(),
-                                            allow_new_columns=suite.allow_new_columns,
-                                            read_options=suite.format_options, layout=suite.layout,
-                                            keep_snapshots=suite.maintenance.keep_snapshots)
+        load = self.load
+        suite = load.suites.suite_for(item.table)
+        what, guards = f"{item.source.uri} of the load {self.manifest.uri}", load.transactions.guards
+        if item is not self.routed[0]:  # the first file's time was checked as the attempt started
+            guards.check_time(what)
+        guards.check_disk(what, [item.source])
+        appended = load.ports.writer.append(spec_for(suite, item.table, branch, alone=True), item.source, item.fmt)
         measured = appended.measured[item.source.identity]
         if appended.snapshot is None or measured.row_count == 0:
             raise EmptySourceError(f"{item.source.uri}: the file has no rows; nothing to ingest into {item.table}. "
                                    f"Fix: upload it with data, then the manifest again.")
-        context = history_context(suite, item.table, self.ports.catalog, self.config.main_branch)
-        return _Part(item, measured.row_count, audit(suite, item.table, measured, context))
+        bound_snapshots(load.ports, suite, item.table, branch, appended.snapshot.snapshots)
+        context = history_context(suite, item.table, load.ports.catalog, load.config.main_branch)
+        return _Part(item, measured.row_count, audit(suite, item.table, measured, context),
+                     appended.quarantined.get(item.source.identity))
 
-    def _published_before(self, manifest: SourceObject, routed: list[Routed], on_main: dict[str, int]) -> IngestOutcome:
-        if len(on_main) == len(routed):
-            return IngestOutcome(source=manifest, status=OutcomeStatus.DUPLICATE, table=_names(r.table for r in routed),
-                                 rows=sum(on_main.values()), message=f"every file of the load {manifest.uri} is on "
-                                 f"main already; nothing to do")
-        listed = ", ".join(r.source.uri for r in routed if r.source.identity in on_main)
-        raise BadInputError(
-            f"{manifest.uri}: {len(on_main)} of its {len(routed)} files are on main already ({listed}), published "
-            f"apart from this load; a load publishes all its files together or none. Fix: remove them from the "
-            f"manifest and upload it again.")
+    def outcome(self, ended: Ended) -> IngestOutcome:
+        if ended.status == "on main":
+            assert self.duplicate is not None
+            return self.duplicate
+        if ended.status == "kept":
+            return self._rejected(str(ended.branch), ended.note)
+        tables, total = _names(self.tables()), sum(p.rows for p in self.parts)
+        log.info("published the load %s: %d files, %d rows into %s", self.manifest.uri, len(self.parts), total, tables)
+        outcomes = tuple(IngestOutcome(source=p.routed.source, status=OutcomeStatus.PUBLISHED,
+                                       table=p.routed.table.qualified, branch=ended.branch, rows=p.rows,
+                                       report=p.report, merged_hash=ended.merged_hash, quarantined=p.quarantined,
+                                       message=quarantine_note(p.quarantined, p.routed.source).removeprefix("; "))
+                         for p in self.parts)
+        return IngestOutcome(source=self.manifest, status=OutcomeStatus.PUBLISHED, table=tables,
+                             branch=ended.branch, rows=total, merged_hash=ended.merged_hash, attempts=ended.attempts,
+                             parts=outcomes, message=f"published the load of {len(self.parts)} files into {tables} "
+                             f"in one merge ({total} rows){ended.note}")
 
-    def _rejected(self, manifest: SourceObject, branch: str, parts: list[_Part]) -> IngestOutcome:
+    def _rejected(self, branch: str, note: str) -> IngestOutcome:
+        parts = self.parts
         outcomes = tuple(IngestOutcome(
             source=p.routed.source, status=OutcomeStatus.PUBLISHED if p.report.passed else OutcomeStatus.REJECTED,
-            table=p.routed.table.qualified, branch=branch, rows=p.rows, report=p.report) for p in parts)
+            table=p.routed.table.qualified, branch=branch, rows=p.rows, report=p.report, quarantined=p.quarantined)
+            for p in parts)
         failed = "; ".join(f"{p.routed.source.uri} into {p.routed.table}: " + ", ".join(
             f"{c.check}({c.target}) {c.measured}" for c in p.report.failures) for p in parts if not p.report.passed)
         outcome = IngestOutcome(
-            source=manifest, status=OutcomeStatus.REJECTED, table=_names(p.routed.table for p in parts), branch=branch,
-            rows=sum(p.rows for p in parts), parts=outcomes,
-            message=f"the load was not published (no table changed): {failed}. Every file waits on branch {branch!r}.")
-        if self.ports.reports is not None:
+            source=self.manifest, status=OutcomeStatus.REJECTED, table=_names(p.routed.table for p in parts),
+            branch=branch, rows=sum(p.rows for p in parts), parts=outcomes,
+            message=f"the load was not published (no table changed): {failed}. Every file waits on branch "
+            f"{branch!r}.{note}")
+        reports = self.load.ports.reports
+        if reports is not None:
             try:
-                outcome = replace(outcome, message=f"{outcome.message} Report: "
-                                  f"{self.ports.reports.save(branch, outcome.to_dict())}.")
+                kept = reports.save(branch, outcome.to_dict())
+                outcome = replace(outcome, message=f"{outcome.message} Report: {kept}.")
             except WapError as exc:
-                log.warning("could not keep the report of the load %s: %s", manifest.uri, exc)
-        log.warning("load %s rejected: %s", manifest.uri, failed)
+                log.warning("could not keep the report of the load %s: %s", self.manifest.uri, exc)
+        log.warning("load %s rejected: %s", self.manifest.uri, failed)
         return outcome
 
 

@@ -1,0 +1,59 @@
+"""The composition root: Settings -> adapters -> the use cases entry points call (root.py); one function per
+adapter (builders.py). Built once per process and cached, so warm Lambda invocations (and a long `wap ingest` run)
+reuse one engine and one set of clients. Adapters get plain values and clients from here, never the Settings."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from wap_ingest.config import Settings
+
+from .builders import (
+    boto3_client,
+    catalog_for,
+    decisions_for,
+    jobs_for,
+    load_suites,
+    nessie_credentials_for,
+    nessie_tokens_for,
+    notifier_for,
+    reader_for,
+    reports_for,
+    results_for,
+    spark_settings_for,
+)
+from .root import Service
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Service", "boto3_client", "build_service", "catalog_for", "decisions_for", "jobs_for", "load_suites",
+           "nessie_credentials_for", "nessie_tokens_for", "notifier_for", "operations", "reader_for", "reports_for",
+           "results_for", "service", "spark_settings_for"]
+
+
+def build_service(settings: Settings, *, submitted: bool = False) -> Service:
+    """A Service for the pipeline, checked (audits, jars, the catalog client's secret) before anything starts.
+    `submitted`: the process was started by spark-submit (the EMR job)."""
+    return Service(settings, submitted=submitted).check()
+
+
+_lock = threading.Lock()
+_cache: dict[str, Service] = {}
+
+
+def operations() -> Service:
+    """The process-wide Service, built on first use from the environment, unchecked: an operator's command builds
+    only the adapters it touches (never the engine unless it re-audits)."""
+    with _lock:
+        if "service" not in _cache:
+            started = time.monotonic()
+            _cache["service"] = Service(Settings.from_env())
+            log.info("service built (once per process; warm invocations reuse it) in %.2fs", time.monotonic() - started)
+        return _cache["service"]
+
+
+def service() -> Service:
+    """The process-wide Service for the pipeline's entry points: `operations()`, checked."""
+    return operations().check()

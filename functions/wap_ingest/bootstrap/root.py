@@ -1,0 +1,298 @@
+"""The composition root of one process: every adapter built once, on first use, and kept (warm Lambda invocations,
+a long `wap ingest`, an operator's command reuse what they built); and the use cases the entry points call. It only
+wires: the decisions are the core's.
+
+An operator's command builds only what it touches (a catalog client, the decision log...), never the engine: the
+pipeline's entry points call `check()` first, which validates the audits file, the jars and the catalog client's
+secret, so that a bad setting fails at start-up with its fix."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+from wap_ingest.adapters.emr_maintenance import EmrMaintenanceJobs
+from wap_ingest.adapters.eventbridge import EventBridgeSink
+from wap_ingest.adapters.lake_reader import IcebergRestReader
+from wap_ingest.adapters.metrics import record_maintenance
+from wap_ingest.adapters.nessie import NessieBranches
+from wap_ingest.adapters.oauth2 import ClientCredentials, TokenProvider
+from wap_ingest.adapters.publish_requests import CatalogRequesters, S3RequestResults
+from wap_ingest.adapters.s3 import S3ObjectStore
+from wap_ingest.adapters.s3_reports import S3ReportStore
+from wap_ingest.adapters.spark_maintenance import SparkTableMaintainer
+from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_conf_for, spark_session_for
+from wap_ingest.adapters.spark_sql_guard import check_custom_sql
+from wap_ingest.adapters.spark_writer import SparkIcebergWriter
+from wap_ingest.adapters.sqs import SqsRetries
+from wap_ingest.catalog_authz import OPERATOR, SERVICE, scope_for
+from wap_ingest.config import Settings
+from wap_ingest.core.audits import AuditSuites
+from wap_ingest.core.branches import digest_from_branch
+from wap_ingest.core.dry_run import DryRun, audit_branch, audit_without_publishing
+from wap_ingest.core.errors import WapError
+from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
+from wap_ingest.core.ledger import LEDGER_NAMESPACE
+from wap_ingest.core.maintenance import MaintenanceReport
+from wap_ingest.core.models import AuditReport, IngestOutcome, JobRun, SourceObject, TableRef
+from wap_ingest.core.pipeline import MaintenancePorts, PipelineConfig, Ports, Result, Transactions, maintain_table
+from wap_ingest.core.ports import DecisionLog, EventSink, Notifier
+from wap_ingest.core.publish_requests import PublishRequest, serve
+from wap_ingest.core.review import (
+    Decision,
+    HistoryEntry,
+    OpenBranch,
+    Pruned,
+    discard_branch,
+    history_for,
+    open_branches,
+    prune_branches,
+    publish_branch,
+)
+from wap_ingest.emr_request import maintenance_request_for
+
+from . import builders
+
+log = logging.getLogger(__name__)
+
+
+class Service:
+    """Everything one process needs. Keyword arguments replace what would be built (tests hand in fakes)."""
+
+    def __init__(self, settings: Settings, *, submitted: bool = False, ports: Ports | None = None,
+                 suites: AuditSuites | None = None, config: PipelineConfig | None = None,
+                 objects: S3ObjectStore | None = None, notifier: Notifier | None = None,
+                 large_files: LargeFiles | None = None, engine: SparkEngine | None = None,
+                 retries: SqsRetries | None = None, events: EventSink | None = None,
+                 decisions: DecisionLog | None = None) -> None:
+        """`submitted`: the process was started by spark-submit (the EMR job): its session comes from the
+        submission (master, jars), large files are not routed again and no SQS message is retried from here."""
+        self.settings = settings
+        self.submitted = submitted
+        given = {"ports": ports, "suites": suites, "config": config, "objects": objects, "notifier": notifier,
+                 "large_files": large_files, "engine": engine, "retries": retries, "events": events,
+                 "decisions": decisions}
+        self.__dict__.update({name: value for name, value in given.items() if value is not None})
+        self._checked = False
+
+    def replaced(self, **changes: Any) -> Service:
+        """A copy that shares every adapter built so far, with `changes` in their place (tests and benchmarks
+        swap a suite, the notifier or the configuration and keep the engine)."""
+        copy = Service.__new__(Service)
+        copy.__dict__.update(self.__dict__)
+        copy.__dict__.update(changes)
+        return copy
+
+    def check(self) -> Service:
+        """Validate what the pipeline needs before it starts: the audits (a bad suite fails first), the jars (with
+        the fix when they are missing), the catalog client's secret (read now: a missing one fails start-up)."""
+        if not self._checked:
+            _ = self.suites, self.spark, self.credentials
+            self._checked = True
+        return self
+
+    # --- adapters, each built once ------------------------------------------------------------------
+
+    @cached_property
+    def s3(self) -> Any:
+        return builders.s3_for(self.settings)
+
+    @cached_property
+    def objects(self) -> S3ObjectStore:
+        return S3ObjectStore(self.s3)
+
+    @cached_property
+    def credentials(self) -> ClientCredentials | None:
+        return builders.nessie_credentials_for(self.settings)
+
+    @cached_property
+    def tokens(self) -> TokenProvider | None:
+        return builders.nessie_tokens_for(self.settings)
+
+    @cached_property
+    def catalog(self) -> NessieBranches:
+        return builders.catalog_for(self.settings, self.tokens)
+
+    @cached_property
+    def notifier(self) -> Notifier:
+        return builders.notifier_for(self.settings)
+
+    @cached_property
+    def reports(self) -> S3ReportStore:
+        return builders.reports_for(self.settings, self.s3)
+
+    @cached_property
+    def decisions(self) -> DecisionLog:
+        return builders.decisions_for(self.settings, self.s3)
+
+    @cached_property
+    def results(self) -> S3RequestResults:
+        return builders.results_for(self.settings, self.s3)
+
+    @cached_property
+    def reader(self) -> IcebergRestReader:
+        return builders.reader_for(self.settings, self.tokens)
+
+    @cached_property
+    def suites(self) -> AuditSuites:
+        return builders.load_suites(self.settings.audits_file, self.settings.namespace)
+
+    @cached_property
+    def spark(self) -> SparkSettings:
+        return builders.spark_settings_for(self.settings, jars=not self.submitted)
+
+    @cached_property
+    def engine(self) -> SparkEngine:
+        conf = spark_conf_for(self.spark, self.credentials, local_jars=not self.submitted)
+        suites, work_dir, submitted = self.suites, self.settings.work_dir, self.submitted
+        return SparkEngine(lambda: spark_session_for(conf, submitted=submitted, work_dir=work_dir),
+                           on_start=lambda session: check_custom_sql(session, suites))
+
+    @cached_property
+    def writer(self) -> SparkIcebergWriter:
+        objects, lake = self.objects, self.settings.lake_bucket
+        if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake
+            return SparkIcebergWriter(self.engine, lambda src: objects.copy_to(src, lake), cleanup=objects.remove)
+        downloads = self.settings.work_dir / "downloads"
+        return SparkIcebergWriter(self.engine, lambda src: objects.download(src, downloads))
+
+    @cached_property
+    def maintainer(self) -> SparkTableMaintainer:
+        return SparkTableMaintainer(self.engine)
+
+    @cached_property
+    def config(self) -> PipelineConfig:
+        settings = self.settings
+        return PipelineConfig(
+            default_namespace=settings.namespace, main_branch=settings.main_branch,
+            source_buckets=settings.source_buckets, refused_buckets=frozenset({settings.lake_bucket}),
+            staging_budget_bytes=settings.staging_budget_bytes,
+            free_bytes=builders.free_bytes_in(settings.work_dir / "downloads"),
+            abandoned_after_seconds=settings.abandoned_branch_seconds,
+        )
+
+    @cached_property
+    def ports(self) -> Ports:
+        return Ports(catalog=self.catalog, writer=self.writer, objects=self.objects, reports=self.reports,
+                     maintainer=self.maintainer)
+
+    @cached_property
+    def jobs(self) -> Any:
+        """The large-file jobs (EMR Serverless), None when EMR is not configured (or in the EMR job itself)."""
+        return None if self.submitted else builders.jobs_for(self.settings, self.s3, self.notifier)
+
+    @cached_property
+    def large_files(self) -> LargeFiles | None:
+        return None if self.jobs is None else LargeFiles(self.jobs, self.settings.large_file_bytes)
+
+    @cached_property
+    def retries(self) -> SqsRetries | None:
+        return None if self.submitted else SqsRetries(builders.boto3_client("sqs", self.settings))
+
+    @cached_property
+    def events(self) -> EventSink | None:
+        bus = self.settings.event_bus
+        return EventBridgeSink(builders.boto3_client("events", self.settings), bus) if bus else None
+
+    @cached_property
+    def requesters(self) -> CatalogRequesters:
+        settings = self.settings
+        return CatalogRequesters(settings.nessie_endpoint, authenticated=settings.nessie_auth is not None,
+                                 allowed_roles=(scope_for(OPERATOR), scope_for(SERVICE)),
+                                 timeout=settings.http_timeout)
+
+    # --- use cases ----------------------------------------------------------------------------------
+
+    def ingest_all(self, items: Sequence[Item], out_of_time: Callable[[], bool] = lambda: False) -> list[Result]:
+        """The entry points' one call: route, run, alert; one result per item (an outcome, or the error that
+        fails its message)."""
+        return ingest(items, ports=self.ports, suites=self.suites, config=self.config, notifier=self.notifier,
+                      large_files=self.large_files, out_of_time=out_of_time, events=self.events)
+
+    def ingest(
+        self, source: SourceObject, table: TableRef | None = None, delivery: Delivery = UNKNOWN_DELIVERY
+    ) -> IngestOutcome:
+        """One object, for the CLI, the EMR job and tests: its outcome, or its failure raised."""
+        (result,) = self.ingest_all([Item(source, delivery, table)])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def audit_file(self, source: SourceObject, table: str | None = None) -> DryRun:
+        """`wap audit`: the file's suite on its rows, on a dry-run branch; nothing is published."""
+        return audit_without_publishing(source, ports=self.ports, suites=self.suites, config=self.config,
+                                        table=table)
+
+    def maintain(self, table: TableRef | None, *, dry_run: bool = False, here: bool = False
+                 ) -> list[MaintenanceReport | WapError]:
+        """`wap maintain`, its schedule and the EMR job (`here`: never sent to EMR again): one table, or every
+        table on main (None). Each table's report, or the error that failed it (the others still run); each is
+        logged and counted in the metrics."""
+        catalog = self.ports.catalog
+        tables = [table] if table else [t for t in catalog.list_tables(self.settings.main_branch)
+                                        if t.namespace != LEDGER_NAMESPACE]
+        emr = None if here or self.settings.emr is None else EmrMaintenanceJobs(
+            builders.boto3_client("emr-serverless", self.settings),
+            lambda t, day: maintenance_request_for(self.settings, t, day))
+        ports = MaintenancePorts(catalog, self.maintainer, emr)
+        results: list[MaintenanceReport | WapError] = []
+        for each in tables:
+            try:
+                report = maintain_table(each, ports=ports, suite=self.suites.suite_for(each), config=self.config,
+                                        dry_run=dry_run, here=here)
+            except WapError as exc:
+                log.error("maintaining %s failed: %s", each, exc, extra={"table": each.qualified})
+                results.append(exc)
+                continue
+            log.info("maintenance of %s: %s", each, report.message, extra={"maintenance": report.to_dict()})
+            record_maintenance(report)
+            results.append(report)
+        return results
+
+    def publish(self, branch: str, *, reason: str | None, actor: str, reaudit: bool) -> Decision:
+        """A reviewed branch merged into main (re-audited first unless `reaudit` is False)."""
+        return publish_branch(Transactions(self.catalog, self.config), branch, reason=reason, actor=actor,
+                              source_of=self.source_of, reaudit=self.reaudit if reaudit else None,
+                              decisions=self.decisions)
+
+    def discard(self, branch: str, *, reason: str, actor: str) -> Decision:
+        return discard_branch(self.catalog, branch, reason=reason, actor=actor, decisions=self.decisions,
+                              source_of=self.source_of)
+
+    def answer(self, request: PublishRequest) -> dict[str, Any]:
+        """An operator's publish request (wap_ingest.core.publish_requests), served with the service's own catalog
+        role: who asks checked by the catalog, the branch re-audited here, merged; the answer is written to the
+        lake bucket for the waiting `wap publish`. An infrastructure failure raises (the message is retried)."""
+        answer = serve(request, identify=self.requesters.identify, publish=lambda req, actor: self.publish(
+            req.branch, reason=req.reason, actor=actor, reaudit=req.reaudit))
+        self.results.put(request.request_id, answer)
+        return answer
+
+    def history(self, table: TableRef, limit: int = 100) -> list[HistoryEntry]:
+        return history_for(self.catalog, self.decisions, table, main=self.settings.main_branch, limit=limit)
+
+    def branches(self, table: TableRef | None = None, older_than: timedelta | None = None) -> list[OpenBranch]:
+        return open_branches(self.catalog, now=datetime.now(UTC), table=table, older_than=older_than)
+
+    def prune(self, stale: list[OpenBranch], *, dry_run: bool, reason: str, actor: str) -> Pruned:
+        return prune_branches(self.catalog, stale, dry_run=dry_run, decisions=self.decisions, reason=reason,
+                              actor=actor)
+
+    def job_runs(self, table: TableRef | None = None) -> list[JobRun]:
+        """The large files' EMR job runs (none when EMR is not configured)."""
+        jobs = builders.jobs_for(self.settings, self.s3) if self.jobs is None else self.jobs
+        return [] if jobs is None else list(jobs.runs(table))
+
+    def source_of(self, table: TableRef, branch: str) -> Mapping[str, str]:
+        """(table, WAP branch) -> the source properties of the branch's WAP append, read with PyIceberg (no JVM)."""
+        digest = digest_from_branch(branch)
+        return {} if digest is None else self.reader.wap_source(table, branch, digest)
+
+    def reaudit(self, table: TableRef, branch: str, identity: str) -> AuditReport:
+        """The table's suite, read from the audits file now, run on the rows of the branch's WAP append by the
+        pipeline's audit step (this starts Spark)."""
+        suites = builders.load_suites(self.settings.audits_file, self.settings.namespace)
+        return audit_branch(table, branch, identity, writer=self.writer, suites=suites)

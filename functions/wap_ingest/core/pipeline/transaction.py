@@ -1,0 +1,303 @@
+"""The WAP transaction, owned once: every branch the service makes and every merge into `main` go through here.
+
+One attempt: check the guards (time left, disk), make sure the namespaces exist on `main` and read its hash, look the
+object versions up in the ledger on `main` (those found are the work's to settle: nothing is written twice), name the
+branch (core.branches: one scheme for every kind of run), create it from main@hash, let the work write and audit on
+it, then act on the work's verdict:
+- Publish: record the ledger entry of every object version the merge publishes on the branch, merge it expecting
+  main@hash, delete it and the attempts it makes obsolete;
+- Keep (an audit failed): record the same ledger entries on the branch, with the merge that would publish it on that
+  commit, so a reviewed publish later (`publish_kept`) publishes exactly what the pipeline would have; keep it open;
+- Discard (a dry run, nothing to do, or parts to run apart): delete it.
+A conflict with another writer (or a branch that vanished, or main that moved) deletes the attempt's branch and
+starts again from a fresh `main` with capped, jittered back-off, never a forced merge; any other failure deletes the
+branch and is raised, with a note when the branch could not be deleted. A failure to delete a branch after a merge is
+noted, never raised: the merge stands. File groups (groups.py), multi-table loads (loads.py), maintenance
+(maintain.py) and dry runs hand this module their work and verdict; a reviewed publish calls `publish_kept`.
+No other module creates or merges a branch (tests/unit/test_layering.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from wap_ingest.core import ledger, lineage
+from wap_ingest.core.branches import RunBranches, RunKind, parse_branch, run_branch_name
+from wap_ingest.core.errors import (
+    BadInputError,
+    BranchNotFoundError,
+    CatalogError,
+    OutOfTimeError,
+    OverBudgetError,
+    WapError,
+)
+from wap_ingest.core.models import Branch, SourceObject, TableRef
+from wap_ingest.core.ports import CatalogBranches
+from wap_ingest.core.stopwatch import Stopwatch
+
+from .base import RETRY_FROM_MAIN, PipelineConfig, retry_delay
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One object version a merge publishes into one table: its identity and URI, and the rows it adds."""
+
+    table: TableRef
+    identity: str
+    uri: str
+    rows: int
+
+    @classmethod
+    def of(cls, table: TableRef, source: SourceObject, rows: int) -> Loaded:
+        return cls(table, source.identity, source.uri, rows)
+
+
+@dataclass(frozen=True)
+class Merge:
+    """What a merge into main publishes: the object versions (their ledger entries), the commit's message and
+    properties (core.lineage)."""
+
+    files: tuple[Loaded, ...]
+    message: str
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Publish:
+    merge: Merge
+
+
+@dataclass(frozen=True)
+class Keep:
+    merge: Merge  # what publishing the branch after review will merge
+
+
+@dataclass(frozen=True)
+class Discard:
+    pass
+
+
+Verdict = Publish | Keep | Discard
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a transaction ended: `status` is published, kept, discarded or "on main" (the work's versions were
+    published before: no branch was made)."""
+
+    status: str
+    attempts: int
+    branch: str | None = None
+    merged_hash: str | None = None
+    note: str = ""  # what could not be cleaned up (for the outcome's message)
+
+
+class Work(ABC):
+    """One run's work, handed to the transaction: what it is about, and the writing and auditing on a branch."""
+
+    kind: RunKind
+
+    @abstractmethod
+    def tables(self) -> Sequence[TableRef]:
+        """The tables it writes, the one that names the branch first."""
+
+    @abstractmethod
+    def about(self) -> str:
+        """What the branch's digest stands for (an object version's identity, a group's, a manifest's...)."""
+
+    def versions(self) -> Mapping[TableRef, Sequence[SourceObject]]:
+        """The object versions it would publish, looked up in the ledger on main before each attempt."""
+        return {}
+
+    def on_main(self, found: Mapping[str, ledger.LedgerEntry], note: str) -> bool:
+        """Some versions are on main already (`found`, by identity; `note`: their left-over attempts' clean-up):
+        settle them; True when nothing is left to do."""
+        raise NotImplementedError(f"{type(self).__name__} publishes no object version")
+
+    @abstractmethod
+    def run(self, branch: Branch, attempt: int) -> Verdict:
+        """Write and audit on `branch`; the verdict. Raises a BadInputError when the input is the problem, a
+        WapError for infrastructure failures (the branch is deleted either way)."""
+
+
+@dataclass(frozen=True)
+class Guards:
+    """What an invocation may still do: time left and local disk. Checked before every attempt and before files
+    are staged; raising a DeferredError hands the work back to the queue, not started (no alert)."""
+
+    out_of_time: Callable[[], bool] = lambda: False
+    free_bytes: Callable[[], int] | None = None
+
+    def check_time(self, what: str) -> None:
+        if self.out_of_time():
+            raise OutOfTimeError(f"{what}: not started, the invocation is nearly out of time; back to the queue.")
+
+    def check_disk(self, what: str, staging: Sequence[SourceObject]) -> None:
+        needed = 2 * sum(s.size or 0 for s in staging)  # the staged files and the engine's scratch for them
+        if staging and self.free_bytes is not None and needed > self.free_bytes():
+            raise OverBudgetError(f"{what}: not started, staging it now would exceed the free local disk; back to "
+                                  f"the queue (it runs in a later invocation).")
+
+
+class Transactions:
+    """The transaction owner for one catalog and one pipeline configuration."""
+
+    def __init__(self, catalog: CatalogBranches, config: PipelineConfig, guards: Guards | None = None) -> None:
+        self.catalog, self.config, self.guards = catalog, config, guards or Guards()
+        self.branches = RunBranches(catalog, clock=config.clock, abandoned_after=config.abandoned_after_seconds)
+
+    def run(self, work: Work, watch: Stopwatch | None = None) -> Ended:
+        """Run `work` to its end: published, kept, discarded or found on main. Raises what the work raised (after
+        deleting the attempt's branch), or the last conflict when every attempt lost one."""
+        watch = watch or Stopwatch()
+        for attempt in range(1, self.config.merge_attempts + 1):
+            self.guards.check_time(f"{work.kind.name.lower()} run of {work.tables()[0]}")
+            with watch.stage("branch"):
+                main_hash = self._main_hash(work)
+                if not self._left_to_do(work):
+                    return Ended("on main", attempt)
+                name = run_branch_name(work.kind, work.tables()[0], work.about(), started=self.config.clock())
+                branch = self.catalog.create_branch(name, main_hash)
+                if work.kind is RunKind.DRY_RUN:  # a dry run may not write main: its namespaces go on its branch
+                    for namespace in _namespaces(work):
+                        self.catalog.ensure_namespace(branch.name, namespace)
+            try:
+                verdict = work.run(branch, attempt)
+                stage = {Publish: "merge", Keep: "keep"}.get(type(verdict), "discard")
+                with watch.stage(stage):
+                    return self._end(work, branch, verdict, main_hash, attempt)
+            except RETRY_FROM_MAIN as exc:
+                self.branches.discard(branch.name)
+                if attempt == self.config.merge_attempts:
+                    raise
+                delay = retry_delay(attempt, self.config)
+                log.info("%s: conflict (attempt %d), again from main in %.2fs: %s", branch.name, attempt, delay, exc)
+                self.config.sleep(delay)
+            except BadInputError as exc:
+                _raise_noted(exc, self.branches.discard(branch.name))
+            except WapError as exc:
+                if self.branches.vanished(branch.name):  # a concurrent attempt finished the work meanwhile: again
+                    if attempt == self.config.merge_attempts:
+                        raise BranchNotFoundError(f"branch {branch.name!r} was deleted during the run: {exc}") from exc
+                    continue
+                _raise_noted(exc, self.branches.discard(branch.name))
+            except Exception:  # a bug: nothing of this attempt stays behind (a process that dies leaves its branch to
+                self.branches.discard(branch.name)  # the next run's clean-up)
+                raise
+        raise CatalogError("merge_attempts must be at least 1")  # pragma: no cover (the loop returns or raises)
+
+    def _main_hash(self, work: Work) -> str:
+        main = self.config.main_branch
+        if work.kind is RunKind.DRY_RUN:
+            return self.catalog.reference_hash(main)
+        main_hash = ""
+        for namespace in _namespaces(work):
+            main_hash = self.catalog.ensure_namespace(main, namespace)
+        return main_hash or self.catalog.reference_hash(main)
+
+    def _left_to_do(self, work: Work) -> bool:
+        """Look the work's versions up on main; hand the ones found to the work (after deleting their attempts)."""
+        versions = {t: v for t, v in work.versions().items() if v} if work.kind is not RunKind.DRY_RUN else {}
+        found: dict[str, ledger.LedgerEntry] = {}
+        for table, sources in versions.items():
+            found |= self.catalog.find_published(self.config.main_branch, table, [s.identity for s in sources])
+        if not found:
+            return True
+        note = self.branches.clean_up(versions, list(found))
+        return not work.on_main(found, note)
+
+    def _end(self, work: Work, branch: Branch, verdict: Verdict, main_hash: str, attempt: int) -> Ended:
+        if isinstance(verdict, Discard):
+            return Ended("discarded", attempt, branch.name, note=self.branches.discard(branch.name))
+        merge = verdict.merge
+        about = [work.about(), *(f.identity for f in merge.files)]
+        if isinstance(verdict, Keep):
+            self._record(branch.name, merge, lineage.pending_properties(merge.message, merge.properties))
+            return Ended("kept", attempt, branch.name,
+                         note=self.branches.clean_up(work.tables(), about, mine=branch.name, kept=True))
+        head = self._record(branch.name, merge) if merge.files else Branch(branch.name,
+                                                                             self.catalog.reference_hash(branch.name))
+        # a conflict is raised to `run`, which deletes the branch and starts again from main
+        merged = self.catalog.merge(head, self.config.main_branch, main_hash, merge.message, merge.properties)
+        return Ended("published", attempt, branch.name, merged,
+                     note=self.branches.clean_up(work.tables(), about, mine=branch.name))
+
+    def _record(self, name: str, merge: Merge, properties: Mapping[str, str] | None = None,
+                files: Sequence[Loaded] | None = None) -> Branch:
+        """The ledger entries of the versions the merge publishes (`files`: only these), in one commit on the
+        branch carrying `properties`."""
+        entries = [ledger.entry_for(f.table, f.identity, f.uri, f.rows, name, self.config.clock())
+                   for f in (merge.files if files is None else files)]
+        return self.catalog.record_published(name, entries, properties)
+
+    def publish_kept(self, name: str, merge: Merge, decision: Mapping[str, str], *, recorded: bool) -> Ended:
+        """Merge a branch a rejected run kept, after review: the ledger on main first (versions published since:
+        nothing to merge, the branch is deleted), the ledger entries recorded unless `recorded` (they are when the
+        transaction kept it), then one merge expecting main's current hash with `decision` added to the merge's
+        properties. Never retried from main: a conflict means main changed the same table since the branch was made,
+        and its rows cannot be merged without overwriting others' (the operator re-ingests instead)."""
+        run = parse_branch(name)
+        if run is None:
+            raise CatalogError(f"{name!r} is not a WAP branch (wap-<namespace>-<table>-<digest>-...); refusing to "
+                               f"touch it.")
+        tables = sorted({f.table for f in merge.files} | {run.table}, key=lambda t: t.qualified)
+        about = [*(f.identity for f in merge.files)]
+        found: dict[str, ledger.LedgerEntry] = {}
+        for table in tables:
+            found |= self.catalog.find_published(self.config.main_branch, table,
+                                                 [f.identity for f in merge.files if f.table == table])
+        if merge.files and len(found) == len(merge.files):
+            return Ended("on main", 1, name, note=self.branches.clean_up(tables, about, mine=name))
+        if found:
+            raise CatalogError(
+                f"{len(found)} of the {len(merge.files)} files on branch {name!r} are on main already (published "
+                f"apart from it: {', '.join(sorted(e.source for e in found.values()))}); merging it would publish "
+                f"them twice. Fix: discard the branch and ingest the others again.")
+        main_hash = self.catalog.reference_hash(self.config.main_branch)
+        missing = [] if recorded else self._unrecorded(name, merge)  # a publish retried after an outage has some
+        head = self._record(name, merge, files=missing) if missing else Branch(name, self.catalog.reference_hash(name))
+        merged = self.catalog.merge(head, self.config.main_branch, main_hash, merge.message,
+                                    dict(merge.properties) | dict(decision))
+        return Ended("published", 1, name, merged, note=self.branches.clean_up(tables, about, mine=name))
+
+
+    def kept_merge(self, name: str) -> Merge | None:
+        """What a branch this transaction kept would publish (its ledger commit's plan), or None: not such a branch
+        (one kept before plans were recorded, or not a kept one)."""
+        head = self.catalog.head_commit(name)
+        planned = lineage.planned_merge(head.properties) if head is not None else None
+        if planned is None:
+            return None
+        message, properties = planned
+        files = tuple(Loaded(TableRef(*table.split(".", 1)), f.identity, f.uri, f.rows or 0)
+                      for table, f in lineage.published_by_table(properties) if "." in table)
+        return Merge(files, message, properties)
+
+    def _unrecorded(self, name: str, merge: Merge) -> list[Loaded]:
+        on_branch: set[str] = set()
+        for table in {f.table for f in merge.files}:
+            on_branch |= set(self.catalog.find_published(name, table, [f.identity for f in merge.files
+                                                                        if f.table == table]))
+        return [f for f in merge.files if f.identity not in on_branch]
+
+
+def _namespaces(work: Work) -> list[str]:
+    return sorted({t.namespace for t in work.tables()})
+
+
+def _raise_noted(exc: WapError, note: str) -> NoReturn:
+    """Raise `exc`, with the clean-up's note appended to its message when there is one (the same class)."""
+    if not note:
+        raise exc
+    try:
+        noted = type(exc)(f"{exc}{note}")
+    except TypeError:  # an error whose constructor takes more than the message keeps its own
+        raise exc from None
+    noted.__dict__.update({k: v for k, v in exc.__dict__.items() if k not in noted.__dict__})
+    raise noted from exc
