@@ -104,6 +104,9 @@ class FakeCatalog(CatalogBranches):
             return self.refs[on]
         return self.commit(on, {namespace: {"type": "namespace"}}, f"create namespace {namespace}")
 
+    def has_namespace(self, ref: str, namespace: str) -> bool:
+        return _is_namespace(self.commits[self._head(ref)].contents.get(namespace))
+
     def merge(self, branch: Branch, onto: str, expected_hash: str, message: str, properties: Mapping[str, str]) -> str:
         """As Nessie: merges `branch.hash` (maybe not the head); nothing changed, no commit; an unknown hash 404s."""
         self.calls.append(f"merge {branch.name} -> {onto}")

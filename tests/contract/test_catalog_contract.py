@@ -316,3 +316,13 @@ def test_publications_beyond_one_page_of_history(catalog: CatalogBranches) -> No
         publish(catalog, table, f"publish {n}")
     found = catalog.publications(table, limit=1000)
     assert len(found) == NESSIE_PAGE + 5 and found[-1].message == "publish 0"
+
+
+def test_has_namespace_says_whether_a_ref_has_it(catalog: CatalogBranches) -> None:
+    ns = unique("ns")
+    assert not catalog.has_namespace("main", ns)
+    branch = catalog.create_branch(unique("contract-n"), catalog.reference_hash("main"))
+    catalog.ensure_namespace(branch.name, ns)
+    assert catalog.has_namespace(branch.name, ns) and not catalog.has_namespace("main", ns)
+    catalog.ensure_namespace("main", ns)
+    assert catalog.has_namespace("main", ns)

@@ -4,7 +4,9 @@ so the test can SIGKILL the process there (a real kill: nothing in the product's
     python -m tests.integration.crash_harness STEP MARKER_FILE BUCKET KEY [KEY ...]
 
 STEP: after_branch | after_append | after_audit | after_merge, optionally suffixed `:N` to stop at the N-th
-time the step is reached (1 by default). At the step the process writes MARKER_FILE and sleeps until killed.
+time the step is reached (1 by default). At the step the process writes MARKER_FILE and sleeps until killed. A key
+under `_loads/` is a multi-table load's manifest: its files are appended one by one (`after_append:1` stops after
+the first).
 """
 
 from __future__ import annotations
@@ -60,8 +62,17 @@ def main(where: str, marker_file: str, bucket: str, *keys: str) -> int:
     catalog, writer = service.ports.catalog, service.ports.writer
     if step == "after_branch":
         catalog.create_branch = after(catalog.create_branch, marker, nth)  # type: ignore[method-assign]
-    elif step == "after_append":  # written and measured, not yet audited
-        writer.append = after(writer.append, marker, nth)  # type: ignore[method-assign]
+    elif step == "after_append":  # written and measured, not yet audited (one file, or the accepted ones of a group)
+        appended = after(lambda call, *a, **k: call(*a, **k), marker, nth)
+        writer.append = lambda *a, _f=writer.append, **k: appended(_f, *a, **k)  # type: ignore[method-assign]
+        stage = writer.stage
+
+        def staged(*args: Any, **kwargs: Any) -> Any:
+            files = stage(*args, **kwargs)
+            files.append = lambda *a, _f=files.append, **k: appended(_f, *a, **k)  # type: ignore[method-assign]
+            return files
+
+        writer.stage = staged  # type: ignore[method-assign]
     elif step == "after_audit":  # the audit passed: the next call is the merge
         catalog.merge = before(catalog.merge, marker, nth)  # type: ignore[method-assign]
     elif step == "after_merge":  # merged, the branch not yet deleted

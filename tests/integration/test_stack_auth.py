@@ -23,7 +23,7 @@ import requests
 
 from tests.conftest import AUDITS
 from wap_ingest.adapters.oauth2 import BearerAuth
-from wap_ingest.bootstrap import catalog_for, nessie_tokens_for
+from wap_ingest.bootstrap import Service, catalog_for, nessie_tokens_for
 from wap_ingest.config import Settings
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.models import Branch
@@ -149,13 +149,14 @@ def test_decision_log_records_the_token_subject(auth_stack: tuple[StackConfig, S
     from wap_ingest.entrypoints.ops_cli import _actor
 
     monkeypatch.setenv("WAP_ACTOR", "somebody-else")
-    assert _actor(Settings.from_env(role_env("operator", monkeypatch, tmp_path))) == "wap-operator"
+    assert _actor(Service(Settings.from_env(role_env("operator", monkeypatch, tmp_path)))) == "wap-operator"
     unauthenticated = {k: v for k, v in role_env("reader", monkeypatch, tmp_path).items()
                        if not k.startswith("WAP_NESSIE_")}
     for name in ("WAP_NESSIE_TOKEN_ENDPOINT", "WAP_NESSIE_CLIENT_ID", "WAP_NESSIE_CLIENT_SECRET_PARAMETER",
                  "WAP_NESSIE_SCOPE"):
         monkeypatch.delenv(name)
-    assert _actor(Settings.from_env(unauthenticated)) == "somebody-else (unverified: no Nessie client configured)"
+    assert _actor(Service(Settings.from_env(unauthenticated))) == \
+        "somebody-else (unverified: no Nessie client configured)"
 
 
 @pytest.mark.spark
@@ -267,3 +268,41 @@ def test_operator_publishes_through_the_service(auth_stack: tuple[StackConfig, S
         assert answer is not None and answer["action"] == "refused" and why in answer["error"], answer
         assert token not in json.dumps(answer)
     assert service.reference_hash("main") == main and service.find_branch(other) is not None
+
+
+@pytest.mark.spark
+def test_operator_runs_a_dry_run_under_the_catalog_rules(auth_stack: tuple[StackConfig, StackState],
+                                                         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`wap audit` in the operator's environment, as a person runs it (its own process, its own Spark with the
+    operator's client): the dry run's branch is one the catalog's rules let the operator create, write and delete
+    (for a table whose namespace is not on main yet, too); the report comes back; main does not move and nothing
+    is left. The operator still cannot create any other WAP branch."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import boto3
+
+    from tests.conftest import parquet_bytes
+
+    _, state = auth_stack
+    env = role_env("operator", monkeypatch, tmp_path)
+    namespace, table = f"ns{secrets.token_hex(3)}", f"t_{secrets.token_hex(5)}"
+    s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"])
+    s3.put_object(Bucket=state.source_bucket, Key=f"dry/{table}.parquet", Body=parquet_bytes(8, nulls=2))
+    catalog = catalog_for(Settings.from_env(env))
+    main = catalog.reference_hash("main")
+    for target, expected, code in ((table, "failed", 1), (f"{namespace}.{table}", "failed", 1)):
+        run = subprocess.run(
+            [sys.executable, "-m", "wap_ingest.entrypoints.cli", "audit", f"s3://{state.source_bucket}/dry/{table}"
+             ".parquet", "--table", target, "--json"], env=os.environ | env, capture_output=True, text=True,
+            timeout=600, check=False)
+        assert run.returncode == code, run.stderr[-3000:]
+        report = json.loads(run.stdout)
+        assert report["status"] == expected and report["rows"] == 8, report
+        assert [c["check"] for c in report["report"]["checks"] if c["status"] == "failed"] == ["not_null"]
+    assert catalog.reference_hash("main") == main
+    assert catalog.list_branches("wap-") == [b for b in catalog.list_branches("wap-") if table not in b.name]
+    with pytest.raises(WapError, match="403"):  # only a dry run's own branches
+        catalog.create_branch(f"wap-wap-{table}-0123456789abcdef-f1x0a1b2c3d", main)

@@ -140,3 +140,72 @@ def test_a_file_that_does_not_fit_its_table_makes_the_load_invalid_and_leaves_no
     [outcome] = lake.ingest(manifest(lake, "second", ["_pending/orders/wide.parquet", "_pending/lines/l.parquet"]))
     assert outcome.status is OutcomeStatus.INVALID and "nothing of it was published" in outcome.message
     assert lake.catalog.list_branches("wap-") == [] and rows_on(lake.catalog, "main", "wap.lines") == []
+
+
+def run_load(lake: Lake, source: SourceObject, **config: object) -> object:
+    from wap_ingest.core.pipeline import Load
+
+    out_of_time = config.pop("out_of_time", lambda: False)
+    load = Load(lake.ports, SUITES, PipelineConfig(default_namespace="wap", sleep=lambda _s: None, **config),
+                out_of_time=out_of_time)  # type: ignore[arg-type]
+    return load.run(source)
+
+
+def test_a_load_retries_from_main_on_the_same_errors_as_a_file(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One retry set for every run (the transaction's): a branch that vanished or a main that moved are retried
+    from a fresh main, as a merge conflict is."""
+    from wap_ingest.core.errors import BranchNotFoundError, StaleHashError
+
+    two_tables(lake)
+    load = manifest(lake, "day1", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
+    failures = iter([BranchNotFoundError("gone"), StaleHashError("moved")])
+    real = lake.catalog.merge
+
+    def flaky(*args: object, **kwargs: object) -> str:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lake.catalog, "merge", flaky)
+    outcome = run_load(lake, load)
+    assert isinstance(outcome, IngestOutcome) and outcome.status is OutcomeStatus.PUBLISHED and outcome.attempts == 3
+    assert lake.catalog.list_branches("wap-") == []
+
+
+def test_a_load_checks_the_time_left_before_each_file_and_leaves_no_branch(lake: Lake) -> None:
+    from wap_ingest.core.errors import OutOfTimeError
+
+    two_tables(lake)
+    load = manifest(lake, "day1", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
+    answers = iter([False, True])  # time for the attempt and its first file, not for the second file
+    outcome = run_load(lake, load, out_of_time=lambda: next(answers, True))
+    assert isinstance(outcome, OutOfTimeError) and "_pending/lines/l.parquet" in str(outcome)
+    assert lake.catalog.list_branches("wap-") == [] and lake.catalog.publications(TableRef("wap", "orders")) == []
+
+
+def test_a_load_checks_the_disk_before_each_file(lake: Lake) -> None:
+    from wap_ingest.core.errors import OverBudgetError
+
+    two_tables(lake)
+    load = manifest(lake, "day1", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
+    outcome = run_load(lake, load, free_bytes=lambda: 10)
+    assert isinstance(outcome, OverBudgetError) and lake.catalog.list_branches("wap-") == []
+
+
+def test_a_branch_that_cannot_be_deleted_after_the_merge_is_noted_not_raised(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wap_ingest.core.errors import CatalogUnavailableError
+
+    two_tables(lake)
+    load = manifest(lake, "day1", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
+
+    def down(_branch: object) -> None:
+        raise CatalogUnavailableError("Nessie is unreachable")
+
+    monkeypatch.setattr(lake.catalog, "delete_branch", down)
+    outcome = run_load(lake, load)
+    assert isinstance(outcome, IngestOutcome) and outcome.status is OutcomeStatus.PUBLISHED
+    assert "could not be deleted and is left open" in outcome.message
+    assert len(rows_on(lake.catalog, "main", "wap.orders")) == 2

@@ -139,8 +139,8 @@ def test_infrastructure_failure_raises_and_leaves_main_untouched(lake: Lake) -> 
     lake.writer.fail_with = CatalogUnavailableError("Nessie is down")
     with pytest.raises(CatalogUnavailableError, match="Nessie is down"):
         lake.run(lake.put("customer_data_log/a.parquet", rows(2)))
-    # only the namespace (metadata, no rows) may have reached main
-    assert set(lake.catalog.contents("main")) == {"wap"}
+    # only the ledger's namespace (the repository's first commit: metadata, no rows) may have reached main
+    assert set(lake.catalog.contents("main")) == {"wap_ledger"}
     assert lake.wap_branches() == []
 
 

@@ -100,9 +100,20 @@ class NessieBranches(CatalogBranches):
     # --- reads -------------------------------------------------------------------------------------
 
     def reference_hash(self, name: str) -> str:
+        ledger_before = (name, LEDGER_NAMESPACE) in self._namespaces  # seen before this read: the head has it
         with self._translated(f"reading branch {name!r}"):
             ref = self._client.get_reference(name)
+        if ledger_before and name == "main":
+            self._remember_ledger_head(str(ref.hash_))
         return str(ref.hash_)
+
+    def has_namespace(self, ref: str, namespace: str) -> bool:
+        if (ref, namespace) in self._namespaces:  # never dropped: the service has no DELETE_ENTITY on main
+            return True
+        found = self._exists(ref, None, ContentKey([namespace]))
+        if found:
+            self._namespaces.add((ref, namespace))
+        return found
 
     def find_branch(self, name: str) -> Branch | None:
         try:
@@ -240,13 +251,6 @@ class NessieBranches(CatalogBranches):
         self._ledger_heads[head] = None
 
     def ensure_namespace(self, on: str, namespace: str) -> str:
-        ledger_before = (on, LEDGER_NAMESPACE) in self._namespaces  # seen before this read: the head has it
-        head = self._ensure_namespace(on, namespace)
-        if ledger_before and on == "main":
-            self._remember_ledger_head(head)
-        return head
-
-    def _ensure_namespace(self, on: str, namespace: str) -> str:
         # Known to exist on `on` (checked or created by this process): only the head is read. The service never
         # drops a namespace (the catalog's rules give no role DELETE_ENTITY on main).
         if (on, namespace) in self._namespaces:
@@ -340,7 +344,7 @@ class NessieBranches(CatalogBranches):
             raise CatalogError(f"{doing}: HTTP {response.status_code} {message}")
         return payload
 
-    def _exists(self, ref: str, hash_: str, key: ContentKey) -> bool:
+    def _exists(self, ref: str, hash_: str | None, key: ContentKey) -> bool:
         with self._translated(f"reading {key.to_string()} on {ref!r}"):
             try:
                 self._client.get_content(ref, key, hash_on_ref=hash_)

@@ -6,9 +6,9 @@ Every run's branch is `wap-<namespace>-<table>-<digest>-<kind><started>x<token>`
   shares it, so a retry finds the earlier attempts and review finds the file.
 - `<kind>`: `f` a lone file (kept open when its audit fails), `l` a multi-table load (kept open likewise), `b` a group
   of files, `m` a table's maintenance, `d` a dry run (`wap audit`); the last three are never kept.
-- `<started>`: the run's start (unix seconds): a branch of a kind that is never kept, older than the longest possible
-  run, belongs to a run that died and is deleted by the table's next run; among attempts at one thing, the older
-  ones give way to the newer.
+- `<started>`: the run's start (unix microseconds: sequential attempts never share one): a branch of a kind that is never kept, older than the longest
+  possible run, belongs to a run that died and is deleted by the table's next run; among attempts at one thing, the
+  older ones give way to the newer.
 - `<token>`: random hex, so two concurrent attempts never share a branch.
 Only letters, digits, `_` and `-` (Nessie's REST paths and pynessie do not escape `/`); identifiers never contain `-`,
 so the parts read back unambiguously. Branches named by earlier versions (`wap-<ns>-<table>-<digest>-<hex>`, a
@@ -30,7 +30,7 @@ from .ports import CatalogBranches
 
 BRANCH_PREFIX = "wap"
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,127}")
-_RUN = re.compile(r"(?P<kind>[fblmd])(?P<started>\d{1,12})x(?P<token>[0-9a-f]{4,16})")
+_RUN = re.compile(r"(?P<kind>[fblmd])(?P<started>\d{1,18})x(?P<token>[0-9a-f]{4,16})")
 _LEGACY_GROUP = re.compile(r"b(?P<started>\d+)t\d+")
 _LEGACY_LOAD = re.compile(r"l\d+x[0-9a-f]+")
 
@@ -56,7 +56,7 @@ class RunBranch:
     table: TableRef
     digest: str
     kind: RunKind
-    started: int | None  # None: a branch named before start times were part of names (its age is unknown)
+    started: float | None  # unix seconds; None: named before start times were part of names (age unknown)
     token: str = ""
 
     def older_than(self, other: RunBranch) -> bool:
@@ -75,7 +75,8 @@ def table_prefix(table: TableRef) -> str:
 
 def run_branch_name(kind: RunKind, table: TableRef, about: str, *, started: float, token: str | None = None) -> str:
     """The branch of one attempt of a run of `kind` on `table` (its first table, for a load) about `about`."""
-    return f"{table_prefix(table)}{identity_digest(about)}-{kind.value}{int(started)}x{token or secrets.token_hex(4)}"
+    started_us = round(started * 1_000_000)
+    return f"{table_prefix(table)}{identity_digest(about)}-{kind.value}{started_us}x{token or secrets.token_hex(4)}"
 
 
 def parse_branch(name: str) -> RunBranch | None:
@@ -88,7 +89,7 @@ def parse_branch(name: str) -> RunBranch | None:
         return None
     ref = TableRef(namespace, table)
     if (run := _RUN.fullmatch(last)) is not None:
-        return RunBranch(name, ref, digest, RunKind(run["kind"]), int(run["started"]), run["token"])
+        return RunBranch(name, ref, digest, RunKind(run["kind"]), int(run["started"]) / 1_000_000, run["token"])
     if (group := _LEGACY_GROUP.fullmatch(last)) is not None:
         return RunBranch(name, ref, digest, RunKind.BATCH, int(group["started"]))
     if _LEGACY_LOAD.fullmatch(last):

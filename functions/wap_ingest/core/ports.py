@@ -52,10 +52,13 @@ class CatalogBranches(ABC):
 
     @abstractmethod
     def ensure_namespace(self, on: str, namespace: str) -> str:
-        """Make sure `namespace` exists on branch `on`; returns the head hash of `on` afterwards.
+        """Make sure `namespace` exists on branch `on` (a commit there if it does not); returns the head hash of
+        `on` afterwards. A run's new namespaces are made on its branch (they reach main merged, with audited rows);
+        on main only the ledger's, as a new repository's first commit (Nessie cannot merge into a main without one)."""
 
-        Run on main before branching: a namespace holds no rows, and it gives a new repository's main
-        its first commit (Nessie cannot merge into a main that has no commit yet)."""
+    @abstractmethod
+    def has_namespace(self, ref: str, namespace: str) -> bool:
+        """Whether `namespace` exists on `ref` (a namespace is never dropped: once seen, it may be remembered)."""
 
     @abstractmethod
     def merge(

@@ -1,9 +1,9 @@
 """The WAP transaction, owned once: every branch the service makes and every merge into `main` go through here.
 
-One attempt: check the guards (time left, disk), make sure the namespaces exist on `main` and read its hash, look the
-object versions up in the ledger on `main` (those found are the work's to settle: nothing is written twice), name the
-branch (core.branches: one scheme for every kind of run), create it from main@hash, let the work write and audit on
-it, then act on the work's verdict:
+One attempt: check the guards (time left, disk), read main's hash, look the object versions up in the ledger on
+`main` (those found are the work's to settle: nothing is written twice), name the branch (core.branches: one scheme
+for every kind of run), create it from main@hash, create there the namespaces main lacks (a namespace reaches main
+only with audited rows, merged), let the work write and audit on it, then act on the work's verdict:
 - Publish: record the ledger entry of every object version the merge publishes on the branch, merge it expecting
   main@hash, delete it and the attempts it makes obsolete;
 - Keep (an audit failed): record the same ledger entries on the branch, with the merge that would publish it on that
@@ -159,15 +159,15 @@ class Transactions:
         for attempt in range(1, self.config.merge_attempts + 1):
             self.guards.check_time(f"{work.kind.name.lower()} run of {work.tables()[0]}")
             with watch.stage("branch"):
-                main_hash = self._main_hash(work)
+                main_hash, missing = self._main(work)
                 if not self._left_to_do(work):
                     return Ended("on main", attempt)
                 name = run_branch_name(work.kind, work.tables()[0], work.about(), started=self.config.clock())
                 branch = self.catalog.create_branch(name, main_hash)
-                if work.kind is RunKind.DRY_RUN:  # a dry run may not write main: its namespaces go on its branch
-                    for namespace in _namespaces(work):
-                        self.catalog.ensure_namespace(branch.name, namespace)
             try:
+                with watch.stage("branch"):  # a new namespace reaches main only with the audited rows, merged
+                    for namespace in missing:
+                        self.catalog.ensure_namespace(branch.name, namespace)
                 verdict = work.run(branch, attempt)
                 stage = {Publish: "merge", Keep: "keep"}.get(type(verdict), "discard")
                 with watch.stage(stage):
@@ -192,14 +192,15 @@ class Transactions:
                 raise
         raise CatalogError("merge_attempts must be at least 1")  # pragma: no cover (the loop returns or raises)
 
-    def _main_hash(self, work: Work) -> str:
+    def _main(self, work: Work) -> tuple[str, list[str]]:
+        """Main's head, and the work's namespaces main does not have yet (they are made on the run's branch)."""
         main = self.config.main_branch
-        if work.kind is RunKind.DRY_RUN:
-            return self.catalog.reference_hash(main)
-        main_hash = ""
-        for namespace in _namespaces(work):
-            main_hash = self.catalog.ensure_namespace(main, namespace)
-        return main_hash or self.catalog.reference_hash(main)
+        main_hash = self.catalog.reference_hash(main)
+        missing = [ns for ns in _namespaces(work) if not self.catalog.has_namespace(main, ns)]
+        if missing and work.kind is not RunKind.DRY_RUN and self.catalog.head_commit(main) is None:
+            # Nessie cannot merge into a main without a commit: its first is the ledger's namespace, the service's own
+            main_hash = self.catalog.ensure_namespace(main, ledger.LEDGER_NAMESPACE)
+        return main_hash, missing
 
     def _left_to_do(self, work: Work) -> bool:
         """Look the work's versions up on main; hand the ones found to the work (after deleting their attempts)."""
