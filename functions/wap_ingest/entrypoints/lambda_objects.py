@@ -68,7 +68,8 @@ def on_messages(svc: Service, event: dict[str, Any], batch: SqsBatch, context: A
 
 def on_objects(svc: Service, request: ObjectVersions, context: Any) -> dict[str, Any]:
     """A direct S3 or EventBridge invocation: every object handled, then a raise if any failed."""
-    settled = [settle(item, result) for item, result in _ingest_together(svc, {"": request.items}, context)[""]]
+    settled = [settle(item, result)
+               for item, result in zip(request.items, _ingest(svc, request.items, context), strict=True)]
     errors = [error for _, error in settled if error is not None]
     if errors:
         raise InvocationFailedError(f"{len(errors)} of {len(settled)} objects failed: {'; '.join(errors)}")
@@ -85,14 +86,21 @@ class _Messages:
         self.answers: list[dict[str, Any]] = []
 
     def record_handler(self, record: SQSRecord) -> None:
-        message = self.messages[record.message_id]
-        request = message.request
-        if isinstance(request, Unreadable):
-            _refuse(self.svc, message, request.reason)
-        elif isinstance(request, PublishRequest):
-            self.answers.append(on_publish_request(self.svc, request, message.message_id))
-        else:
-            self._settle(message)
+        """Settle one message; raise if it is to come back (the processor lists it in `batchItemFailures`)."""
+        try:
+            message = self.messages[record.message_id]
+            request = message.request
+            if isinstance(request, Unreadable):
+                _refuse(self.svc, message, request.reason)
+            elif isinstance(request, PublishRequest):
+                self.answers.append(on_publish_request(self.svc, request, message.message_id))
+            else:
+                self._settle(message)
+        except WapError:
+            raise  # logged where it was decided
+        except Exception:  # a bug: this message fails, with its traceback in the log
+            logger.exception("handling the message raised", extra={"message_id": record.message_id})
+            raise
 
     def _settle(self, message: SqsMessage) -> None:
         ingested = self.ingested[message.message_id]
@@ -118,13 +126,15 @@ def _refuse(svc: Service, message: SqsMessage, reason: str) -> NoReturn:
 def _ingest_together(svc: Service, groups: Mapping[str, Sequence[Item]], context: Any
                      ) -> dict[str, list[tuple[Item, Result]]]:
     """One `ingest_all` for the items of every group (message); each group's items paired with their results."""
-    items = [item for group in groups.values() for item in group]
-    results = iter(_ingest(svc, items, context) if items else [])
+    results = iter(_ingest(svc, [item for group in groups.values() for item in group], context))
     return {key: [(item, next(results)) for item in group] for key, group in groups.items()}
 
 
 def _ingest(svc: Service, items: Sequence[Item], context: Any) -> list[Result]:
+    """`Service.ingest_all`: one result per item, in order."""
     correlation.follow(items)
+    if not items:
+        return []
     try:
         return svc.ingest_all(items, out_of_time=_deadline(context, svc.settings))
     except Exception as exc:  # a bug: every object of the call fails (and is alerted), nothing else does
