@@ -62,7 +62,7 @@ def test_one_message_fails_as_a_whole_when_any_of_its_objects_failed(world: Worl
 def test_the_messages_of_a_batch_still_share_one_run_per_table(world: World) -> None:
     """Four files of one table in three messages: one write, one merge (the burst's performance)."""
     world.writer = FakeBatchWriter(world.catalog, world.objects)
-    world.service = replace(world.service, ports=replace(world.service.ports, writer=world.writer))
+    world.service = world.service.replaced(ports=replace(world.service.ports, writer=world.writer))
     for name in "abcd":
         world.objects.put("source", f"customer_data_log/{name}.parquet", ROWS)
     two = json.dumps({"Records": [json.loads(s3_body(f"customer_data_log/{n}.parquet"))["Records"][0] for n in "ab"]})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -252,7 +251,7 @@ class EndingJobs(LargeFileJobs):
 
 def test_an_emr_run_that_failed_is_resubmitted_or_alerted_when_it_cannot_be(world: World) -> None:
     jobs = EndingJobs()
-    world.service = replace(world.service, large_files=LargeFiles(jobs, 1000))
+    world.service = world.service.replaced(large_files=LargeFiles(jobs, 1000))
     event = fixture("emr_job_run_failed.json")
     assert world.invoke(event) == {"job_run": "run-1", "state": "FAILED", "resubmitted": "run-2"}
     assert jobs.ended == [("00app", "run-1")]
