@@ -137,6 +137,17 @@ def test_a_message_names_the_call_the_server_its_answer_and_the_fix() -> None:
         "open ones); a WAP run starts again from a fresh main by itself.")
 
 
+def test_a_branch_deleted_during_a_commit_is_not_found_not_an_outage() -> None:
+    """Nessie 0.99's answer to a commit onto a branch a concurrent delivery deleted meanwhile (as it really came)."""
+    said = ("java.lang.RuntimeException: Internal reference not found, caused by org.projectnessie.versioned.storage."
+            "common.exceptions.RefNotFoundException: Reference refs/heads/wap-wap-t-abc-1 does not exist")
+    session = Answering(500, {"status": 500, "reason": "Internal Server Error", "message": said})
+    with pytest.raises(BranchNotFoundError, match="deleted while Nessie worked on the request"):
+        CALLS["record_published"](NessieBranches(ENDPOINT, session=session))
+    other = nessie_errors.error_for(500, None, "java.lang.NullPointerException", doing="d", endpoint=ENDPOINT)
+    assert type(other) is CatalogUnavailableError
+
+
 def test_a_caller_gives_the_meaning_of_its_own_answers() -> None:
     conflict = nessie_errors.error_for(409, "REFERENCE_CONFLICT", "keys changed in conflict: 't'", doing="merging",
                                        endpoint=ENDPOINT, special=nessie_errors.MERGE)

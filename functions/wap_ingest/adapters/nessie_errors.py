@@ -13,7 +13,8 @@ code), of adapters/publish_requests.py and of the lake reader goes through `erro
 - 401: ConfigError, 403 (FORBIDDEN): CatalogError, each naming the OAuth2 client and the fix (`refused`).
 - 404 without a Nessie error code: ConfigError (the URL is not Nessie's API: NESSIE_ENDPOINT is wrong).
 - 409 without a code: MergeConflictError; 412 (pynessie's "please retry"): StaleHashError; both retried from main.
-- TOO_MANY_REQUESTS (429) and every 5xx: CatalogUnavailableError (an outage or overload: the message is retried).
+- TOO_MANY_REQUESTS (429) and every 5xx: CatalogUnavailableError (an outage or overload: the message is retried),
+  except a 5xx whose message names a Java exception of `BY_SERVER_EXCEPTION` (a branch deleted mid-request).
 - No answer (connection refused, a timeout): CatalogUnavailableError (`unavailable`).
 """
 
@@ -63,24 +64,33 @@ BY_STATUS: dict[int, Verdict] = {
     412: Verdict(StaleHashError, "the reference moved during the request", "none needed: it is retried from main"),
     429: BY_CODE["TOO_MANY_REQUESTS"],
 }
+# A server error with no code whose message names a Java exception that means a known answer. Nessie 0.99 answers a
+# commit onto a branch deleted during the request (a concurrent duplicate's clean-up) with HTTP 500 "Internal reference
+# not found, caused by ...RefNotFoundException: Reference refs/heads/<branch> does not exist" (seen in
+# tests/integration/test_exactly_once.py's ten concurrent deliveries): the branch is gone, as REFERENCE_NOT_FOUND.
+BY_SERVER_EXCEPTION: dict[str, Verdict] = {
+    "RefNotFoundException": Verdict(BranchNotFoundError, "the branch was deleted while Nessie worked on the request",
+                                    "none needed: a WAP run starts again from a fresh main by itself"),
+}
 _OTHER_CLIENT_ERROR = Verdict(CatalogError, "Nessie refused the request", "see Nessie's message")
 _SERVER_ERROR = Verdict(CatalogUnavailableError, "Nessie failed (a server error)",
                         "none needed if it passes: the message is retried; if it lasts, see Nessie's log")
 # A merge: REFERENCE_CONFLICT (and a bare 409) means the target changed the same content since the expected hash
 MERGE: dict[int | str, Verdict] = {
-    "REFERENCE_CONFLICT": Verdict(MergeConflictError, "the target changed the same content since the expected hash"),
-    409: Verdict(MergeConflictError, "a conflict on the target")}
+    "REFERENCE_CONFLICT": Verdict(MergeConflictError, "the target changed the same content since the expected hash")}
 
 
 def error_for(status: int, code: str | None, message: str, *, doing: str, endpoint: str, client_id: str | None = None,
               special: Mapping[int | str, Verdict] | None = None) -> WapError:
     """The project's error for Nessie's answer `status` (+ its `errorCode` and `message`) to `doing`. `special`: the
-    verdicts this call gives a code or status (checked first, code before status); `client_id`: the OAuth2 client
-    whose token the request carried (None: none), for a 401/403."""
+    verdicts this call gives a code or a status (a code first: the call's, then the table's; then the status, the
+    call's, then the table's); `client_id`: the OAuth2 client whose token the request carried (None: none), for a
+    401/403."""
     code = code if code and code != "UNKNOWN" else None  # pynessie says UNKNOWN when the body had no code
     special = special or {}
-    verdict = ((special.get(code) if code else None) or special.get(status)
-               or (BY_CODE.get(code) if code else None) or BY_STATUS.get(status)
+    by_code = (special.get(code) or BY_CODE.get(code)) if code else None  # a code says more than a status
+    named = next((v for name, v in BY_SERVER_EXCEPTION.items() if name in message), None) if status >= 500 else None
+    verdict = (by_code or named or special.get(status) or BY_STATUS.get(status)
                or (_SERVER_ERROR if status >= 500 else _OTHER_CLIENT_ERROR))
     if verdict is _REFUSED:
         return refused(endpoint, client_id, doing, status)
