@@ -75,7 +75,7 @@ BY_SERVER_EXCEPTION: dict[str, Verdict] = {
 _OTHER_CLIENT_ERROR = Verdict(CatalogError, "Nessie refused the request", "see Nessie's message")
 _SERVER_ERROR = Verdict(CatalogUnavailableError, "Nessie failed (a server error)",
                         "none needed if it passes: the message is retried; if it lasts, see Nessie's log")
-# A merge: REFERENCE_CONFLICT (and a bare 409) means the target changed the same content since the expected hash
+# A merge: REFERENCE_CONFLICT means the target changed the same content since the expected hash (no fix: the caller's)
 MERGE: dict[int | str, Verdict] = {
     "REFERENCE_CONFLICT": Verdict(MergeConflictError, "the target changed the same content since the expected hash")}
 
