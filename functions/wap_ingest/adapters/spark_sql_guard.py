@@ -124,8 +124,10 @@ def _judge(spark: Any, query: str, *, analyse: bool) -> str | None:
 
 def _judge_on_schema(spark: Any, query: str, schema: Any, table: str) -> str | None:
     """The analysed plan against an empty `new_rows` with the table's columns (a Spark StructType, or a DDL string
-    from the suite's `schema` check); a query that does not fit the table's
-    columns as they are now (a column a later file adds) is left to the check before each run."""
+    from the suite's `schema` check); a query that does not fit those columns (one a later file adds) is left to
+    the check before each run."""
+    from pyspark.errors import AnalysisException, IllegalArgumentException  # pyspark loads with the engine only
+
     if _has_view(spark):  # never replace a view a run is using (check_custom_sql runs before any run)
         return None
     types = spark._jvm.org.apache.spark.sql.types
@@ -135,7 +137,7 @@ def _judge_on_schema(spark: Any, query: str, schema: Any, table: str) -> str | N
         spark._jsparkSession.createDataFrame(spark._jvm.java.util.ArrayList(), columns) \
             .createOrReplaceTempView(NEW_ROWS_VIEW)
         return _judge(spark, query, analyse=True)
-    except Exception as exc:
+    except (AnalysisException, IllegalArgumentException) as exc:
         log.info("custom_sql of %s not analysed at start-up (it is before each run): %s", table,
                  str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__)
         return None
