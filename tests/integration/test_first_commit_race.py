@@ -101,6 +101,10 @@ def test_two_first_ingestions_of_one_new_table_publish_both_files_once(
             both_appended.wait()
         return appended
 
+    # A warm engine, as in a warm Lambda, its catalog loaded. (Not a detail: Spark loads a catalog with the conf of
+    # the calling thread's active session, and a Py4J thread that did not start the session has none, so a catalog
+    # first loaded from such a thread is "not defined". The service's processes run the pipeline on one thread.)
+    writer.spark.sql("SHOW NAMESPACES IN nessie").collect()
     monkeypatch.setattr(writer, "append", append_then_wait_for_the_other)
     sources = [lake.put(f"{table_name}/a.parquet", parquet_bytes(3)), lake.put(f"{table_name}/b.parquet",
                                                                                parquet_bytes(5))]
