@@ -66,7 +66,7 @@ $(UV):
 PINNED_IMAGES := docker/Dockerfile:LAMBDA_BASE=public.ecr.aws/lambda/python:3.11 \
 	docker/Dockerfile:MAVEN_IMAGE=maven:3.9-eclipse-temurin-17 \
 	docker/nessie/Dockerfile:MAVEN_IMAGE=maven:3.9-eclipse-temurin-17 \
-	docker/nessie/Dockerfile:JRE_IMAGE=eclipse-temurin:21-jre
+	docker/nessie/Dockerfile:NESSIE_IMAGE=ghcr.io/projectnessie/nessie:0.108.3
 digest = $$(crane digest "$(1)" 2>/dev/null || docker buildx imagetools inspect "$(1)" --format '{{.Manifest.Digest}}')
 pin-images:
 	set -e; for pin in $(PINNED_IMAGES); do \
