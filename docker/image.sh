@@ -125,7 +125,10 @@ cmd_build() {
         buildah bud --isolation chroot --layers --platform linux/amd64 --build-arg "BASE=$base" -f "$DOCKERFILE" \
             -t "$image" .
     else
-        docker build --platform linux/amd64 --build-arg "BASE=$base" -f "$DOCKERFILE" -t "$image" .
+        # BuildKit would attach a provenance attestation (an image index), which Lambda refuses.
+        local plain=()
+        docker buildx version >/dev/null 2>&1 && plain=(--provenance=false)
+        docker build "${plain[@]}" --platform linux/amd64 --build-arg "BASE=$base" -f "$DOCKERFILE" -t "$image" .
     fi
     say "built $image in $(( $(date +%s) - started )) s: $("$engine" image inspect --format '{{.Size}}' "$image") bytes"
 }

@@ -61,7 +61,8 @@ def test_the_service_and_lambda_variables_are_passed_by_name_and_host_paths_are_
            "AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9", "WAP_AUDITS_FILE": "/nowhere/audits.yml"}
     words = command(env)
 
-    assert option(words, "--env") == ["AWS_LAMBDA_FUNCTION_NAME", "AWS_SECRET_ACCESS_KEY", "NESSIE_ENDPOINT",
+    assert option(words, "--env") == ["AWS_LAMBDA_RUNTIME_API=127.0.0.1:21005",  # marks the container's processes
+                                      "AWS_LAMBDA_FUNCTION_NAME", "AWS_SECRET_ACCESS_KEY", "NESSIE_ENDPOINT",
                                       "SOURCE_BUCKET", "WAP_NESSIE_CLIENT_SECRET", "WAP_RETRY_BASE_SECONDS"]
     assert not [w for w in words if "s3cr3t" in w or "hush" in w]  # values never on the command line
 

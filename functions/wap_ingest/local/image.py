@@ -14,8 +14,10 @@ The environment's recorded process is `python -m wap_ingest.local.image ...`, wh
 from its environment by name (`-e NAME`), so no value, secret or not, is on a command line. Paths that belong to the
 host are not passed: the image has its own jars, scratch folder and audits file; a WAP_AUDITS_FILE of the host is
 mounted read-only and used instead. Stopping the process (SIGTERM) stops the container (podman passes the signal
-on; --init reaps and forwards); a container left behind by a killed process is replaced (--replace) by the next
-start of the same environment, and removed (--rm) when it stops.
+on; --init reaps and forwards), which is then removed (--rm). When the environment crashes, its worker's supervisor
+kills every process that carries the environment's runtime API address (local/runtime.py), and every process of the
+container does, its init included: the container ends with them. A container still left (the podman process killed
+alone) is replaced (--replace) by the next start of the same environment.
 """
 
 from __future__ import annotations
@@ -105,7 +107,11 @@ def podman_command(image: str, rie: Path, invoke_address: str, runtime_address: 
                "--network=host", *ULIMITS, "--user", LAMBDA_USER,
                "--read-only", "--read-only-tmpfs=false", "--tmpfs", f"/tmp:rw,size={limits.ephemeral_mb}m,mode=1777",
                "--memory", f"{limits.memory_mb}m", "--memory-swap", f"{limits.memory_mb}m",
-               "--volume", f"{rie}:{RIE_MOUNT}:ro", "--entrypoint", RIE_MOUNT]
+               "--volume", f"{rie}:{RIE_MOUNT}:ro", "--entrypoint", RIE_MOUNT,
+               # Every process of the container carries the environment's runtime API address (the emulator sets the
+               # same for its runtime), which is how a crashed environment's processes are found and killed
+               # (local/runtime.py): the container's init among them, so the container goes with them.
+               "--env", f"AWS_LAMBDA_RUNTIME_API={runtime_address}"]
     for name in forwarded(env):
         command += ["--env", name]
     audits = env.get("WAP_AUDITS_FILE", "").strip()
