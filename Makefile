@@ -32,8 +32,8 @@ $(VENV)/.installed: requirements.lock requirements-build.lock pyproject.toml
 # the sha256 of each of its files, by a pinned uv in a throwaway virtualenv:
 #   requirements.lock          everything, for `make setup` (any OS, CPython 3.11);
 #   requirements-build.lock    setuptools and wheel (pyproject.toml's build requirements), installed first;
-#   requirements-runtime.lock  the Lambda image's part (requirements.txt less IMAGE_EXCLUDED), resolved for
-#                              x86_64 Linux with glibc 2.36 (the image: Debian 12), at the versions of requirements.lock.
+#   requirements-runtime.lock  the Lambda image's part (requirements.txt less IMAGE_EXCLUDED), resolved for x86_64
+#                              Linux with glibc 2.36 (the image's Debian 12), at the versions of requirements.lock.
 # Then every runtime package but pyspark (pure Python, sdist only) must have a wheel that the image's Debian 12
 # (glibc 2.36, CPython 3.11) accepts: the image's build installs wheels only (`make image-context` fetches them).
 UV_VERSION := 0.13.8
@@ -190,7 +190,7 @@ stack-down:
 
 clean:
 	-$(VENV)/bin/wap stack down
-	rm -rf $(VENV) $(JARS) .wap .pytest_cache .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) $(JARS) $(IMAGE_WHEELS) .wap .pytest_cache .mypy_cache .ruff_cache dist
 
 # The Serverless Framework v3 CLI pinned in package.json/package-lock.json, into ./node_modules
 # (`npx serverless deploy`, see docs/deploy.md). The serverless.yml tests install it themselves if missing.

@@ -6,8 +6,9 @@ Needs the image (`make image`) and podman (root, as `make image-test`). It start
 ports). Each run uploads one 1,000-row Parquet file to a bucket nothing is notified of, then starts a fresh
 execution environment and invokes it once with the SQS event that the file's notification would make, as the
 stack's worker does; the cold start is the time from the environment's start to the file's merge commit on `main`
-(Nessie's commit time). The two ways an environment starts, interleaved (stack, image, stack, image...) so that the
-shared machine's load falls on each alike:
+(Nessie's commit time), and `listening_s` the part of it until the emulator's invoke port opens. The two ways an
+environment starts, interleaved (stack, image, stack, image...) so that the shared machine's load falls on each
+alike:
 
   stack   the local stack's: the Runtime Interface Emulator and `python -m awslambdaric` on this machine
           (local/trigger.py), Spark's class-data archive from `make cds`
@@ -81,6 +82,7 @@ class Runs(Environments):
         try:
             while not port_open(invoke, timeout=0.2):
                 time.sleep(0.005)
+            listening = time.time()
             _published(requests.post(url, json=sqs_event([key]), timeout=900), name, log)
             replied = time.time()
         finally:
@@ -94,7 +96,8 @@ class Runs(Environments):
             else:
                 stop_environment(pid, runtime)
         on_main = self.committed_at(key)
-        return {"cold_start_s": round(on_main - started, 3), "reply_s": round(replied - started, 3), "log": str(log)}
+        return {"cold_start_s": round(on_main - started, 3), "listening_s": round(listening - started, 3),
+                "reply_s": round(replied - started, 3), "log": str(log)}
 
 
 def measure(image: str, runs: int) -> dict[str, list[dict[str, Any]]]:
@@ -129,6 +132,8 @@ def report_for(image: dict[str, Any], results: dict[str, list[dict[str, Any]]], 
                load_before: list[float]) -> dict[str, Any]:
     medians = {name: round(statistics.median(s["cold_start_s"] for s in samples), 3)
                for name, samples in results.items()}
+    listening = {name: round(statistics.median(s["listening_s"] for s in samples), 3)
+                 for name, samples in results.items()}
     return {
         "started_at": started_at, "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
@@ -139,6 +144,7 @@ def report_for(image: dict[str, Any], results: dict[str, list[dict[str, Any]]], 
                                   "merge commit on main; one 1,000-row Parquet file; median",
                        "runs_per_variant": len(results["image"]),
                        "median_s": medians,
+                       "median_listening_s": listening,  # start to the emulator's invoke port open
                        "image_minus_stack_s": round(medians["image"] - medians["stack"], 3),
                        "samples": results},
     }

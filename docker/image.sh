@@ -41,7 +41,10 @@ tools_blocker() {
     local missing
     missing=$(missing_tools | tr '\n' ' ')
     [ -z "$missing" ] && return 0
-    [ "$(id -u)" = 0 ] || { echo "needs root to install ${missing% } with apt-get (or install them yourself)"; return 0; }
+    if [ "$(id -u)" != 0 ]; then
+        echo "needs root to install ${missing% } with apt-get (or install them yourself)"
+        return 0
+    fi
     command -v apt-get >/dev/null || { echo "${missing% } missing and no apt-get to install them"; return 0; }
 }
 
@@ -122,8 +125,9 @@ cmd_build() {
     started=$(date +%s)
     if [ "$tool" = buildah ]; then
         # --isolation chroot: the RUN steps need no OCI runtime (crun refuses this machine kind's cgroups).
-        buildah bud --isolation chroot --layers --platform linux/amd64 --build-arg "BASE=$base" -f "$DOCKERFILE" \
-            -t "$image" .
+        # --force-rm: a failed step leaves no working container behind.
+        buildah bud --isolation chroot --layers --force-rm --platform linux/amd64 --build-arg "BASE=$base" \
+            -f "$DOCKERFILE" -t "$image" .
     else
         # BuildKit would attach a provenance attestation (an image index), which Lambda refuses.
         local plain=()
