@@ -92,7 +92,7 @@ cmd_debian_base() {
         say "$LOCAL_BASE exists (delete it to make a new one: $engine rmi $LOCAL_BASE)"
         return 0
     fi
-    [ "$engine" = docker ] || cmd_tools
+    cmd_tools  # mmdebstrap, and podman for the import
     mkdir -p "$(dirname "$ROOTFS")"
     say "making $LOCAL_BASE from Debian's packages (mmdebstrap --variant=minbase bookworm)"
     mmdebstrap --quiet --variant=minbase "${SLIM[@]}" bookworm "${ROOTFS%.tar}.partial.tar" "${SUITES[@]}"

@@ -95,9 +95,10 @@ def test_the_stack_runs_the_image_only_when_asked(tmp_path: Path) -> None:
     config = StackConfig(state_dir=tmp_path, rie=rie)
     with_image = StackConfig(state_dir=tmp_path, rie=rie, image="localhost/wap-lambda:dev")
 
-    assert trigger.lambda_command(config, 21004, 21005)[0] == str(rie)
-    launcher = trigger.lambda_command(with_image, 21004, 21005)
+    assert trigger.lambda_command(config, 21004, 21005)[0] == str(rie)  # the emulator on this machine
+    launcher = image.launcher_command(with_image, 21004, 21005)  # what trigger.lambda_command runs with an image
     assert launcher[1:3] == ["-m", "wap_ingest.local.image"]
+    assert launcher[3:7] == ["--image", "localhost/wap-lambda:dev", "--rie", str(rie)]
     assert "--runtime-interface-emulator-address" in launcher  # what marks the environment's process as `lambda`
     assert "--image" not in trigger.worker_command(config, "q", 21004, 21005, "lambda")
     worker = trigger.worker_command(with_image, "q", 21004, 21005, "lambda")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -85,7 +86,8 @@ def forwarded(env: Mapping[str, str]) -> list[str]:
 
 
 def lambda_command(config: StackConfig, invoke_port: int, runtime_port: int) -> list[str]:
-    """The execution environment's command (local/trigger.py runs it in place of the host's emulator)."""
+    """The execution environment's command (local/trigger.py runs it in place of the host's emulator), once what it
+    needs is there: the emulator to mount, podman, the image."""
     if not config.rie.is_file():
         raise StackError(
             f"{LABELS[LAMBDA]}: the Runtime Interface Emulator {config.rie} is missing (the image's container mounts "
@@ -94,6 +96,15 @@ def lambda_command(config: StackConfig, invoke_port: int, runtime_port: int) -> 
     if shutil.which(PODMAN[0]) is None:
         raise StackError(f"{LABELS[LAMBDA]}: --image needs podman. Fix: make container-tools (as root), or run the "
                          "stack without --image")
+    if subprocess.run([PODMAN[0], "image", "exists", str(config.image)], check=False, timeout=120).returncode != 0:
+        raise StackError(f"{LABELS[LAMBDA]}: podman has no image {config.image}. Fix: make image (IMAGE={config.image} "
+                         "make image for another name)")
+    return launcher_command(config, invoke_port, runtime_port)
+
+
+def launcher_command(config: StackConfig, invoke_port: int, runtime_port: int) -> list[str]:
+    """`python -m wap_ingest.local.image ...`: it carries the emulator's address options, which mark the process as
+    the environment's emulator (local/processes.py), and becomes `podman run` (main)."""
     return [sys.executable, "-m", "wap_ingest.local.image", "--image", str(config.image), "--rie", str(config.rie),
             "--runtime-interface-emulator-address", f"{HOST}:{invoke_port}",
             "--runtime-api-address", f"{HOST}:{runtime_port}"]
