@@ -25,6 +25,7 @@ from tests.conftest import AUDITS
 from wap_ingest.adapters.oauth2 import BearerAuth
 from wap_ingest.bootstrap import Service, catalog_for, nessie_tokens_for
 from wap_ingest.config import Settings
+from wap_ingest.core import lineage
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.models import Branch
 from wap_ingest.entrypoints import stack_cli
@@ -194,7 +195,8 @@ def ops(*argv: str) -> tuple[int, str, str]:
 
 
 def rejected_branch(state: StackState, env: dict[str, str], table: str) -> str:
-    """Drop a file with nulls (the defaults suite refuses them) and wait for the function to leave its branch."""
+    """Drop a file with nulls (the defaults suite refuses them) and wait for the function to leave its branch: kept
+    for review (its head commit carries the merge it would be), not merely created by a run still going."""
     import time
 
     import boto3
@@ -206,9 +208,10 @@ def rejected_branch(state: StackState, env: dict[str, str], table: str) -> str:
     catalog = catalog_for(Settings.from_env(env))
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        names = [b.name for b in catalog.list_branches(f"wap-wap-{table}-")]
-        if names:
-            return names[0]
+        for branch in catalog.list_branches(f"wap-wap-{table}-"):
+            head = catalog.head_commit(branch.name)
+            if head is not None and lineage.PENDING_MESSAGE in head.properties:
+                return branch.name
         time.sleep(2)
     raise AssertionError(f"no WAP branch for {table} within 240 s; logs: {state.state_dir / 'logs'}")
 

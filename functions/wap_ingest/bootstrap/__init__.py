@@ -44,16 +44,17 @@ _cache: dict[str, Service] = {}
 
 
 def operations() -> Service:
-    """The process-wide Service, built on first use from the environment, unchecked: an operator's command builds
-    only the adapters it touches (never the engine unless it re-audits)."""
-    with _lock:
-        if "service" not in _cache:
-            started = time.monotonic()
-            _cache["service"] = Service(Settings.from_env())
-            log.info("service built (once per process; warm invocations reuse it) in %.2fs", time.monotonic() - started)
-        return _cache["service"]
+    """An operator command's Service, from the environment as it is now (a `wap` process runs one command): it
+    builds only the adapters the command touches, each once (never the engine unless it re-audits)."""
+    return Service(Settings.from_env())
 
 
 def service() -> Service:
-    """The process-wide Service for the pipeline's entry points: `operations()`, checked."""
-    return operations().check()
+    """The process-wide Service for the pipeline's entry points (the function, `wap ingest`, the EMR job), built on
+    first use from the environment and checked; warm invocations reuse it."""
+    with _lock:
+        if "service" not in _cache:
+            started = time.monotonic()
+            _cache["service"] = Service(Settings.from_env()).check()
+            log.info("service built (once per process; warm invocations reuse it) in %.2fs", time.monotonic() - started)
+        return _cache["service"]
