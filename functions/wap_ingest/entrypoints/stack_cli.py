@@ -22,6 +22,7 @@ from wap_ingest.local.stack import (
     NESSIE,
     StackConfig,
     StackState,
+    check_leftovers,
     ensure_not_running,
     label,
     load_state,
@@ -30,7 +31,7 @@ from wap_ingest.local.stack import (
     stack_environment,
     stack_status,
     start_stack,
-    stop_stack,
+    take_down,
 )
 
 ENV_HINT = 'eval "$(wap stack env)"'
@@ -45,7 +46,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Ports and folders: WAP_STACK_DIR, WAP_STACK_MOTO_PORT, WAP_STACK_NESSIE_PORT, "
         "WAP_STACK_NESSIE_MGMT_PORT, WAP_STACK_SLACK_PORT, WAP_STACK_LAMBDA_PORT, WAP_STACK_RUNTIME_PORT; "
         "WAP_STACK_WORKERS=N runs N Lambda execution environments (worker + emulator pairs; the n-th listens on "
-        "the LAMBDA and RUNTIME ports + 2(n-1)). WAP_EMR_MODE=local also runs the large files' EMR Serverless "
+        "the LAMBDA and RUNTIME ports + 2(n-1)). WAP_STACK_VISIBILITY_SECONDS (default 1200, above "
+        "WAP_ABANDONED_BRANCH_SECONDS) is how long a crashed batch's messages wait before they come back. "
+        "WAP_EMR_MODE=local also runs the large files' EMR Serverless "
         "job runs with spark-submit (default: recorded by moto only). Nessie needs Java 21+ (WAP_NESSIE_JAVA) and "
         "its jar (WAP_NESSIE_JAR).",
     )
@@ -56,6 +59,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--auth", action="store_true", help="Nessie with authentication and the catalog's roles "
                     "(service, operator, reader), tokens from a local OIDC issuer; the stack's function uses the "
                     "service role (also WAP_STACK_AUTH=1)")
+    up.add_argument("--clean-leftovers", action="store_true",
+                    help="first stop the processes an earlier stack of this WAP_STACK_DIR left running (without it, "
+                    "`up` names them and stops)")
     up.set_defaults(func=cmd_up)
     commands.add_parser("down", help="stop everything and discard the local lake").set_defaults(func=cmd_down)
     status = commands.add_parser("status", help="show pids, URLs, health and logs (exit 1 unless healthy)")
@@ -80,6 +86,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         config = StackConfig.from_env()
         config = dataclasses.replace(config, auth=True) if args.auth else config
         ensure_not_running(config)
+        if args.clean_leftovers:
+            for leftover in check_leftovers(config, clean=True):
+                print(f"Stopped a leftover of an earlier stack: {leftover.describe()}", flush=True)
         print(f"Starting the local stack (logs in {config.logs_dir}) ...", flush=True)
         state = start_stack(config)
     except WapError as exc:
@@ -124,14 +133,22 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     try:
         config = StackConfig.from_env()
-        alive = [f"{label(n)} (pid {p})" for n, p in recorded_processes(config).items() if process_alive(n, p)]
-        stop_stack(config)
+        alive = {n: p for n, p in recorded_processes(config).items() if process_alive(n, p)}
+        report = take_down(config)
     except WapError as exc:
         return _fail(exc)
-    if not alive:
+    stopped = [f"{label(n)} (pid {alive[n]})" for n in report.stopped if n in alive]
+    if stopped:
+        print(f"Stopped {', '.join(stopped[:-1])} and {stopped[-1]}." if len(stopped) > 1 else f"Stopped {stopped[0]}.")
+    for leftover in report.swept:
+        print(f"Stopped a process of the stack that no record named: {leftover.describe()}")
+    if report.taken:
+        print(f"wap: port(s) of the stack still taken after stopping it: {', '.join(report.taken)}. Fix: stop what "
+              "holds them (kill <pid>), then wap stack up", file=sys.stderr)
+        return 1
+    if not report:
         print(f"No local stack process was running (state dir {config.state_dir}); nothing to stop.")
         return 0
-    print(f"Stopped {', '.join(alive[:-1])} and {alive[-1]}." if len(alive) > 1 else f"Stopped {alive[0]}.")
     print(
         "The local lake is discarded: the S3 contents lived in memory, and the catalog's version store "
         f"({config.nessie_store}) is deleted with them. Logs are kept in {config.logs_dir}."
@@ -155,6 +172,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  url     {component.url}")
         print(f"  health  {health}  [{component.health_url}]")
         print(f"  log     {component.log}")
+    if status.messages is not None:
+        print("messages (SQS events queue)")
+        for line in status.messages.lines():
+            print(f"  {line}")
     print(status.summary)
     return 0 if status.healthy else 1
 

@@ -17,8 +17,11 @@ free ports), `java` (a Java 21+ for Nessie), `nessie` (its command, its store, r
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from wap_ingest.lake_lifecycle import apply_lake_lifecycle
 from wap_ingest.local import auth, nessie, trigger
 from wap_ingest.local.components import (
     ACCESS_KEY,
+    EMR,
     HOST,
     LABELS,
     MOTO,
@@ -35,11 +39,14 @@ from wap_ingest.local.components import (
     NESSIE_VERSION,
     SECRET_KEY,
     WAREHOUSE,
+    WORKER,
     StackError,
+    component_of,
     label,
 )
-from wap_ingest.local.config import StackConfig, default_nessie_jar, default_state_dir, repo_root
+from wap_ingest.local.config import StackConfig, check_visibility, default_nessie_jar, default_state_dir, repo_root
 from wap_ingest.local.java import MIN_JAVA, find_java, java_major
+from wap_ingest.local.leftovers import Leftover, describe_holders, owned_processes, stop_leftovers
 from wap_ingest.local.nessie import nessie_command, restart_nessie, start_nessie, stop_nessie
 from wap_ingest.local.processes import (
     free_port,
@@ -86,10 +93,13 @@ __all__ = [
     "StackError",
     "StackState",
     "StackStatus",
+    "StopReport",
+    "check_leftovers",
     "default_nessie_jar",
     "default_state_dir",
     "ensure_not_running",
     "find_java",
+    "find_leftovers",
     "free_port",
     "free_port_block",
     "free_ports",
@@ -111,6 +121,7 @@ __all__ = [
     "start_stack",
     "stop_nessie",
     "stop_stack",
+    "take_down",
 ]
 
 # (setting, variable, use) of each fixed port; the execution environments' ports follow from the last two.
@@ -203,9 +214,11 @@ def _preflight(config: StackConfig) -> Path:
     for port, variable, use in ports:
         if not port_is_free(port):
             raise ConfigError(
-                f"Port {port} ({use}) is already in use on {HOST}. Fix: stop whatever listens on it "
-                f"(another stack: wap stack down), or pick another port: export {variable}=<free port>"
+                f"Port {port} ({use}) is already in use on {HOST}{describe_holders(port)}. Fix: stop whatever "
+                f"listens on it (another stack: wap stack down, with its WAP_STACK_DIR), or pick another port: "
+                f"export {variable}=<free port>"
             )
+    check_visibility(config.visibility_seconds, os.environ)
     if not config.nessie_jar.is_file():
         raise ConfigError(
             f"The Nessie server jar {config.nessie_jar} does not exist. Fix: download it into "
@@ -218,15 +231,29 @@ def _preflight(config: StackConfig) -> Path:
 # --- API --------------------------------------------------------------------------------------------
 
 
-def start_stack(config: StackConfig) -> StackState:
+def start_stack(config: StackConfig, *, clean_leftovers: bool = False) -> StackState:
     """Start moto (with both buckets), Nessie (on an empty version store), then the event path; on any
-    failure stop what was started, delete the store and raise."""
+    failure stop what was started, delete the store and raise. Processes an earlier stack of this folder left
+    running are named in a ConfigError, or stopped first with `clean_leftovers`."""
     with start_lock(config):
-        return _start(config)
+        return _start(config, clean_leftovers)
 
 
-def _start(config: StackConfig) -> StackState:
+def check_leftovers(config: StackConfig, clean: bool) -> list[Leftover]:
+    """Raise ConfigError naming the leftovers of an earlier stack of this folder, or stop them if `clean`."""
+    leftovers = find_leftovers(config)
+    if leftovers and not clean:
+        listed = "; ".join(left.describe() for left in leftovers)
+        raise ConfigError(
+            f"{len(leftovers)} process(es) of an earlier local stack in {config.state_dir} are still running: "
+            f"{listed}. Fix: wap stack up --clean-leftovers (stops them first), or wap stack down"
+        )
+    return stop_leftovers(leftovers)
+
+
+def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
     ensure_not_running(config)
+    check_leftovers(config, clean_leftovers)
     java = _preflight(config)
     command = nessie_command(config, java)
     record: dict[str, Any] = {
@@ -244,6 +271,7 @@ def _start(config: StackConfig) -> StackState:
         "nessie_log": str(config.nessie_log),
         "nessie_command": command,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "visibility_seconds": config.visibility_seconds,
     }
     try:
         nessie.reset_store(config)  # a new lake: the catalog starts as empty as moto's S3
@@ -275,6 +303,7 @@ def _start(config: StackConfig) -> StackState:
     except BaseException:
         stop_processes(recorded_pids(record))
         auth.stop_issuer(config)
+        stop_leftovers(owned_processes(config.state_dir))
         config.state_file.unlink(missing_ok=True)
         nessie.reset_store(config)
         raise
@@ -282,11 +311,70 @@ def _start(config: StackConfig) -> StackState:
 
 
 def stop_stack(config: StackConfig) -> bool:
-    """Stop the recorded processes (all of them, always), delete Nessie's version store and forget the stack.
-    True if any process was stopped."""
+    """`take_down`; True if any process was stopped."""
+    return bool(take_down(config))
+
+
+def take_down(config: StackConfig) -> StopReport:
+    """Stop everything the stack started, delete Nessie's version store and forget the stack.
+
+    The workers go first (and the EMR runner, which also starts processes), so that no supervisor sees its
+    execution environment die and starts a fresh one; <state dir>/stopping tells any that still looks not to.
+    Then every recorded process (read again: a restart records its new pid), then whatever still carries the stack's
+    WAP_STACK_OWNER tag (local/leftovers.py: a restarted environment not yet recorded, a runtime or JVM that left its
+    group). Last, every port the stack listened on must be free again."""
     record = read_record(config)
-    stopped = stop_processes(recorded_pids(record)) if record is not None else False
-    auth.stop_issuer(config)
-    nessie.reset_store(config)  # the catalog goes with the object store (moto's S3 was in memory)
-    config.state_file.unlink(missing_ok=True)
-    return stopped
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    config.stopping_file.write_text(f"{os.getpid()}\n")
+    try:
+        first = {n: p for n, p in recorded_pids(record or {}).items() if component_of(n) in (WORKER, EMR)}
+        stopped = [n for n, p in first.items() if process_alive(n, p)]
+        stop_processes(first)
+        record = read_record(config) or record or {}
+        rest = {n: p for n, p in recorded_pids(record).items() if n not in first}
+        stopped += [n for n, p in rest.items() if process_alive(n, p)]
+        stop_processes(rest)
+        auth.stop_issuer(config)
+        swept = stop_leftovers(owned_processes(config.state_dir))
+        nessie.reset_store(config)  # the catalog goes with the object store (moto's S3 was in memory)
+        shutil.rmtree(config.state_dir / "in-flight", ignore_errors=True)
+        taken = _ports_still_taken(record)
+        config.state_file.unlink(missing_ok=True)
+    finally:
+        config.stopping_file.unlink(missing_ok=True)
+    return StopReport(tuple(stopped), tuple(swept), tuple(taken))
+
+
+@dataclass(frozen=True)
+class StopReport:
+    stopped: tuple[str, ...]  # the recorded processes that were running, by name
+    swept: tuple[Leftover, ...]  # processes of the stack that no record named (e.g. a restarted environment)
+    taken: tuple[str, ...]  # ports of the stack still taken afterwards, described with their holder
+
+    def __bool__(self) -> bool:
+        return bool(self.stopped or self.swept)
+
+
+def _recorded_ports(record: Mapping[str, Any]) -> list[int]:
+    ports = [record.get(key) for key in ("moto_port", "nessie_port", "nessie_management_port", "slack_port")]
+    for env in record.get("environments") or ():
+        ports += [env.get("invoke_port"), env.get("runtime_port")]
+    return [int(port) for port in ports if isinstance(port, int)]
+
+
+def _ports_still_taken(record: Mapping[str, Any], wait: float = 5.0) -> list[str]:
+    """The stack's ports that something still listens on (after up to `wait` s), each with its holder."""
+    deadline = time.monotonic() + wait
+    while True:
+        taken = [port for port in _recorded_ports(record) if not port_is_free(port)]
+        if not taken or time.monotonic() >= deadline:
+            return [f"{port}{describe_holders(port)}" for port in taken]
+        time.sleep(0.2)
+
+
+def find_leftovers(config: StackConfig) -> list[Leftover]:
+    """Processes an earlier stack of this folder started that still run although no live stack is recorded."""
+    record = read_record(config)
+    if record is not None and any(process_alive(n, p) for n, p in recorded_pids(record).items()):
+        return []  # a recorded stack runs: ensure_not_running says so
+    return owned_processes(config.state_dir)
