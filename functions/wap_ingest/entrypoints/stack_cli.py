@@ -15,6 +15,8 @@ from wap_ingest.catalog_authz import OPERATOR, ROLES
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_ingest.local.auth import auth_enabled, role_environment
+from wap_ingest.local.iam import OPERATOR as IAM_OPERATOR
+from wap_ingest.local.iam import iam_enabled, principal_environment
 from wap_ingest.local.slack_sink import read_messages
 from wap_ingest.local.stack import (
     LABELS,
@@ -59,6 +61,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--auth", action="store_true", help="Nessie with authentication and the catalog's roles "
                     "(service, operator, reader), tokens from a local OIDC issuer; the stack's function uses the "
                     "service role (also WAP_STACK_AUTH=1)")
+    up.add_argument("--iam", action="store_true", help="IAM enforced by moto: the function and its worker use "
+                    "infra/iam/lambda-policy.json, `wap stack env --role operator` infra/iam/operator-policy.json, "
+                    "`wap stack env` an admin (also WAP_STACK_IAM=1; decisions in <WAP_STACK_DIR>/iam-decisions.jsonl)")
     up.add_argument("--clean-leftovers", action="store_true",
                     help="first stop the processes an earlier stack of this WAP_STACK_DIR left running (without it, "
                     "`up` names them and stops)")
@@ -85,6 +90,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         config = StackConfig.from_env()
         config = dataclasses.replace(config, auth=True) if args.auth else config
+        config = dataclasses.replace(config, iam=True) if args.iam else config
         ensure_not_running(config)
         if args.clean_leftovers:
             for leftover in check_leftovers(config, clean=True):
@@ -123,6 +129,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         issuer = role_environment(config.state_dir)["WAP_NESSIE_TOKEN_ENDPOINT"].removesuffix("/token")
         print(f"  {'auth':<10} Nessie requires tokens of the local OIDC issuer {issuer} and applies the catalog's "
               f"roles ({', '.join(ROLES)}); the function uses service. Another role: wap stack env --role operator")
+    if config.iam:
+        print(f"  {'iam':<10} moto enforces IAM: the function and its worker use infra/iam/lambda-policy.json, "
+              "`wap stack env --role operator` operator-policy.json, `wap stack env` an admin; decisions in "
+              f"{config.state_dir / 'iam-decisions.jsonl'}")
     total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
     print(f"Local stack up in {total:.1f} s. Logs (one per component): {config.logs_dir}")
     print("Drop a file to ingest it:  .venv/bin/python data_loader.py --no-null  (then: wap stack alerts)")
@@ -202,11 +212,13 @@ def cmd_env(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    if args.role is not None and not auth_enabled(config.state_dir):
+    if args.role is not None and not auth_enabled(config.state_dir) and not iam_enabled(config.state_dir):
         print(f"wap: --role {args.role}: the local stack runs without authentication. Fix: wap stack down, then "
               "wap stack up --auth", file=sys.stderr)
         return 2
     environment = stack_environment(state) | role_environment(config.state_dir, args.role or "service")
+    if args.role == OPERATOR:  # with --iam: the operator's keys (infra/iam/operator-policy.json)
+        environment |= principal_environment(config.state_dir, IAM_OPERATOR)
     if args.role == OPERATOR and state.queue_url:  # the operator publishes by asking the service (catalog_authz)
         environment[QUEUE_VARIABLE] = state.queue_url
     for name, value in environment.items():

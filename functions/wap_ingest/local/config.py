@@ -68,6 +68,9 @@ class StackConfig:
     # Nessie with authentication and the catalog's authorization rules, tokens from a local OIDC issuer
     # (`wap stack up --auth`, or WAP_STACK_AUTH=1; see local/auth.py).
     auth: bool = False
+    # IAM enforced by moto, each process with its principal's policy (`wap stack up --iam`, or WAP_STACK_IAM=1;
+    # see local/iam.py).
+    iam: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
@@ -90,6 +93,7 @@ class StackConfig:
             visibility_seconds=_visibility(env, defaults.visibility_seconds),
             emr_mode=_emr_mode(env),
             auth=env.get("WAP_STACK_AUTH", "").strip().lower() in ("1", "true", "yes"),
+            iam=env.get("WAP_STACK_IAM", "").strip().lower() in ("1", "true", "yes"),
         )
 
     def environment_ports(self) -> list[tuple[int, int]]:

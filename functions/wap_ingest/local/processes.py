@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from wap_ingest.local.components import (
+    EMR,
     HOST,
     LAMBDA,
     MOTO,
@@ -38,13 +39,14 @@ from wap_ingest.local.components import (
 from wap_ingest.local.leftovers import OWNER_VARIABLE, owner_tag
 
 # A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
-_MARKERS = {
-    MOTO: "moto.server",
-    NESSIE: "nessie.version.store.type",
-    SLACK: "wap_ingest.local.slack_sink",
-    LAMBDA: "--runtime-interface-emulator-address",
-    WORKER: "wap_ingest.local.worker",
-    OIDC: "wap_ingest.local.oidc",
+_MARKERS: dict[str, tuple[str, ...]] = {
+    MOTO: ("moto.server", "wap_ingest.local.moto_iam"),
+    NESSIE: ("nessie.version.store.type",),
+    SLACK: ("wap_ingest.local.slack_sink",),
+    LAMBDA: ("--runtime-interface-emulator-address",),
+    WORKER: ("wap_ingest.local.worker",),
+    OIDC: ("wap_ingest.local.oidc",),
+    EMR: ("wap_ingest.local.emr",),
 }
 _STOP_GRACE = 10.0
 _POLL = 0.2
@@ -237,7 +239,7 @@ def process_alive(name: str, pid: int) -> bool:
         command_line = (proc / "cmdline").read_bytes()
     except (OSError, IndexError):
         return False
-    return status not in ("Z", "X") and _MARKERS[component_of(name)].encode() in command_line
+    return status not in ("Z", "X") and any(m.encode() in command_line for m in _MARKERS[component_of(name)])
 
 
 def _signal(pid: int, signum: int) -> None:

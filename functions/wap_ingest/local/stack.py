@@ -17,21 +17,17 @@ free ports), `java` (a Java 21+ for Nessie), `nessie` (its command, its store, r
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.lake_lifecycle import apply_lake_lifecycle
-from wap_ingest.local import auth, nessie, trigger
+from wap_ingest.local import auth, iam, nessie, trigger
 from wap_ingest.local.components import (
     ACCESS_KEY,
-    EMR,
     HOST,
     LABELS,
     MOTO,
@@ -39,14 +35,12 @@ from wap_ingest.local.components import (
     NESSIE_VERSION,
     SECRET_KEY,
     WAREHOUSE,
-    WORKER,
     StackError,
-    component_of,
     label,
 )
 from wap_ingest.local.config import StackConfig, check_visibility, default_nessie_jar, default_state_dir, repo_root
 from wap_ingest.local.java import MIN_JAVA, find_java, java_major
-from wap_ingest.local.leftovers import Leftover, describe_holders, owned_processes, stop_leftovers
+from wap_ingest.local.leftovers import describe_holders, owned_processes, stop_leftovers
 from wap_ingest.local.nessie import nessie_command, restart_nessie, start_nessie, stop_nessie
 from wap_ingest.local.processes import (
     free_port,
@@ -76,6 +70,7 @@ from wap_ingest.local.status import (
     nessie_health,
     stack_status,
 )
+from wap_ingest.local.teardown import StopReport, check_leftovers, find_leftovers, stop_stack, take_down
 
 __all__ = [
     "ACCESS_KEY",
@@ -219,6 +214,10 @@ def _preflight(config: StackConfig) -> Path:
                 f"export {variable}=<free port>"
             )
     check_visibility(config.visibility_seconds, os.environ)
+    if config.iam and config.emr_mode == "local":
+        raise ConfigError("WAP_EMR_MODE=local and --iam together are not supported: the local EMR runner plays "
+                          "the EMR service, which no policy of infra/iam/ describes. Fix: unset WAP_EMR_MODE, or "
+                          "drop --iam")
     if not config.nessie_jar.is_file():
         raise ConfigError(
             f"The Nessie server jar {config.nessie_jar} does not exist. Fix: download it into "
@@ -237,18 +236,6 @@ def start_stack(config: StackConfig, *, clean_leftovers: bool = False) -> StackS
     running are named in a ConfigError, or stopped first with `clean_leftovers`."""
     with start_lock(config):
         return _start(config, clean_leftovers)
-
-
-def check_leftovers(config: StackConfig, clean: bool) -> list[Leftover]:
-    """Raise ConfigError naming the leftovers of an earlier stack of this folder, or stop them if `clean`."""
-    leftovers = find_leftovers(config)
-    if leftovers and not clean:
-        listed = "; ".join(left.describe() for left in leftovers)
-        raise ConfigError(
-            f"{len(leftovers)} process(es) of an earlier local stack in {config.state_dir} are still running: "
-            f"{listed}. Fix: wap stack up --clean-leftovers (stops them first), or wap stack down"
-        )
-    return stop_leftovers(leftovers)
 
 
 def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
@@ -272,12 +259,15 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
         "nessie_command": command,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "visibility_seconds": config.visibility_seconds,
+        "iam": config.iam,
     }
     try:
         nessie.reset_store(config)  # a new lake: the catalog starts as empty as moto's S3
+        iam.forget(config.state_dir)
         began = time.monotonic()
         env = {**os.environ, "MOTO_PORT": str(config.moto_port)}
-        record["moto_pid"] = spawn(MOTO, moto_command(config), config.moto_log, env)
+        record["moto_pid"] = spawn(MOTO, iam.moto_command(config, sys.executable) if config.iam
+                                   else moto_command(config), config.moto_log, env)
         write_record(config, record)
         wait_ready(
             MOTO,
@@ -287,6 +277,13 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
             config.startup_timeout,
         )
         _create_buckets(config)  # before Nessie: its readiness includes the object store
+        if config.iam:  # a user per principal now (processes get their keys), policies and enforcement at the end
+            iam.create_users(config)
+            settings = iam.nessie_secret_settings(config)
+            command = [arg for arg in command if not arg.startswith("-Dwap-secrets.s3.")]
+            at = command.index("-jar")
+            command[at:at] = settings
+            record["nessie_command"] = command
         if config.auth:  # Nessie checks tokens of a local issuer and applies the catalog's rules
             record["nessie_command"] = command = auth.with_auth(command, auth.start_issuer(config))
         record["moto_seconds"] = round(time.monotonic() - began, 2)
@@ -297,6 +294,9 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
         record["nessie_seconds"] = round(time.monotonic() - began, 2)
         began = time.monotonic()
         trigger.start_event_path(config, record)
+        if config.iam:
+            iam.attach_policies(config, record)
+            iam.enforce(config)
         record["trigger_seconds"] = round(time.monotonic() - began, 2)
         state = StackState.from_json(record)
         write_record(config, {"complete": True, **state.to_json()})
@@ -304,77 +304,8 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
         stop_processes(recorded_pids(record))
         auth.stop_issuer(config)
         stop_leftovers(owned_processes(config.state_dir))
+        iam.forget(config.state_dir)
         config.state_file.unlink(missing_ok=True)
         nessie.reset_store(config)
         raise
     return state
-
-
-def stop_stack(config: StackConfig) -> bool:
-    """`take_down`; True if any process was stopped."""
-    return bool(take_down(config))
-
-
-def take_down(config: StackConfig) -> StopReport:
-    """Stop everything the stack started, delete Nessie's version store and forget the stack.
-
-    The workers go first (and the EMR runner, which also starts processes), so that no supervisor sees its
-    execution environment die and starts a fresh one; <state dir>/stopping tells any that still looks not to.
-    Then every recorded process (read again: a restart records its new pid), then whatever still carries the stack's
-    WAP_STACK_OWNER tag (local/leftovers.py: a restarted environment not yet recorded, a runtime or JVM that left its
-    group). Last, every port the stack listened on must be free again."""
-    record = read_record(config)
-    config.state_dir.mkdir(parents=True, exist_ok=True)
-    config.stopping_file.write_text(f"{os.getpid()}\n")
-    try:
-        first = {n: p for n, p in recorded_pids(record or {}).items() if component_of(n) in (WORKER, EMR)}
-        stopped = [n for n, p in first.items() if process_alive(n, p)]
-        stop_processes(first)
-        record = read_record(config) or record or {}
-        rest = {n: p for n, p in recorded_pids(record).items() if n not in first}
-        stopped += [n for n, p in rest.items() if process_alive(n, p)]
-        stop_processes(rest)
-        auth.stop_issuer(config)
-        swept = stop_leftovers(owned_processes(config.state_dir))
-        nessie.reset_store(config)  # the catalog goes with the object store (moto's S3 was in memory)
-        shutil.rmtree(config.state_dir / "in-flight", ignore_errors=True)
-        taken = _ports_still_taken(record)
-        config.state_file.unlink(missing_ok=True)
-    finally:
-        config.stopping_file.unlink(missing_ok=True)
-    return StopReport(tuple(stopped), tuple(swept), tuple(taken))
-
-
-@dataclass(frozen=True)
-class StopReport:
-    stopped: tuple[str, ...]  # the recorded processes that were running, by name
-    swept: tuple[Leftover, ...]  # processes of the stack that no record named (e.g. a restarted environment)
-    taken: tuple[str, ...]  # ports of the stack still taken afterwards, described with their holder
-
-    def __bool__(self) -> bool:
-        return bool(self.stopped or self.swept)
-
-
-def _recorded_ports(record: Mapping[str, Any]) -> list[int]:
-    ports = [record.get(key) for key in ("moto_port", "nessie_port", "nessie_management_port", "slack_port")]
-    for env in record.get("environments") or ():
-        ports += [env.get("invoke_port"), env.get("runtime_port")]
-    return [int(port) for port in ports if isinstance(port, int)]
-
-
-def _ports_still_taken(record: Mapping[str, Any], wait: float = 5.0) -> list[str]:
-    """The stack's ports that something still listens on (after up to `wait` s), each with its holder."""
-    deadline = time.monotonic() + wait
-    while True:
-        taken = [port for port in _recorded_ports(record) if not port_is_free(port)]
-        if not taken or time.monotonic() >= deadline:
-            return [f"{port}{describe_holders(port)}" for port in taken]
-        time.sleep(0.2)
-
-
-def find_leftovers(config: StackConfig) -> list[Leftover]:
-    """Processes an earlier stack of this folder started that still run although no live stack is recorded."""
-    record = read_record(config)
-    if record is not None and any(process_alive(n, p) for n, p in recorded_pids(record).items()):
-        return []  # a recorded stack runs: ensure_not_running says so
-    return owned_processes(config.state_dir)

@@ -36,6 +36,7 @@ from wap_ingest.local.components import (
     process_name,
 )
 from wap_ingest.local.config import StackConfig
+from wap_ingest.local.iam import ADMIN, principal_environment
 
 
 def invoke_url(port: int) -> str:
@@ -256,7 +257,8 @@ def stack_environment(state: StackState) -> dict[str, str]:
         env |= {"WAP_EVENT_BUS": state.event_bus, "WAP_STACK_DOWNSTREAM_QUEUE_URL": state.downstream_queue_url}
     if state.emr_application_id and state.emr_role_arn:
         env |= {"WAP_EMR_APPLICATION_ID": state.emr_application_id, "WAP_EMR_EXECUTION_ROLE_ARN": state.emr_role_arn}
-    return env | role_environment(state.state_dir)  # with --auth: the service role's client
+    # with --auth: the service role's client; with --iam: the admin user's keys (the function gets its own)
+    return env | role_environment(state.state_dir) | principal_environment(state.state_dir, ADMIN)
 
 
 # --- state file -------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import requests
 
 from wap_ingest.local.components import ACCESS_KEY, HOST, MOTO, NESSIE, SECRET_KEY, SLACK, label
 from wap_ingest.local.config import StackConfig
+from wap_ingest.local.iam import ADMIN, principal_environment
 from wap_ingest.local.processes import port_open, process_alive
 from wap_ingest.local.runtime import RESTARTS, restart_summary
 from wap_ingest.local.state import invoke_url, read_in_flight, read_record, recorded_pids
@@ -113,8 +114,10 @@ def in_flight(record: Mapping[str, Any], state_dir: Path) -> InFlight | None:
     try:
         import boto3  # imported here: slow to import, and only needed for a stack with an event path
 
+        keys = principal_environment(state_dir, ADMIN)  # with --iam; else moto's open door
         sqs = boto3.client("sqs", endpoint_url=f"http://{HOST}:{record['moto_port']}", region_name=record["region"],
-                           aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+                           aws_access_key_id=keys.get("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+                           aws_secret_access_key=keys.get("AWS_SECRET_ACCESS_KEY", SECRET_KEY))
         attributes = sqs.get_queue_attributes(
             QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
         )["Attributes"]
