@@ -89,13 +89,24 @@ def _deleted_keys(body: bytes | str) -> list[str]:
     return [str(o["Key"]) for o in (objects if isinstance(objects, list) else [objects])]
 
 
+def _condition_context(action: str, path: str) -> dict[str, str]:
+    """The condition keys of a request that the tests evaluate themselves (moto does not): `s3:prefix` of a list."""
+    from urllib.parse import parse_qs, urlparse
+
+    if action != "s3:ListBucket":
+        return {}
+    prefix = parse_qs(urlparse(path).query).get("prefix")
+    return {"s3:prefix": prefix[0] if prefix else ""}
+
+
 class DecisionLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.Lock()
 
-    def write(self, principal: str, action: str, resource: str, allowed: bool) -> None:
-        line = json.dumps({"principal": principal, "action": action, "resource": resource, "allowed": allowed})
+    def write(self, principal: str, action: str, resource: str, allowed: bool, context: dict[str, str]) -> None:
+        line = json.dumps({"principal": principal, "action": action, "resource": resource, "allowed": allowed,
+                           "context": context})
         with self.lock, self.path.open("a") as out:
             out.write(line + "\n")
 
@@ -129,12 +140,13 @@ def install(decisions: Path) -> None:
 
     def check(self: Any, resource: str) -> None:
         principal = str(getattr(self._access_key, "arn", "?"))
+        context = _condition_context(self._action, self._path)
         try:
             original_check(self, resource)
         except Exception:
-            log.write(principal, self._action, resource, False)
+            log.write(principal, self._action, resource, False, context)
             raise
-        log.write(principal, self._action, resource, True)
+        log.write(principal, self._action, resource, True, context)
 
     original_s3 = S3Response._authenticate_and_authorize_s3_action
 

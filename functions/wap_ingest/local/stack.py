@@ -11,7 +11,8 @@ This module starts and stops the stack, and is the one to import from: it re-exp
 package's API. The parts live in `components` (names, host, credentials, `StackError`), `config`
 (`StackConfig`), `state` (the state file, `stack_environment`), `processes` (spawning, liveness, stopping,
 free ports), `java` (a Java 21+ for Nessie), `nessie` (its command, its store, restarting it), `trigger`
-(the event path) and `status` (health checks, `stack_status`).
+(the event path), `status` (health checks, `stack_status`), `teardown` (`take_down`, leftovers of an earlier stack),
+`leftovers` (processes found by the stack's WAP_STACK_OWNER tag) and `iam` with `moto_iam` (`up --iam`).
 """
 
 from __future__ import annotations
