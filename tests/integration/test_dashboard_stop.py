@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from wap_ingest.local.leftovers import port_holders
-from wap_ingest.local.processes import free_ports, release
+from wap_ingest.local.processes import free_ports
 
 
 def children(pid: int) -> list[int]:
@@ -67,7 +67,6 @@ def gone(pid: int, timeout: float = 30.0) -> bool:
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
 def test_stopping_wap_dashboard_stops_its_streamlit_server(stop: signal.Signals) -> None:
     [port] = free_ports(1)
-    release([port])
     command, server = start_dashboard(port)
     try:
         command.send_signal(stop)

@@ -24,7 +24,7 @@ import pytest
 from wap_ingest.local.components import ACCESS_KEY, SECRET_KEY
 from wap_ingest.local.config import StackConfig
 from wap_ingest.local.leftovers import owned_processes, port_holders
-from wap_ingest.local.processes import free_port_block, free_ports, release
+from wap_ingest.local.processes import free_port_block, free_ports
 from wap_ingest.local.runtime import Supervisor
 from wap_ingest.local.state import read_in_flight
 
@@ -94,7 +94,6 @@ def checkout(tmp_path: Path) -> Iterator[Checkout]:
         yield shell
     finally:
         shell.wap("down")
-        release(shell.ports)
 
 
 def parquet(rows: int) -> bytes:
@@ -187,7 +186,6 @@ def _environment_stand_in(port: int) -> list[str]:
 
 def test_a_supervisor_restarts_nothing_while_the_stack_is_stopping(tmp_path: Path) -> None:
     invoke, runtime = free_ports(2)
-    release([invoke, runtime])
     config = StackConfig(state_dir=tmp_path, lambda_port=invoke, runtime_port=runtime)
     config.state_file.write_text(json.dumps({"complete": True, "environments": []}))
     config.stopping_file.write_text("1\n")

@@ -10,7 +10,7 @@ import pytest
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.local.config import DEFAULT_VISIBILITY_SECONDS, StackConfig, check_visibility
 from wap_ingest.local.leftovers import owned_processes
-from wap_ingest.local.processes import free_ports, release
+from wap_ingest.local.processes import free_ports
 from wap_ingest.local.stack import start_stack
 
 
@@ -47,7 +47,6 @@ def test_a_timeout_at_or_below_the_abandoned_branch_age_is_refused() -> None:
 def test_up_refuses_it_before_starting_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WAP_ABANDONED_BRANCH_SECONDS", raising=False)
     ports = free_ports(6)
-    release(ports)
     moto, nessie, management, slack, function, runtime = ports
     config = StackConfig(state_dir=tmp_path, moto_port=moto, nessie_port=nessie, nessie_management_port=management,
                          slack_port=slack, lambda_port=function, runtime_port=runtime, visibility_seconds=900)

@@ -4,17 +4,17 @@ Each component runs in its own process group (so stopping it also stops anything
 its output to its log. A recorded pid counts as the component only while its command line still names it.
 Every spawned process carries its stack's folder in WAP_STACK_OWNER (local/leftovers.py), and so do its children.
 
-Free ports are reserved: the sockets that found them stay bound until a process whose command line names the port is
-spawned. Ports picked by binding to port 0 come from the ephemeral range, from which the kernel also gives every
-outgoing connection its local port: released at once, a port could be taken by a connection (or another stack)
-in the tens of seconds before the component that needs it starts (seen as the emulator's "address already in use").
+Free ports are picked outside the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range). A port found by
+binding to port 0 comes from that range, from which the kernel also gives every outgoing connection its local port:
+in the tens of seconds before the component that needs it starts (moto and Nessie start first), a connection could
+take it (a seen failure: the second emulator's "address already in use" in rapid.startRuntimeAPI).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
+import random
 import shlex
 import signal
 import socket
@@ -54,84 +54,55 @@ _POLL = 0.2
 # Processes started by this interpreter. A child that exits stays a zombie (and looks alive to kill(pid, 0))
 # until its parent waits for it, so children are polled and reaped through their Popen objects.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-# Ports handed out by free_port(s)/free_port_block, still bound (not listening) until a process that uses them starts.
-_RESERVED: dict[int, socket.socket] = {}
+_OUTSIDE_EPHEMERAL_FROM = 30000  # ports below the kernel's ephemeral range are picked from here up
+_HANDED: set[int] = set()  # ports this process handed out already (a picked port is not picked twice)
 
 
 # --- ports ------------------------------------------------------------------------------------------
 
 
-def _socket() -> socket.socket:
-    """A reservation: bound, never listening, SO_REUSEADDR so that the server that gets the port (they all set it)
-    can bind even while it is held, and the kernel never gives it to an outgoing connection meanwhile."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    return sock
+def _candidates() -> list[range]:
+    """The ports no outgoing connection is given: outside the kernel's ephemeral range."""
+    try:
+        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default; elsewhere (macOS: 49152-65535) the picks stay below it anyway
+    ranges = [range(_OUTSIDE_EPHEMERAL_FROM, low), range(high + 1, 65536)]
+    return [r for r in ranges if len(r) > 0] or [range(20000, 30000)]
 
 
-def _reserve(sock: socket.socket) -> int:
-    port = int(sock.getsockname()[1])
-    _RESERVED[port] = sock
-    return port
+def _pick(count: int, avoid: Collection[int]) -> int | None:
+    """A base p with p..p+count-1 free, outside the ephemeral range, not handed out before and not in `avoid`."""
+    ranges = _candidates()
+    weights = [len(r) for r in ranges]
+    for _ in range(500):
+        span = random.choices(ranges, weights)[0]
+        if len(span) < count:
+            continue
+        base = random.randrange(span.start, span.stop - count + 1)
+        block = set(range(base, base + count))
+        if not block & (_HANDED | set(avoid)) and all(port_is_free(port) for port in block):
+            _HANDED.update(block)
+            return base
+    return None
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on, reserved until a process naming it is spawned."""
-    sock = _socket()
-    sock.bind((HOST, 0))
-    return _reserve(sock)
+    """A TCP port on 127.0.0.1 that nothing listens on, outside the ephemeral range (see the module docstring)."""
+    return free_port_block(1)
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct free ports (all held together while choosing, so they cannot repeat), reserved."""
-    socks = [_socket() for _ in range(count)]
-    for sock in socks:
-        sock.bind((HOST, 0))
-    return [_reserve(sock) for sock in socks]
+    """`count` distinct free ports."""
+    return [free_port() for _ in range(count)]
 
 
 def free_port_block(count: int, avoid: Collection[int] = ()) -> int:
-    """A port p such that p, p+1, ..., p+count-1 are all free right now and none is in `avoid`; all reserved."""
-    for _ in range(200):
-        base = free_port()
-        block = range(base, base + count)
-        taken = [base]
-        if block[-1] <= 65535 and not set(block) & set(avoid):
-            for port in block[1:]:
-                if not _take(port):
-                    break
-                taken.append(port)
-        if len(taken) == count:
-            return base
-        release(taken)
-    raise StackError(f"Found no {count} consecutive free ports on {HOST}.")
-
-
-def _take(port: int) -> bool:
-    """Reserve `port` if it is free right now (and not reserved already, for another use)."""
-    if port in _RESERVED:
-        return False
-    sock = _socket()
-    try:
-        sock.bind((HOST, port))
-    except OSError:
-        sock.close()
-        return False
-    _RESERVED[port] = sock
-    return True
-
-
-def release(ports: Collection[int]) -> None:
-    """Give reserved ports back (the process that listens on them is about to start)."""
-    for port in ports:
-        sock = _RESERVED.pop(port, None)
-        if sock is not None:
-            sock.close()
-
-
-def _release_named(command: list[str]) -> None:
-    text = " ".join(command)
-    release([port for port in list(_RESERVED) if re.search(rf"(?<![0-9]){port}(?![0-9])", text)])
+    """A port p such that p, p+1, ..., p+count-1 are all free right now and none is in `avoid`."""
+    base = _pick(count, avoid)
+    if base is None:
+        raise StackError(f"Found no {count} consecutive free ports on {HOST}.")
+    return base
 
 
 def port_open(port: int, timeout: float = 1.0) -> bool:
@@ -144,8 +115,6 @@ def port_open(port: int, timeout: float = 1.0) -> bool:
 
 
 def port_is_free(port: int) -> bool:
-    if port in _RESERVED:
-        return True  # reserved by this process for the component about to use it
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is fine
         try:
@@ -162,11 +131,10 @@ def spawn(name: str, command: list[str], log: Path, env: Mapping[str, str], *, a
           owner: Path | None = None) -> int:
     """Start process `name` in its own process group, its output going to `log` (appended to it if `append`,
     as when a component is restarted); return its pid. It carries WAP_STACK_OWNER=`owner` (default: the stack folder
-    of a log in <state dir>/logs/), and the ports its command names are released from reservation first."""
+    of a log in <state dir>/logs/)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     owner = owner or (log.parent.parent if log.parent.name == "logs" else log.parent)
     env = {**env, OWNER_VARIABLE: owner_tag(owner)}
-    _release_named(command)
     with log.open("ab" if append else "wb") as out:
         out.write(f"$ {shlex.join(command)}\n".encode())
         out.flush()
