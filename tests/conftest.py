@@ -1,10 +1,16 @@
 """Shared fixtures. The folder sets the tier: unit/ needs nothing; integration/ and e2e/ use the real
 local stack (moto server + Nessie server processes, started once per session on free ports, so they
-never collide with a developer's `wap stack up`) and a real SparkSession with the pinned jars."""
+never collide with a developer's `wap stack up`) and a real SparkSession with the pinned jars.
+
+The session leaves no process of its own behind: every process it starts inherits WAP_TEST_SESSION=<id> (moto,
+Nessie, the emulators, awslambdaric, the Spark JVMs, workers, Streamlit, Chromium...), and once the session's own
+teardown is done (and this process's Spark is stopped) any of them still alive fails the run, named, and is killed."""
 
 from __future__ import annotations
 
 import io
+import os
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,10 +21,68 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from wap_ingest.local.leftovers import Leftover, stop_leftovers, tagged_processes
 from wap_ingest.local.stack import StackConfig, StackState, free_ports, stack_environment, start_stack, stop_stack
 
 AUDITS = Path(__file__).parent / "data" / "audits.yml"
 LARGE_FILE_BYTES = 2 * 1024 * 1024  # the test stack's threshold: files above it go to (local) EMR
+SESSION_VARIABLE = "WAP_TEST_SESSION"
+LEFTOVER_GRACE = 15.0  # seconds a process of the session may take to exit after the teardown signalled it
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(SESSION_VARIABLE, uuid.uuid4().hex)  # inherited by every process the session starts
+
+
+def _stop_own_spark() -> None:
+    """This process's Spark JVM (a child of pytest until the interpreter exits) is the session's too: stop it."""
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is not None:
+        context.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        process = getattr(gateway, "proc", None)
+        gateway.shutdown()
+        if process is not None:
+            process.stdin.close()  # the JVM exits when its stdin closes (pyspark's launcher)
+            process.wait(timeout=30)
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+def session_leftovers(grace: float = LEFTOVER_GRACE) -> list[Leftover]:
+    """The session's processes still alive once `grace` seconds have passed."""
+    deadline = time.monotonic() + grace
+    while True:
+        alive = tagged_processes(SESSION_VARIABLE, os.environ[SESSION_VARIABLE])
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.5)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _stop_own_spark()
+    leftovers = session_leftovers()
+    if not leftovers:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = [f"{len(leftovers)} process(es) the test session started are still running after its teardown "
+             "(a test or fixture did not stop them; killed now):", *(f"  {left.describe()}" for left in leftovers)]
+    stop_leftovers(leftovers, grace=2.0)
+    if reporter is not None:
+        reporter.write_sep("=", "processes left running", red=True)
+        for line in lines:
+            reporter.write_line(line)
+    else:
+        print("\n".join(lines))
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -150,11 +150,14 @@ class Context:
             "LakeBucketArn": account.bucket_arn(names.lake_bucket),
             "WarehousePrefix": names.warehouse_prefix,
             "QueueArn": account.queue_arn(names.queue),
+            "DeadLetterQueueArn": account.queue_arn(names.dead_letter_queue),
             "EventBusArn": account.arn("events", f"event-bus/{names.event_bus}"),
             "FunctionName": names.function,
             "EmrApplicationName": names.emr_application,
             "EmrJobRoleArn": account.role_arn(names.emr_job_role),
             "SlackTokenParameterArn": account.parameter_arn(names.slack_token_parameter),
             "NessieClientSecretParameterArn": account.parameter_arn(names.nessie_client_secret_parameter),
+            # infra/iam/operator-policy.json: the shared operator client's secret (infra/provision/auth.py stores it)
+            "OperatorClientSecretParameterArn": account.parameter_arn(f"/{names.prefix}/nessie-operator-client-secret"),
             "NessieService": names.nessie_service,
         } | self.state

@@ -23,6 +23,7 @@ from wap_ingest.core.models import OutcomeStatus, TableRef
 from wap_ingest.dashboard import app as app_module
 from wap_ingest.dashboard.data import sources_for, table_list, table_view
 from wap_ingest.entrypoints.cli import main
+from wap_ingest.local.leftovers import port_holders
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 
@@ -122,8 +123,9 @@ def test_wap_dashboard_in_headless_chromium(lake: Lake, scene: Scene, tmp_path: 
             pytest.fail(str(exc))
         print(f"rendered in {page.seconds:.1f}s")
     finally:
-        server.terminate()
+        server.terminate()  # stops its Streamlit server too (tests/integration/test_dashboard_stop.py)
         server.wait(timeout=30)
+    assert not port_holders(port), "the Streamlit server of `wap dashboard` outlived it"
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(shot, ARTIFACTS / "dashboard.png")
     (ARTIFACTS / "dashboard.html").write_text(page.html)

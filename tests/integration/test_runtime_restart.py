@@ -37,6 +37,7 @@ def crash_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stac
                          visibility_seconds=VISIBILITY)
     patch = pytest.MonkeyPatch()
     patch.setenv("WAP_AUDITS_FILE", str(AUDITS))
+    patch.setenv("WAP_ABANDONED_BRANCH_SECONDS", "20")  # below the short visibility timeout, as the stack requires
     for name in ("WAP_SOURCE_BUCKETS", "WAP_LARGE_FILE_BYTES"):
         patch.delenv(name, raising=False)
     try:

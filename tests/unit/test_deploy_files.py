@@ -51,6 +51,12 @@ JUSTIFIED_WILDCARDS = {
     "and the encryption context to our two parameters",
     "DecryptNessieDatabasePasswordViaSsm": "the aws/ssm key's id differs per account; limited by "
     "kms:ViaService=ssm and the encryption context to the Nessie database password's parameter",
+    # infra/iam/operator-policy.json
+    "ReadTablesReportsAndRecords": "objects under the lake bucket's warehouse/, wap-reports/, wap-decisions/, "
+    "wap-emr/ and wap-requests/ prefixes only (read, never written)",
+    "RecordDecisions": "the decision log under the lake bucket's wap-decisions/ prefix only (`wap discard`)",
+    "DecryptOwnCatalogClientSecretViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
+    "and the encryption context to the operator's client secret parameter",
 }
 
 

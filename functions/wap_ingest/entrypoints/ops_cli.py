@@ -20,7 +20,6 @@ import argparse
 import getpass
 import json
 import os
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +36,7 @@ from wap_ingest.core.review import Decision, HistoryEntry, OpenBranch, ReauditFa
 from wap_ingest.entrypoints.audit_cli import audit_report_lines
 from wap_ingest.entrypoints.publish_cli import answer_text, ask_service, publish_queue_url
 
+from .foreground import run_in_foreground
 from .ops_schema import SCHEMA_VERSION, SCHEMAS
 
 
@@ -242,17 +242,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    """Runs until interrupted. Settings are checked first so that a missing variable fails here, clearly."""
+    """Runs until interrupted (Ctrl-C, SIGTERM), which stops the Streamlit server too (entrypoints/foreground.py).
+    Settings are checked first so that a missing variable fails here, clearly."""
     Settings.from_env()
     app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
                "--server.port", str(args.port), "--server.headless", "true",
                "--browser.gatherUsageStats", "false", "--client.toolbarMode", "viewer"]
     print(f"wap dashboard: http://127.0.0.1:{args.port}/  (Ctrl-C stops it)", flush=True)
-    try:
-        return subprocess.run(command, check=False).returncode
-    except KeyboardInterrupt:
-        return 0
+    return run_in_foreground(command)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,6 +15,8 @@ from wap_ingest.catalog_authz import OPERATOR, ROLES
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_ingest.local.auth import auth_enabled, role_environment
+from wap_ingest.local.iam import OPERATOR as IAM_OPERATOR
+from wap_ingest.local.iam import iam_enabled, principal_environment
 from wap_ingest.local.image import DEFAULT_IMAGE
 from wap_ingest.local.slack_sink import read_messages
 from wap_ingest.local.stack import (
@@ -23,6 +25,7 @@ from wap_ingest.local.stack import (
     NESSIE,
     StackConfig,
     StackState,
+    check_leftovers,
     ensure_not_running,
     label,
     load_state,
@@ -31,7 +34,7 @@ from wap_ingest.local.stack import (
     stack_environment,
     stack_status,
     start_stack,
-    stop_stack,
+    take_down,
 )
 
 ENV_HINT = 'eval "$(wap stack env)"'
@@ -46,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Ports and folders: WAP_STACK_DIR, WAP_STACK_MOTO_PORT, WAP_STACK_NESSIE_PORT, "
         "WAP_STACK_NESSIE_MGMT_PORT, WAP_STACK_SLACK_PORT, WAP_STACK_LAMBDA_PORT, WAP_STACK_RUNTIME_PORT; "
         "WAP_STACK_WORKERS=N runs N Lambda execution environments (worker + emulator pairs; the n-th listens on "
-        "the LAMBDA and RUNTIME ports + 2(n-1)). WAP_EMR_MODE=local also runs the large files' EMR Serverless "
+        "the LAMBDA and RUNTIME ports + 2(n-1)). WAP_STACK_VISIBILITY_SECONDS (default 1200, above "
+        "WAP_ABANDONED_BRANCH_SECONDS) is how long a crashed batch's messages wait before they come back. "
+        "WAP_EMR_MODE=local also runs the large files' EMR Serverless "
         "job runs with spark-submit (default: recorded by moto only). Nessie needs Java 21+ (WAP_NESSIE_JAVA) and "
         "its jar (WAP_NESSIE_JAR).",
     )
@@ -60,6 +65,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--image", nargs="?", const=DEFAULT_IMAGE, default=None, metavar="NAME",
                     help="run the function from the Lambda image (default NAME: %(const)s, `make image`) under podman, "
                     "as Lambda runs it, instead of awslambdaric on this machine (also WAP_STACK_IMAGE=NAME)")
+    up.add_argument("--iam", action="store_true", help="IAM enforced by moto: the function and its worker use "
+                    "infra/iam/lambda-policy.json, `wap stack env --role operator` infra/iam/operator-policy.json, "
+                    "`wap stack env` an admin (also WAP_STACK_IAM=1; decisions in <WAP_STACK_DIR>/iam-decisions.jsonl)")
+    up.add_argument("--clean-leftovers", action="store_true",
+                    help="first stop the processes an earlier stack of this WAP_STACK_DIR left running (without it, "
+                    "`up` names them and stops)")
     up.set_defaults(func=cmd_up)
     commands.add_parser("down", help="stop everything and discard the local lake").set_defaults(func=cmd_down)
     status = commands.add_parser("status", help="show pids, URLs, health and logs (exit 1 unless healthy)")
@@ -84,7 +95,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         config = StackConfig.from_env()
         config = dataclasses.replace(config, auth=True) if args.auth else config
         config = dataclasses.replace(config, image=args.image) if args.image else config
+        config = dataclasses.replace(config, iam=True) if args.iam else config
         ensure_not_running(config)
+        if args.clean_leftovers:
+            for leftover in check_leftovers(config, clean=True):
+                print(f"Stopped a leftover of an earlier stack: {leftover.describe()}", flush=True)
         print(f"Starting the local stack (logs in {config.logs_dir}) ...", flush=True)
         state = start_stack(config)
     except WapError as exc:
@@ -122,6 +137,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         issuer = role_environment(config.state_dir)["WAP_NESSIE_TOKEN_ENDPOINT"].removesuffix("/token")
         print(f"  {'auth':<10} Nessie requires tokens of the local OIDC issuer {issuer} and applies the catalog's "
               f"roles ({', '.join(ROLES)}); the function uses service. Another role: wap stack env --role operator")
+    if config.iam:
+        print(f"  {'iam':<10} moto enforces IAM: the function and its worker use infra/iam/lambda-policy.json, "
+              "`wap stack env --role operator` operator-policy.json, `wap stack env` an admin; decisions in "
+              f"{config.state_dir / 'iam-decisions.jsonl'}")
     total = state.moto_seconds + state.nessie_seconds + (state.trigger_seconds or 0)
     print(f"Local stack up in {total:.1f} s. Logs (one per component): {config.logs_dir}")
     print("Drop a file to ingest it:  .venv/bin/python data_loader.py --no-null  (then: wap stack alerts)")
@@ -132,14 +151,22 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     try:
         config = StackConfig.from_env()
-        alive = [f"{label(n)} (pid {p})" for n, p in recorded_processes(config).items() if process_alive(n, p)]
-        stop_stack(config)
+        alive = {n: p for n, p in recorded_processes(config).items() if process_alive(n, p)}
+        report = take_down(config)
     except WapError as exc:
         return _fail(exc)
-    if not alive:
+    stopped = [f"{label(n)} (pid {alive[n]})" for n in report.stopped if n in alive]
+    if stopped:
+        print(f"Stopped {', '.join(stopped[:-1])} and {stopped[-1]}." if len(stopped) > 1 else f"Stopped {stopped[0]}.")
+    for leftover in report.swept:
+        print(f"Stopped a process of the stack that no record named: {leftover.describe()}")
+    if report.taken:
+        print(f"wap: port(s) of the stack still taken after stopping it: {', '.join(report.taken)}. Fix: stop what "
+              "holds them (kill <pid>), then wap stack up", file=sys.stderr)
+        return 1
+    if not report:
         print(f"No local stack process was running (state dir {config.state_dir}); nothing to stop.")
         return 0
-    print(f"Stopped {', '.join(alive[:-1])} and {alive[-1]}." if len(alive) > 1 else f"Stopped {alive[0]}.")
     print(
         "The local lake is discarded: the S3 contents lived in memory, and the catalog's version store "
         f"({config.nessie_store}) is deleted with them. Logs are kept in {config.logs_dir}."
@@ -163,6 +190,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  url     {component.url}")
         print(f"  health  {health}  [{component.health_url}]")
         print(f"  log     {component.log}")
+    if status.messages is not None:
+        print("messages (SQS events queue)")
+        for line in status.messages.lines():
+            print(f"  {line}")
     print(status.summary)
     return 0 if status.healthy else 1
 
@@ -189,11 +220,13 @@ def cmd_env(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    if args.role is not None and not auth_enabled(config.state_dir):
+    if args.role is not None and not auth_enabled(config.state_dir) and not iam_enabled(config.state_dir):
         print(f"wap: --role {args.role}: the local stack runs without authentication. Fix: wap stack down, then "
               "wap stack up --auth", file=sys.stderr)
         return 2
     environment = stack_environment(state) | role_environment(config.state_dir, args.role or "service")
+    if args.role == OPERATOR:  # with --iam: the operator's keys (infra/iam/operator-policy.json)
+        environment |= principal_environment(config.state_dir, IAM_OPERATOR)
     if args.role == OPERATOR and state.queue_url:  # the operator publishes by asking the service (catalog_authz)
         environment[QUEUE_VARIABLE] = state.queue_url
     for name, value in environment.items():

@@ -17,6 +17,11 @@ from wap_ingest.core.errors import ConfigError
 from wap_ingest.local.components import NESSIE_VERSION
 
 MAX_WORKERS = 16
+DEFAULT_VISIBILITY_SECONDS = 1200
+ABANDONED_VARIABLE = "WAP_ABANDONED_BRANCH_SECONDS"
+ABANDONED_DEFAULT = 960.0  # as wap_ingest.config reads it
+VISIBILITY_VARIABLE = "WAP_STACK_VISIBILITY_SECONDS"
+MAX_VISIBILITY_SECONDS = 43_200  # SQS's limit
 
 
 def repo_root() -> Path:
@@ -53,9 +58,10 @@ class StackConfig:
     max_receives: int = 3  # the events queue's maxReceiveCount before the dead-letter queue
     rie: Path = field(default_factory=default_rie)
     workers: int = 1  # Lambda execution environments: pairs of (runtime under the emulator, SQS worker)
-    # How long a received message stays invisible (the worker's receive, like the queue's timeout in AWS): what a
-    # crashed invocation's messages wait before they come back.
-    visibility_seconds: int = 900
+    # How long a received message stays invisible (the worker's receive, like the queue's timeout in AWS, 5,400 s):
+    # what a crashed invocation's messages wait before they come back. Above WAP_ABANDONED_BRANCH_SECONDS (960 s by
+    # default), so that the dead run's batch branch is "abandoned" by then and the redelivered run deletes it.
+    visibility_seconds: int = DEFAULT_VISIBILITY_SECONDS
     # The EMR Serverless application is always registered on moto (submissions are recorded); "local" also runs
     # each submitted job with spark-submit against the stack (WAP_EMR_MODE=local).
     emr_mode: str = "record"
@@ -65,6 +71,9 @@ class StackConfig:
     # The function from this Lambda image (podman, local/image.py) instead of awslambdaric on the host
     # (`wap stack up --image [NAME]`, or WAP_STACK_IMAGE=NAME); None: on the host.
     image: str | None = None
+    # IAM enforced by moto, each process with its principal's policy (`wap stack up --iam`, or WAP_STACK_IAM=1;
+    # see local/iam.py).
+    iam: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
@@ -84,9 +93,11 @@ class StackConfig:
             runtime_port=_port(env, "WAP_STACK_RUNTIME_PORT", defaults.runtime_port),
             rie=_path(env, "WAP_RIE") or defaults.rie,
             workers=_count(env, "WAP_STACK_WORKERS", defaults.workers),
+            visibility_seconds=_visibility(env, defaults.visibility_seconds),
             emr_mode=_emr_mode(env),
             auth=env.get("WAP_STACK_AUTH", "").strip().lower() in ("1", "true", "yes"),
             image=env.get("WAP_STACK_IMAGE", "").strip() or None,
+            iam=env.get("WAP_STACK_IAM", "").strip().lower() in ("1", "true", "yes"),
         )
 
     def environment_ports(self) -> list[tuple[int, int]]:
@@ -100,6 +111,11 @@ class StackConfig:
     @property
     def state_file(self) -> Path:
         return self.state_dir / "state.json"
+
+    @property
+    def stopping_file(self) -> Path:
+        """Present while `wap stack down` runs: a worker's supervisor restarts no execution environment then."""
+        return self.state_dir / "stopping"
 
     @property
     def nessie_store(self) -> Path:
@@ -130,6 +146,41 @@ def _emr_mode(env: Mapping[str, str]) -> str:
     if value not in EMR_MODES:
         raise ConfigError(f"WAP_EMR_MODE={value!r}: use `local` (run submitted jobs with spark-submit) or `record`.")
     return value
+
+
+def _visibility(env: Mapping[str, str], default: int) -> int:
+    value = env.get(VISIBILITY_VARIABLE, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= MAX_VISIBILITY_SECONDS:
+        raise ConfigError(f"{VISIBILITY_VARIABLE}={value!r} is not a number of seconds from 1 to "
+                          f"{MAX_VISIBILITY_SECONDS} (SQS's limit). Fix: export {VISIBILITY_VARIABLE}=1200, "
+                          "or unset it.")
+    return int(value)
+
+
+def abandoned_branch_seconds(env: Mapping[str, str]) -> float:
+    """WAP_ABANDONED_BRANCH_SECONDS as the stack's function will read it (it inherits the stack's environment)."""
+    value = env.get(ABANDONED_VARIABLE, "").strip()
+    try:
+        return float(value) if value else ABANDONED_DEFAULT
+    except ValueError as exc:
+        raise ConfigError(f"{ABANDONED_VARIABLE}={value!r} is not a number of seconds. Fix: export "
+                          f"{ABANDONED_VARIABLE}=960, or unset it.") from exc
+
+
+def check_visibility(visibility_seconds: int, env: Mapping[str, str]) -> None:
+    """The worker's visibility timeout must exceed WAP_ABANDONED_BRANCH_SECONDS, as the queue's 5,400 s does in AWS:
+    a crashed run's messages come back only once its batch branch counts as abandoned, so the run they start deletes
+    it (with a shorter timeout the branch, younger than the threshold, stays behind)."""
+    abandoned = abandoned_branch_seconds(env)
+    if visibility_seconds <= abandoned:
+        raise ConfigError(
+            f"The stack's visibility timeout ({VISIBILITY_VARIABLE}={visibility_seconds}) must be above "
+            f"{ABANDONED_VARIABLE} ({abandoned:g} s): a crashed run's messages would come back before its batch branch "
+            f"counts as abandoned, and that branch would stay behind. Fix: export "
+            f"{VISIBILITY_VARIABLE}={int(abandoned) + 240} (or lower {ABANDONED_VARIABLE})."
+        )
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:

@@ -2,12 +2,19 @@
 
 Each component runs in its own process group (so stopping it also stops anything it forked) and writes
 its output to its log. A recorded pid counts as the component only while its command line still names it.
+Every spawned process carries its stack's folder in WAP_STACK_OWNER (local/leftovers.py), and so do its children.
+
+Free ports are picked outside the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range). A port found by
+binding to port 0 comes from that range, from which the kernel also gives every outgoing connection its local port:
+in the tens of seconds before the component that needs it starts (moto and Nessie start first), a connection could
+take it (a seen failure: the second emulator's "address already in use" in rapid.startRuntimeAPI).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shlex
 import signal
 import socket
@@ -17,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from wap_ingest.local.components import (
+    EMR,
     HOST,
     LAMBDA,
     MOTO,
@@ -28,15 +36,17 @@ from wap_ingest.local.components import (
     component_of,
     label,
 )
+from wap_ingest.local.leftovers import OWNER_VARIABLE, owner_tag
 
 # A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
-_MARKERS = {
-    MOTO: "moto.server",
-    NESSIE: "nessie.version.store.type",
-    SLACK: "wap_ingest.local.slack_sink",
-    LAMBDA: "--runtime-interface-emulator-address",
-    WORKER: "wap_ingest.local.worker",
-    OIDC: "wap_ingest.local.oidc",
+_MARKERS: dict[str, tuple[str, ...]] = {
+    MOTO: ("moto.server", "wap_ingest.local.moto_iam"),
+    NESSIE: ("nessie.version.store.type",),
+    SLACK: ("wap_ingest.local.slack_sink",),
+    LAMBDA: ("--runtime-interface-emulator-address",),
+    WORKER: ("wap_ingest.local.worker",),
+    OIDC: ("wap_ingest.local.oidc",),
+    EMR: ("wap_ingest.local.emr",),
 }
 _STOP_GRACE = 10.0
 _POLL = 0.2
@@ -44,39 +54,55 @@ _POLL = 0.2
 # Processes started by this interpreter. A child that exits stays a zombie (and looks alive to kill(pid, 0))
 # until its parent waits for it, so children are polled and reaped through their Popen objects.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+_OUTSIDE_EPHEMERAL_FROM = 30000  # ports below the kernel's ephemeral range are picked from here up
+_HANDED: set[int] = set()  # ports this process handed out already (a picked port is not picked twice)
 
 
 # --- ports ------------------------------------------------------------------------------------------
 
 
+def _candidates() -> list[range]:
+    """The ports no outgoing connection is given: outside the kernel's ephemeral range."""
+    try:
+        low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999  # Linux's default; elsewhere (macOS: 49152-65535) the picks stay below it anyway
+    ranges = [range(_OUTSIDE_EPHEMERAL_FROM, low), range(high + 1, 65536)]
+    return [r for r in ranges if len(r) > 0] or [range(20000, 30000)]
+
+
+def _pick(count: int, avoid: Collection[int]) -> int | None:
+    """A base p with p..p+count-1 free, outside the ephemeral range, not handed out before and not in `avoid`."""
+    ranges = _candidates()
+    weights = [len(r) for r in ranges]
+    for _ in range(500):
+        span = random.choices(ranges, weights)[0]
+        if len(span) < count:
+            continue
+        base = random.randrange(span.start, span.stop - count + 1)
+        block = set(range(base, base + count))
+        if not block & (_HANDED | set(avoid)) and all(port_is_free(port) for port in block):
+            _HANDED.update(block)
+            return base
+    return None
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that nothing listens on, outside the ephemeral range (see the module docstring)."""
+    return free_port_block(1)
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct free ports (all held open together while choosing, so they cannot repeat)."""
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for sock in socks:
-            sock.bind((HOST, 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
+    """`count` distinct free ports."""
+    return [free_port() for _ in range(count)]
 
 
 def free_port_block(count: int, avoid: Collection[int] = ()) -> int:
     """A port p such that p, p+1, ..., p+count-1 are all free right now and none is in `avoid`."""
-    for _ in range(200):
-        base = free_port()
-        block = range(base, base + count)
-        if block[-1] <= 65535 and not set(block) & set(avoid) and all(port_is_free(port) for port in block):
-            return base
-    raise StackError(f"Found no {count} consecutive free ports on {HOST}.")
+    base = _pick(count, avoid)
+    if base is None:
+        raise StackError(f"Found no {count} consecutive free ports on {HOST}.")
+    return base
 
 
 def port_open(port: int, timeout: float = 1.0) -> bool:
@@ -101,10 +127,14 @@ def port_is_free(port: int) -> bool:
 # --- starting ---------------------------------------------------------------------------------------
 
 
-def spawn(name: str, command: list[str], log: Path, env: Mapping[str, str], *, append: bool = False) -> int:
+def spawn(name: str, command: list[str], log: Path, env: Mapping[str, str], *, append: bool = False,
+          owner: Path | None = None) -> int:
     """Start process `name` in its own process group, its output going to `log` (appended to it if `append`,
-    as when a component is restarted); return its pid."""
+    as when a component is restarted); return its pid. It carries WAP_STACK_OWNER=`owner` (default: the stack folder
+    of a log in <state dir>/logs/)."""
     log.parent.mkdir(parents=True, exist_ok=True)
+    owner = owner or (log.parent.parent if log.parent.name == "logs" else log.parent)
+    env = {**env, OWNER_VARIABLE: owner_tag(owner)}
     with log.open("ab" if append else "wb") as out:
         out.write(f"$ {shlex.join(command)}\n".encode())
         out.flush()
@@ -177,7 +207,7 @@ def process_alive(name: str, pid: int) -> bool:
         command_line = (proc / "cmdline").read_bytes()
     except (OSError, IndexError):
         return False
-    return status not in ("Z", "X") and _MARKERS[component_of(name)].encode() in command_line
+    return status not in ("Z", "X") and any(m.encode() in command_line for m in _MARKERS[component_of(name)])
 
 
 def _signal(pid: int, signum: int) -> None:

@@ -12,6 +12,10 @@ group and every process that carries the environment's runtime API address, so n
 starts a fresh emulator, records its pid and the crash in the state file (`restarts.<name>`: count, time, exit),
 which `wap stack status` reports. A restart that keeps failing is given up after `max_attempts` tries and
 recorded as failed: the stack is then broken, for real.
+
+A supervisor never restarts an environment while the stack is being stopped (`wap stack down` writes
+<state dir>/stopping before it stops anything, and stops the workers first) or while its own worker is stopping:
+the environment it saw die was stopped on purpose, and a fresh one would outlive the stack.
 """
 
 from __future__ import annotations
@@ -99,7 +103,8 @@ class Supervisor:
     """Keeps one execution environment (`name`: `lambda`, `lambda-2`, ...) running for its worker."""
 
     def __init__(self, config: StackConfig, name: str, invoke_port: int, runtime_port: int, command: list[str],
-                 env: Mapping[str, str], *, max_attempts: int = 3, start_timeout: float = 30.0) -> None:
+                 env: Mapping[str, str], *, max_attempts: int = 3, start_timeout: float = 30.0,
+                 worker_stopping: Callable[[], bool] = lambda: False) -> None:
         self.config = config
         self.name = name
         self.invoke_port = invoke_port
@@ -109,11 +114,16 @@ class Supervisor:
         self.max_attempts = max_attempts
         self.start_timeout = start_timeout
         self.failed = False  # gave up: restarts kept failing
+        self.worker_stopping = worker_stopping
         record = read_record(config) or {}
         self.pid = int(record.get(f"{name}_pid") or 0)
 
     def alive(self) -> bool:
         return process_alive(self.name, self.pid)
+
+    def stopping(self) -> bool:
+        """True while the stack is being stopped (or is gone) or this worker is stopping: no restart then."""
+        return self.worker_stopping() or self.config.stopping_file.exists() or not self.config.state_file.exists()
 
     def crash_in(self, response: Mapping[str, Any]) -> str | None:
         """How the environment crashed during the invocation that gave `response`, or None if it did not."""
@@ -145,11 +155,14 @@ class Supervisor:
         return pids
 
     def restart(self, crash: str) -> bool:
-        """Replace the crashed environment by a fresh one; False (and recorded as failed) if that keeps failing."""
+        """Replace the crashed environment by a fresh one; False if that keeps failing (recorded as failed) or the
+        stack or the worker is stopping (the dead environment's processes are killed all the same)."""
         at = datetime.now(UTC).isoformat(timespec="seconds")
         killed = self.retire()
         error = ""
         for attempt in range(1, self.max_attempts + 1):
+            if self.stopping():
+                return False
             try:
                 self._start()
             except StackError as exc:

@@ -11,7 +11,8 @@ This module starts and stops the stack, and is the one to import from: it re-exp
 package's API. The parts live in `components` (names, host, credentials, `StackError`), `config`
 (`StackConfig`), `state` (the state file, `stack_environment`), `processes` (spawning, liveness, stopping,
 free ports), `java` (a Java 21+ for Nessie), `nessie` (its command, its store, restarting it), `trigger`
-(the event path) and `status` (health checks, `stack_status`).
+(the event path), `status` (health checks, `stack_status`), `teardown` (`take_down`, leftovers of an earlier stack),
+`leftovers` (processes found by the stack's WAP_STACK_OWNER tag) and `iam` with `moto_iam` (`up --iam`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.lake_lifecycle import apply_lake_lifecycle
-from wap_ingest.local import auth, nessie, trigger
+from wap_ingest.local import auth, iam, nessie, trigger
 from wap_ingest.local.components import (
     ACCESS_KEY,
     HOST,
@@ -38,8 +39,9 @@ from wap_ingest.local.components import (
     StackError,
     label,
 )
-from wap_ingest.local.config import StackConfig, default_nessie_jar, default_state_dir, repo_root
+from wap_ingest.local.config import StackConfig, check_visibility, default_nessie_jar, default_state_dir, repo_root
 from wap_ingest.local.java import MIN_JAVA, find_java, java_major
+from wap_ingest.local.leftovers import describe_holders, owned_processes, stop_leftovers
 from wap_ingest.local.nessie import nessie_command, restart_nessie, start_nessie, stop_nessie
 from wap_ingest.local.processes import (
     free_port,
@@ -69,6 +71,7 @@ from wap_ingest.local.status import (
     nessie_health,
     stack_status,
 )
+from wap_ingest.local.teardown import StopReport, check_leftovers, find_leftovers, stop_stack, take_down
 
 __all__ = [
     "ACCESS_KEY",
@@ -86,10 +89,13 @@ __all__ = [
     "StackError",
     "StackState",
     "StackStatus",
+    "StopReport",
+    "check_leftovers",
     "default_nessie_jar",
     "default_state_dir",
     "ensure_not_running",
     "find_java",
+    "find_leftovers",
     "free_port",
     "free_port_block",
     "free_ports",
@@ -111,6 +117,7 @@ __all__ = [
     "start_stack",
     "stop_nessie",
     "stop_stack",
+    "take_down",
 ]
 
 # (setting, variable, use) of each fixed port; the execution environments' ports follow from the last two.
@@ -203,9 +210,15 @@ def _preflight(config: StackConfig) -> Path:
     for port, variable, use in ports:
         if not port_is_free(port):
             raise ConfigError(
-                f"Port {port} ({use}) is already in use on {HOST}. Fix: stop whatever listens on it "
-                f"(another stack: wap stack down), or pick another port: export {variable}=<free port>"
+                f"Port {port} ({use}) is already in use on {HOST}{describe_holders(port)}. Fix: stop whatever "
+                f"listens on it (another stack: wap stack down, with its WAP_STACK_DIR), or pick another port: "
+                f"export {variable}=<free port>"
             )
+    check_visibility(config.visibility_seconds, os.environ)
+    if config.iam and config.emr_mode == "local":
+        raise ConfigError("WAP_EMR_MODE=local and --iam together are not supported: the local EMR runner plays "
+                          "the EMR service, which no policy of infra/iam/ describes. Fix: unset WAP_EMR_MODE, or "
+                          "drop --iam")
     if not config.nessie_jar.is_file():
         raise ConfigError(
             f"The Nessie server jar {config.nessie_jar} does not exist. Fix: download it into "
@@ -218,15 +231,17 @@ def _preflight(config: StackConfig) -> Path:
 # --- API --------------------------------------------------------------------------------------------
 
 
-def start_stack(config: StackConfig) -> StackState:
+def start_stack(config: StackConfig, *, clean_leftovers: bool = False) -> StackState:
     """Start moto (with both buckets), Nessie (on an empty version store), then the event path; on any
-    failure stop what was started, delete the store and raise."""
+    failure stop what was started, delete the store and raise. Processes an earlier stack of this folder left
+    running are named in a ConfigError, or stopped first with `clean_leftovers`."""
     with start_lock(config):
-        return _start(config)
+        return _start(config, clean_leftovers)
 
 
-def _start(config: StackConfig) -> StackState:
+def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
     ensure_not_running(config)
+    check_leftovers(config, clean_leftovers)
     java = _preflight(config)
     command = nessie_command(config, java)
     record: dict[str, Any] = {
@@ -244,12 +259,16 @@ def _start(config: StackConfig) -> StackState:
         "nessie_log": str(config.nessie_log),
         "nessie_command": command,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "visibility_seconds": config.visibility_seconds,
+        "iam": config.iam,
     }
     try:
         nessie.reset_store(config)  # a new lake: the catalog starts as empty as moto's S3
+        iam.forget(config.state_dir)
         began = time.monotonic()
         env = {**os.environ, "MOTO_PORT": str(config.moto_port)}
-        record["moto_pid"] = spawn(MOTO, moto_command(config), config.moto_log, env)
+        record["moto_pid"] = spawn(MOTO, iam.moto_command(config, sys.executable) if config.iam
+                                   else moto_command(config), config.moto_log, env)
         write_record(config, record)
         wait_ready(
             MOTO,
@@ -259,6 +278,13 @@ def _start(config: StackConfig) -> StackState:
             config.startup_timeout,
         )
         _create_buckets(config)  # before Nessie: its readiness includes the object store
+        if config.iam:  # a user per principal now (processes get their keys), policies and enforcement at the end
+            iam.create_users(config)
+            settings = iam.nessie_secret_settings(config)
+            command = [arg for arg in command if not arg.startswith("-Dwap-secrets.s3.")]
+            at = command.index("-jar")
+            command[at:at] = settings
+            record["nessie_command"] = command
         if config.auth:  # Nessie checks tokens of a local issuer and applies the catalog's rules
             record["nessie_command"] = command = auth.with_auth(command, auth.start_issuer(config))
         record["moto_seconds"] = round(time.monotonic() - began, 2)
@@ -269,24 +295,18 @@ def _start(config: StackConfig) -> StackState:
         record["nessie_seconds"] = round(time.monotonic() - began, 2)
         began = time.monotonic()
         trigger.start_event_path(config, record)
+        if config.iam:
+            iam.attach_policies(config, record)
+            iam.enforce(config)
         record["trigger_seconds"] = round(time.monotonic() - began, 2)
         state = StackState.from_json(record)
         write_record(config, {"complete": True, **state.to_json()})
     except BaseException:
         stop_processes(recorded_pids(record))
         auth.stop_issuer(config)
+        stop_leftovers(owned_processes(config.state_dir))
+        iam.forget(config.state_dir)
         config.state_file.unlink(missing_ok=True)
         nessie.reset_store(config)
         raise
     return state
-
-
-def stop_stack(config: StackConfig) -> bool:
-    """Stop the recorded processes (all of them, always), delete Nessie's version store and forget the stack.
-    True if any process was stopped."""
-    record = read_record(config)
-    stopped = stop_processes(recorded_pids(record)) if record is not None else False
-    auth.stop_issuer(config)
-    nessie.reset_store(config)  # the catalog goes with the object store (moto's S3 was in memory)
-    config.state_file.unlink(missing_ok=True)
-    return stopped

@@ -36,6 +36,7 @@ from wap_ingest.local.components import (
     process_name,
 )
 from wap_ingest.local.config import StackConfig
+from wap_ingest.local.iam import ADMIN, principal_environment
 
 
 def invoke_url(port: int) -> str:
@@ -104,6 +105,7 @@ class StackState:
     emr_application_id: str | None = None  # registered on moto
     emr_role_arn: str | None = None
     emr_pid: int | None = None  # the local runner, with WAP_EMR_MODE=local
+    visibility_seconds: int | None = None  # what a received message stays invisible: a crashed batch's wait
 
     @property
     def moto_url(self) -> str:
@@ -180,6 +182,7 @@ class StackState:
             "nessie_command": list(self.nessie_command),
             "emr_application_id": self.emr_application_id,
             "emr_role_arn": self.emr_role_arn,
+            "visibility_seconds": self.visibility_seconds,
         }
         return {**data, "moto_url": self.moto_url, "nessie_url": self.nessie_url}
 
@@ -223,6 +226,7 @@ class StackState:
             emr_application_id=data.get("emr_application_id"),
             emr_role_arn=data.get("emr_role_arn"),
             emr_pid=_optional_int(data.get("emr_pid")),
+            visibility_seconds=_optional_int(data.get("visibility_seconds")),
         )
 
 
@@ -253,7 +257,8 @@ def stack_environment(state: StackState) -> dict[str, str]:
         env |= {"WAP_EVENT_BUS": state.event_bus, "WAP_STACK_DOWNSTREAM_QUEUE_URL": state.downstream_queue_url}
     if state.emr_application_id and state.emr_role_arn:
         env |= {"WAP_EMR_APPLICATION_ID": state.emr_application_id, "WAP_EMR_EXECUTION_ROLE_ARN": state.emr_role_arn}
-    return env | role_environment(state.state_dir)  # with --auth: the service role's client
+    # with --auth: the service role's client; with --iam: the admin user's keys (the function gets its own)
+    return env | role_environment(state.state_dir) | principal_environment(state.state_dir, ADMIN)
 
 
 # --- state file -------------------------------------------------------------------------------------
@@ -306,6 +311,32 @@ def start_lock(config: StackConfig) -> Iterator[None]:
                 "to finish, or stop it: wap stack down"
             ) from exc
         yield
+
+
+def in_flight_file(state_dir: Path, environment: str) -> Path:
+    """Where the worker of `environment` notes the batch it handles, and a crashed batch until it comes back."""
+    return state_dir / "in-flight" / f"{environment}.json"
+
+
+def write_in_flight(state_dir: Path, environment: str, batches: list[dict[str, Any]]) -> None:
+    path = in_flight_file(state_dir, environment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".json.tmp")
+    partial.write_text(json.dumps({"environment": environment, "batches": batches}) + "\n")
+    partial.replace(path)
+
+
+def read_in_flight(state_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """The batches each environment's worker noted: {environment: [{"messages", "received_at", "back_at",
+    "state": "running" | "crashed"}]} (times as Unix seconds)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted((state_dir / "in-flight").glob("*.json")):
+        try:
+            document = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        found[str(document.get("environment", path.stem))] = list(document.get("batches") or [])
+    return found
 
 
 def write_record(config: StackConfig, record: Mapping[str, Any]) -> None:

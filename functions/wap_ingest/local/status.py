@@ -1,19 +1,23 @@
-"""`wap stack status`: the components' health checks and the report on a recorded stack."""
+"""`wap stack status`: the components' health checks, the queue's messages in flight, and the report on a recorded
+stack."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from wap_ingest.local.components import HOST, MOTO, NESSIE, SLACK, label
+from wap_ingest.local.components import ACCESS_KEY, HOST, MOTO, NESSIE, SECRET_KEY, SLACK, label
 from wap_ingest.local.config import StackConfig
+from wap_ingest.local.iam import ADMIN, principal_environment
 from wap_ingest.local.processes import port_open, process_alive
 from wap_ingest.local.runtime import RESTARTS, restart_summary
-from wap_ingest.local.state import invoke_url, read_record, recorded_pids
+from wap_ingest.local.state import invoke_url, read_in_flight, read_record, recorded_pids
 
 
 def _get(url: str, timeout: float = 2.0) -> requests.Response | str:
@@ -72,11 +76,64 @@ class ComponentStatus:
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """The events queue's messages: waiting, received and not yet deleted (in flight), and the batches the workers
+    noted: the one each is handling and those that crashed, whose messages come back at `back_at` (Unix time)."""
+
+    visibility_seconds: int | None
+    waiting: int | None  # None: the queue could not be asked
+    in_flight: int | None
+    batches: tuple[dict[str, Any], ...] = ()
+    error: str = ""
+
+    def lines(self, now: float | None = None) -> list[str]:
+        now = time.time() if now is None else now
+        if self.waiting is None:
+            counts = f"the queue could not be asked ({self.error})"
+        else:
+            counts = f"{self.waiting} waiting, {self.in_flight} in flight (received, not yet deleted)"
+        lines = [f"{counts}; a crashed batch's messages come back after {self.visibility_seconds} s"]
+        for batch in self.batches:
+            back = datetime.fromtimestamp(batch["back_at"]).strftime("%H:%M:%S")
+            wait = max(0, round(batch["back_at"] - now))
+            what = ("crashed" + (f" ({batch['crash']})" if batch.get("crash") else "") if batch["state"] == "crashed"
+                    else "being handled")
+            lines.append(f"{batch['environment']}: a batch of {batch['messages']} message(s) {what}; if not deleted, "
+                         f"they come back at {back} (in {wait} s)")
+        return lines
+
+
+def in_flight(record: Mapping[str, Any], state_dir: Path) -> InFlight | None:
+    """What the queue and the workers say about the stack's messages; None for a stack without an event path."""
+    queue_url = record.get("queue_url")
+    if not queue_url:
+        return None
+    batches = tuple({**batch, "environment": name} for name, noted in read_in_flight(state_dir).items()
+                    for batch in noted if batch.get("back_at", 0) > time.time() or batch.get("state") == "running")
+    visibility = record.get("visibility_seconds")
+    try:
+        import boto3  # imported here: slow to import, and only needed for a stack with an event path
+
+        keys = principal_environment(state_dir, ADMIN)  # with --iam; else moto's open door
+        sqs = boto3.client("sqs", endpoint_url=f"http://{HOST}:{record['moto_port']}", region_name=record["region"],
+                           aws_access_key_id=keys.get("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+                           aws_secret_access_key=keys.get("AWS_SECRET_ACCESS_KEY", SECRET_KEY))
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        )["Attributes"]
+    except Exception as exc:  # moto is down or refuses: the rest of the status still stands
+        return InFlight(visibility, None, None, batches, error=f"{type(exc).__name__}: {exc}")
+    return InFlight(visibility, int(attributes["ApproximateNumberOfMessages"]),
+                    int(attributes["ApproximateNumberOfMessagesNotVisible"]), batches)
+
+
+@dataclass(frozen=True)
 class StackStatus:
     state_file: Path
     recorded: bool
     components: tuple[ComponentStatus, ...]
     complete: bool = True  # False: the `up` that recorded it did not finish
+    messages: InFlight | None = field(default=None)
 
     @property
     def healthy(self) -> bool:
@@ -117,6 +174,7 @@ class StackStatus:
             "broken": self.broken,
             "summary": self.summary,
             "components": components,
+            "messages": None if self.messages is None else asdict(self.messages),
         }
 
 
@@ -155,4 +213,7 @@ def stack_status(config: StackConfig) -> StackStatus:
         log = Path(str(record.get(f"{name}_log", config.logs_dir / f"{name}.log")))
         components.append(ComponentStatus(label(name), pid, alive, url, health_url, healthy, health, log, name))
     complete = bool(record.get("complete"))
-    return StackStatus(config.state_file, recorded=True, components=tuple(components), complete=complete)
+    moto_alive = any(c.process == MOTO and c.alive for c in components)
+    messages = in_flight(record, config.state_dir) if moto_alive else None
+    return StackStatus(config.state_file, recorded=True, components=tuple(components), complete=complete,
+                       messages=messages)

@@ -40,6 +40,7 @@ from wap_ingest.local.components import (
     process_name,
 )
 from wap_ingest.local.config import StackConfig, repo_root
+from wap_ingest.local.iam import FUNCTION, principal_environment
 from wap_ingest.local.processes import port_open, spawn, wait_ready
 from wap_ingest.local.state import StackState, environment_layout, invoke_url, stack_environment, write_record
 from wap_ingest.local.status import sink_health
@@ -131,7 +132,7 @@ def function_environment(config: StackConfig, stack_env: Mapping[str, str], name
         "AWS_LAMBDA_FUNCTION_TIMEOUT": str(FUNCTION_TIMEOUT),
         "POWERTOOLS_SERVICE_NAME": FUNCTION_NAME,
         "WAP_WORK_DIR": str(config.state_dir / f"{name}-tmp"),
-    }
+    } | principal_environment(config.state_dir, FUNCTION)  # with --iam: the function's keys (infra/iam/)
 
 
 def worker_command(config: StackConfig, queue_url: str, invoke: int, runtime: int, environment: str) -> list[str]:

@@ -9,7 +9,9 @@ dead-letter queue.
 
 With `--environment`, the worker supervises its execution environment as Lambda does (local/runtime.py): when
 the runtime or the emulator dies, the environment is replaced by a fresh one (a cold start) and the crashed
-batch's messages come back after their visibility timeout.
+batch's messages come back after their visibility timeout (`--visibility`, the stack's WAP_STACK_VISIBILITY_SECONDS).
+It notes the batch it handles, and a crashed batch until its messages come back, in <state dir>/in-flight/ for
+`wap stack status`. A worker that is being stopped restarts nothing.
 
     python -m wap_ingest.local.worker --queue-url URL --invoke-url URL [--batch-size 100] [--batching-window 0.25]
         [--environment lambda --state-dir DIR --invoke-port P --runtime-port P]
@@ -33,6 +35,7 @@ import requests
 
 from wap_ingest.local.config import StackConfig
 from wap_ingest.local.runtime import Supervisor
+from wap_ingest.local.state import write_in_flight
 
 
 class _Control:
@@ -83,7 +86,7 @@ def failed_ids(response: Mapping[str, Any], messages: list[Mapping[str, Any]]) -
 
 
 def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[str, Any]], queue_arn: str, region: str,
-            invoke_timeout: float, supervisor: Supervisor | None = None) -> None:
+            invoke_timeout: float, supervisor: Supervisor | None = None) -> str | None:
     """Invoke the function with one batch and delete what succeeded, as the event source mapping does. What failed is
     left alone: the function set each failed message's retry back-off itself; a crashed invocation's messages come
     back after their visibility timeout. A crashed execution environment is replaced by a fresh one."""
@@ -109,9 +112,24 @@ def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[st
         objects=[{k: o.get(k) for k in ("object", "status", "table", "branch", "rows")}
                  for o in response.get("objects", [])])
     if crash is not None and supervisor is not None:
-        restarted = supervisor.restart(crash)
-        log("environment_restarted" if restarted else "environment_failed", environment=supervisor.name,
-            crash=crash, pid=supervisor.pid)
+        _restart(supervisor, crash)
+    return crash
+
+
+def _restart(supervisor: Supervisor, crash: str) -> None:
+    restarted = supervisor.restart(crash)
+    if restarted:
+        log("environment_restarted", environment=supervisor.name, crash=crash, pid=supervisor.pid)
+    elif supervisor.stopping():
+        log("environment_not_restarted", environment=supervisor.name, crash=crash, reason="the stack is stopping")
+    else:
+        log("environment_failed", environment=supervisor.name, crash=crash, pid=supervisor.pid)
+
+
+def _note(supervisor: Supervisor | None, batches: list[dict[str, Any]]) -> None:
+    if supervisor is not None:
+        with contextlib.suppress(OSError):
+            write_in_flight(supervisor.config.state_dir, supervisor.name, batches)
 
 
 def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility: int, invoke_timeout: float,
@@ -119,7 +137,8 @@ def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility:
     sqs = boto3.client("sqs")
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     region = sqs.meta.region_name
-    log("started", queue_url=queue_url, invoke_url=invoke_url)
+    log("started", queue_url=queue_url, invoke_url=invoke_url, visibility=visibility)
+    crashed: list[dict[str, Any]] = []  # batches whose messages wait for their visibility timeout
     while _Control.running:
         try:
             received = _gather(sqs, queue_url, batch_size, wait, visibility, window)
@@ -127,14 +146,21 @@ def run(queue_url: str, invoke_url: str, batch_size: int, wait: int, visibility:
             log("receive_failed", error=str(exc))
             time.sleep(1)
             continue
+        now = time.time()
+        crashed = [batch for batch in crashed if batch["back_at"] > now]
         if received:
             _Control.busy = True
+            batch = {"messages": len(received), "received_at": now, "back_at": now + visibility, "state": "running"}
+            _note(supervisor, [*crashed, batch])
             try:
                 if supervisor is not None and not supervisor.alive():  # died between invocations: a fresh one first
-                    supervisor.restart(supervisor.gone())
-                _handle(sqs, queue_url, invoke_url, received, queue_arn, region, invoke_timeout, supervisor)
+                    _restart(supervisor, supervisor.gone())
+                crash = _handle(sqs, queue_url, invoke_url, received, queue_arn, region, invoke_timeout, supervisor)
+                if crash is not None:
+                    crashed.append(batch | {"state": "crashed", "crash": crash})
             finally:
                 _Control.busy = False
+            _note(supervisor, crashed)
 
 
 def _gather(sqs: Any, queue_url: str, batch_size: int, wait: int, visibility: int,
@@ -169,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batching-window", type=float, default=0.25,
                         help="seconds to fill a batch after its first message (serverless.yml: maximumBatchingWindow)")
     parser.add_argument("--wait", type=int, default=1, help="long-poll seconds")
-    parser.add_argument("--visibility", type=int, default=900, help="visibility timeout while a batch runs")
+    parser.add_argument("--visibility", type=int, default=1200,
+                        help="visibility timeout while a batch runs (the stack's WAP_STACK_VISIBILITY_SECONDS)")
     parser.add_argument("--invoke-timeout", type=float, default=960.0)
     parser.add_argument("--environment", help="the execution environment this worker supervises (lambda, lambda-2...)")
     parser.add_argument("--state-dir", type=Path, help="the stack's state folder (with --environment)")
@@ -183,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
 
         config = StackConfig(state_dir=args.state_dir, image=args.image)
         supervisor = Supervisor(config, args.environment, args.invoke_port, args.runtime_port,
-                                lambda_command(config, args.invoke_port, args.runtime_port), dict(os.environ))
+                                lambda_command(config, args.invoke_port, args.runtime_port), dict(os.environ),
+                                worker_stopping=lambda: not _Control.running)
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     with contextlib.suppress(_Stopped):  # stopped while waiting on SQS
