@@ -62,12 +62,36 @@ def avro_file(spark: Any, codec: str, folder: Path, count: int = 200) -> bytes:
     return part.read_bytes()
 
 
+AVRO_SCHEMA = ('{"type": "record", "name": "row", "fields": [{"name": "x", "type": "long"}, '
+               '{"name": "s", "type": "string"}, {"name": "d", "type": "double"}]}')
+
+
+def avro_container(count: int = 200, *, per_block: int = 50, sync: bytes = bytes(range(16))) -> bytes:
+    """An Avro container file without Spark (null codec, blocks of `per_block` rows): for tests with no engine."""
+    header = _avro_map({"avro.schema": AVRO_SCHEMA.encode(), "avro.codec": b"null"})
+    out = bytearray(b"Obj\x01" + header + sync)
+    for first in range(0, count, per_block):
+        block = bytearray()
+        for i in range(first, min(count, first + per_block)):
+            text = (f"v{i % 23}-" + "y" * (i % 7)).encode()
+            block += _varint(_zigzag(i % 17)) + _varint(_zigzag(len(text))) + text + struct.pack("<d", i / 3)
+        out += _varint(_zigzag(min(per_block, count - first))) + _varint(_zigzag(len(block))) + block + sync
+    return bytes(out)
+
+
+def _avro_map(entries: dict[str, bytes]) -> bytes:
+    out = bytearray(_varint(_zigzag(len(entries))))
+    for key, value in entries.items():
+        out += _varint(_zigzag(len(key))) + key.encode() + _varint(_zigzag(len(value))) + value
+    return bytes(out + b"\x00")
+
+
 # --- where things are ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Region:
-    kind: str  # magic | page_header | page_body | footer | block_header | block_body | sync | postscript | stripes
+    kind: str  # magic, page_header, page_body, footer, header, block_header, block_body, sync, postscript, stripes
     start: int
     end: int
 
@@ -116,7 +140,7 @@ def avro_regions(data: bytes) -> list[Region]:
         for _ in range(abs(count) * 2):
             size, position = _avro_long(data, position)
             position += size
-    found.append(Region("footer", 4, position))  # the header: schema and codec (Avro has no footer)
+    found.append(Region("header", 4, position))  # the schema and the codec (Avro has no footer)
     sync = data[position:position + 16]
     found.append(Region("sync", position, position + 16))
     position += 16
