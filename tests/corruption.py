@@ -214,6 +214,13 @@ def parquet_footer_past_the_end(field: int = 7) -> bytes:
     return new[:-8] + struct.pack("<I", length) + new[-4:]
 
 
+def orc_damaged_stripe() -> bytes:
+    """A zstd ORC file whose first stripe's footer no longer decompresses (4 bytes flipped; found by the fuzz, seed
+    2): its postscript and footer are intact, so only the engine's reader, inside Spark's job, finds it."""
+    good = orc_file("zstd")
+    return next(d.data for d in damaged("orc", "zstd", good, 2, 8) if d.case == "orc-zstd-stripes-989+4")
+
+
 def orc_postscript_lie(field: int, value: int, codec: str = "zlib") -> bytes:
     """An ORC file whose postscript's `field` says `value` (3: the compression block size, 1: the footer length)."""
     data = orc_file(codec)

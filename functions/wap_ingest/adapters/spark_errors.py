@@ -266,6 +266,8 @@ def _class_kind(name: str) -> Kind | None:
     return None
 
 
+_LOCAL_PATH = re.compile(r"\bfile:/+[^\s,;]*[^\s,;.:]|(?<![\w:/])/(?:[\w.+-]+/)+[\w.+-]*[\w+-]")
+"""A local path, as a URI or bare (ORC's reader names "/tmp/work/<staged>.orc:"), up to what follows it."""
 _SENTENCE_END = re.compile(r"(?<=[a-z)\]])\.\s+(?=[A-Z])")
 
 
@@ -277,7 +279,7 @@ def _detail(chain: list[Cause], limit: int = 300) -> str:
         line = next((x.strip() for x in cause.message.splitlines() if x.strip()), "")
         line = re.sub(r"^(?:[a-z]+\.)+[A-Za-z]*(?:Exception|Error): ", "", line)
         line = re.sub(r"^\[[A-Z_.0-9]+\]\s*", "", line)
-        line = re.sub(r"\bfile:/+[^\s,;]*[^\s,;.]", "the file", line)  # a staged copy's path: the object is named
+        line = _LOCAL_PATH.sub("the file", line)  # a staged copy's path: the object is named
         if (not line or line.startswith(("Job aborted due to stage failure", "Exception thrown in awaitResult",
                                          "Encountered error while reading file", "An error occurred while calling"))
                 or line.endswith("Details:")):

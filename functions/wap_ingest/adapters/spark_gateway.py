@@ -16,17 +16,18 @@ GATEWAY_TIMEOUT_SECONDS = 30.0
 deadlocked, lost in garbage collection) is taken as dead: the caller starts a fresh engine instead of waiting on it."""
 
 
-def gateway_alive(spark: Any = None, timeout: float = GATEWAY_TIMEOUT_SECONDS) -> bool:
-    """One Py4J round trip, waited for at most `timeout` seconds: False when the JVM cannot be reached, does not
-    answer in time, or its SparkContext is stopped (either way the session must be rebuilt). `spark` defaults to
-    PySpark's active context. The call runs in a daemon thread of its own: one left waiting on a hung JVM ends when
-    `forget_session` closes the gateway, and never holds up the process's exit."""
+def gateway_alive(spark: Any = None, timeout: float | None = None) -> bool:
+    """One Py4J round trip, waited for at most `timeout` seconds (default GATEWAY_TIMEOUT_SECONDS): False when the
+    JVM cannot be reached, does not answer in time, or its SparkContext is stopped (either way the session must be
+    rebuilt). `spark` defaults to PySpark's active context. The call runs in a daemon thread of its own: one left
+    waiting on a hung JVM ends when `forget_session` kills that JVM, and never holds up the process's exit."""
+    wait = GATEWAY_TIMEOUT_SECONDS if timeout is None else timeout
     answer: list[bool] = []
     probe = threading.Thread(target=lambda: answer.append(_answers(spark)), name="wap-gateway-probe", daemon=True)
     probe.start()
-    probe.join(timeout)
+    probe.join(wait)
     if probe.is_alive():
-        log.warning("the Spark JVM did not answer within %.0f s: taken as dead", timeout)
+        log.warning("the Spark JVM did not answer within %.0f s: taken as dead", wait)
         return False
     return bool(answer and answer[0])
 
