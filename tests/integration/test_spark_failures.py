@@ -146,6 +146,9 @@ def test_orc_names_come_from_the_engines_reader(spark: Any, tmp_path: Path) -> N
     assert type(error) is InvalidColumnError and "column 2 ('a.b')" in str(error)
     path = staged(tmp_path, corruption.orc_file("snappy"), FileFormat.ORC)
     assert spark_read.header_of(path, FileFormat.ORC, spark) == "struct<x:bigint,s:string,d:double>"
+    assert spark_read.header_of(path, FileFormat.ORC) == "struct<x:bigint,s:string,d:double>"  # the process's
+    damaged = staged(tmp_path, corruption.orc_postscript_lie(1, 1_900_000_000), FileFormat.ORC)
+    assert spark_read.header_of(damaged, FileFormat.ORC) is None  # the file then runs alone, and says why
 
 
 def test_a_parquet_header_spark_cannot_address_is_refused_from_the_footer(spark: Any, tmp_path: Path) -> None:

@@ -52,12 +52,13 @@ def check_parquet(path: Path, what: str, table: str) -> list[str]:
             raise  # the disk's (errno set), not the bytes'
         raise damaged(what, table, f"it is not a complete Parquet file: its footer does not parse "
                                    f"({_first_line(exc)})") from exc
+    names: list[str] = []
     try:
         names = list(parquet.schema_arrow.names)
-        for _ in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
+        for _ in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):  # threads: see below
             pass
     except (pa.ArrowNotImplementedError, MemoryError):
-        return []
+        return names
     except Exception as exc:
         if isinstance(exc, OSError) and exc.errno is not None:
             raise
@@ -66,6 +67,10 @@ def check_parquet(path: Path, what: str, table: str) -> list[str]:
     finally:
         parquet.close()
     return names
+
+
+# Single-threaded on purpose: pyarrow 20 can abort the process ("terminate called without an active exception") after
+# a decoding error in a threaded read (seen with ParquetFile.read() and a failed page checksum).
 
 
 def _parquet_column_at_fault(path: Path) -> str:

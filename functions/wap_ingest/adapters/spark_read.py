@@ -194,9 +194,10 @@ def _orc_columns(spark: Any, path: Path, what: str, table: str) -> tuple[list[st
 
 
 def _active_session() -> Any:
+    """The process's session, if one was started (never starts one)."""
     from pyspark.sql import SparkSession
 
-    return SparkSession.getActiveSession()
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession
 
 
 def _check_local(spark: Any, path: Path, fmt: FileFormat, what: str, table: str, options: FormatOptions) -> None:
