@@ -1,7 +1,8 @@
-"""Each bad input of issue 13 (item 6) read for real by `read_source` and fully decoded (the `noop` sink, or an
-Iceberg append as the engine does), and the class `engine_failure` gives; and the engine's death, by SIGKILL of a
-throw-away session's JVM in a child process. The process's session, with a Hadoop-catalog Iceberg warehouse in a
-temporary folder added at runtime."""
+"""Each bad input of issue 13 (item 6) and each exact lie of issue 24 (item 6: a page longer than its data, footers
+and postscripts past the end, a failed checksum, bad magic, a damaged ORC stripe) read for real by `read_source` and
+fully decoded (the `noop` sink, or an Iceberg append as the engine does), and the class `engine_failure` gives; the
+engine's death, by SIGKILL of a throw-away session's JVM in a child process, and its hang, by SIGSTOP. The process's
+session, with a Hadoop-catalog Iceberg warehouse in a temporary folder added at runtime."""
 
 from __future__ import annotations
 
