@@ -37,6 +37,18 @@ def parquet_corrupt_page(rows: int = 1_000, *, compression: str = "gzip") -> byt
     return bytes(data)
 
 
+def parquet_checksum_mismatch(rows: int = 100) -> bytes:
+    """A Parquet file written with page checksums, one bit of a plain (uncompressed, not dictionary-encoded) `d`
+    page flipped near its end: every value still decodes (one is wrong), only the page's CRC tells."""
+    table = pa.table({"id": pa.array(range(rows), pa.int64()), "d": pa.array([i / 3 for i in range(rows)])})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="none", use_dictionary=False, write_page_checksum=True)
+    data = bytearray(sink.getvalue())
+    chunk = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(1)
+    data[chunk.data_page_offset + chunk.total_compressed_size - 100] ^= 0x01  # inside the last values' bytes
+    return bytes(data)
+
+
 def parquet_truncated(rows: int = 1_000) -> bytes:
     """The first half of a valid Parquet file: no footer, no trailing magic number."""
     data = good_parquet(rows)

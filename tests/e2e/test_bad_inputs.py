@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests import bad_inputs
+from tests import bad_inputs, corruption
 from tests.conftest import Lake, parquet_bytes
 from tests.e2e.test_event_path import _sqs, alerts_about, table_rows, wait_for
 from wap_ingest.local.state import StackState
@@ -32,6 +32,14 @@ FILES: list[tuple[str, str, bytes, tuple[str, ...]]] = [
     *[(f"header_{name}", "csv", bad_inputs.csv_header(names), ("column", "Fix"))
       for name, names in bad_inputs.BAD_HEADERS.items()],
     ("zero_bytes", "csv", bad_inputs.empty_file(), ("empty",)),
+    # damage the engine alone would hang on (a page longer than its data) or die of (sizes past the end): issue 24
+    ("page_longer", "parquet", corruption.parquet_page_longer_than_its_data("snappy"), ("column 'x'", "Fix")),
+    ("footer_past_end", "parquet", corruption.parquet_footer_past_the_end(), ("cannot be ingested", "Fix")),
+    ("checksum", "parquet", bad_inputs.parquet_checksum_mismatch(), ("checksum", "column 'd'")),
+    ("orc_postscript", "orc", corruption.orc_postscript_lie(3, 1_900_000_000), ("postscript", "Fix")),
+    ("orc_stripe", "orc", corruption.orc_damaged_stripe(), ("stripe 0", "Fix")),
+    ("avro_block", "avro", corruption.avro_block_larger_than_the_file(corruption.avro_container()),
+     ("block 0", "Fix")),
 ]
 
 

@@ -17,9 +17,11 @@ text) and values are passed as literals (`F.lit`, `isin`), never formatted into 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 from functools import reduce
 from typing import Any
 
@@ -32,6 +34,8 @@ MAX_VALUE_CHARS = 80
 _NUMERIC = {"INTEGER", "LONG", "FLOAT", "DOUBLE", "DECIMAL"}
 _TEMPORAL = {"DATE", "TIMESTAMP", "TIMESTAMP_NANO"}
 MICROS_PER_DAY = 86_400_000_000
+Bound = float | int | Decimal
+_EXACT = Context(prec=100)  # room for any decimal(38, s) value and any bound a float can write, without rounding
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,8 @@ class FileMetrics:
     bytes: int = 0
     rows: int = 0
     null_counts: dict[str, int] = field(default_factory=dict)
-    lower: dict[str, float | int] = field(default_factory=dict)  # numbers; dates and timestamps in micros
-    upper: dict[str, float | int] = field(default_factory=dict)
+    lower: dict[str, Bound] = field(default_factory=dict)  # numbers (decimals exact); dates, timestamps in micros
+    upper: dict[str, Bound] = field(default_factory=dict)
 
 
 def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
@@ -69,8 +73,8 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
     # the class once (each lookup through the JVM view is a round trip), and only when a bound is wanted
     conversions: Any = jvm.org.apache.iceberg.types.Conversions if any(f[3] is not None for f in fields) else None
     nulls: dict[str, int] = {}
-    lower: dict[str, float | int] = {}
-    upper: dict[str, float | int] = {}
+    lower: dict[str, Bound] = {}
+    upper: dict[str, Bound] = {}
     seen: dict[str, int] = {}
     bounded: dict[str, int] = {}
     files = size = rows = 0
@@ -128,14 +132,39 @@ def _counts(java_map: Any) -> dict[int, int]:
     return {int(k): int(v) for k, v in _COUNT.findall(str(java_map.toString()))}
 
 
-def _number(value: Any, type_id: str) -> float | int:
+def _number(value: Any, type_id: str) -> Bound:
     if type_id == "DATE":
         return int(value) * MICROS_PER_DAY
     if type_id in ("TIMESTAMP", "TIMESTAMP_NANO"):
         return int(value) if type_id == "TIMESTAMP" else int(value) // 1000
-    if type_id == "DECIMAL":  # Py4J hands a java.math.BigDecimal over as decimal.Decimal
-        return float(value)
+    if type_id == "DECIMAL":  # Py4J hands a java.math.BigDecimal over as decimal.Decimal: kept exact (a float has
+        return Decimal(value)  # 15-17 digits; a decimal(38,18) bound one unit past a limit rounds onto it)
     return int(value) if type_id in ("INTEGER", "LONG") else float(value)
+
+
+def rule_bound(value: int | float) -> Decimal | None:
+    """A range rule's bound as the number the audits file wrote: YAML's `0.1` is the float nearest 0.1, whose
+    shortest representation is what was written. None for an infinite or NaN bound."""
+    if isinstance(value, int):
+        return Decimal(value)
+    return Decimal(repr(value)) if math.isfinite(value) else None
+
+
+def within(low: Bound, high: Bound, rule: RowRule) -> bool:
+    """Whether every value between the new files' bounds `low` and `high` meets `rule` (a range), compared exactly
+    (decimals as decimals, against the bound as written): True only when that is certain."""
+    for value, bound, is_minimum in ((low, rule.low, True), (high, rule.high, False)):
+        if bound is None:
+            continue
+        if isinstance(bound, float) and math.isnan(bound):
+            return False  # the rows decide what a NaN bound means
+        limit: Bound = bound
+        if isinstance(value, Decimal):
+            written = rule_bound(bound)
+            limit = Decimal(bound) if written is None else written  # Decimal(inf) is Infinity
+        if value < limit if is_minimum else value > limit:
+            return False
+    return True
 
 
 def _violation(frame: Any, rule: RowRule, column: str) -> Any:
@@ -147,14 +176,51 @@ def _violation(frame: Any, rule: RowRule, column: str) -> Any:
         return value.isNotNull() & ~value.isin(*[F.lit(v) for v in rule.values])
     if rule.kind == "range":
         outside = F.lit(False)
-        if rule.low is not None:
-            outside = outside | (value < F.lit(rule.low))
-        if rule.high is not None:
-            outside = outside | (value > F.lit(rule.high))
+        exact = _exact_type(frame.schema[column].dataType)  # compared at the column's type, not as doubles
+        for bound, below in ((rule.low, True), (rule.high, False)):
+            if bound is None:
+                continue
+            if exact is None or (isinstance(bound, float) and math.isnan(bound)):
+                outside = outside | (value < F.lit(bound) if below else value > F.lit(bound))
+                continue
+            edge = _edge(bound, below, *exact)
+            if edge is True:
+                outside = F.lit(True)
+            elif edge is not None:
+                literal = F.lit(edge).cast(frame.schema[column].dataType)
+                outside = outside | (value < literal if below else value > literal)
         return value.isNotNull() & outside
     if rule.kind == "regex":
         return value.isNotNull() & ~value.cast("string").rlike(f"^(?:{rule.pattern})$")
     raise ValueError(f"unknown row rule {rule.kind!r}")
+
+
+def _exact_type(data_type: Any) -> tuple[Decimal, Decimal, int] | None:
+    """The smallest and largest values and the scale of a decimal or integral column, whose values Spark would
+    compare with a float bound as doubles (15-17 digits); None for other types."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.DecimalType):
+        largest = _EXACT.subtract(_EXACT.power(10, data_type.precision - data_type.scale),
+                                  Decimal(1).scaleb(-data_type.scale))
+        return -largest, largest, data_type.scale
+    bits = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}
+    return next(((Decimal(-(2 ** (b - 1))), Decimal(2 ** (b - 1) - 1), 0) for kind, b in bits.items()
+                 if isinstance(data_type, kind)), None)
+
+
+def _edge(bound: int | float, below: bool, smallest: Decimal, largest: Decimal, scale: int
+          ) -> Decimal | bool | None:
+    """The bound as a value of the column's own type, giving the same verdict for every value it can hold: a
+    minimum rounded up, a maximum down, to the column's scale (values are whole multiples of 10^-scale). True if
+    every value breaks it, None if none can (the bound lies beyond what the type holds)."""
+    exact = rule_bound(bound)
+    if exact is None:  # infinite: -inf as a minimum or +inf as a maximum excludes nothing
+        return None if (bound < 0) == below else True
+    if not smallest <= exact <= largest:
+        return None if (exact < smallest) == below else True
+    return exact.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_CEILING if below else ROUND_FLOOR,
+                          context=_EXACT)
 
 
 def _text(value: Any) -> str:
@@ -207,8 +273,7 @@ def measure_frame(
         if name is None:
             continue
         if rule.kind == "range" and name in metrics.lower and name in metrics.upper and \
-                (rule.low is None or metrics.lower[name] >= rule.low) and \
-                (rule.high is None or metrics.upper[name] <= rule.high):
+                within(metrics.lower[name], metrics.upper[name], rule):
             violations[rule.key] = 0  # every new file's bounds lie inside the range
             from_metadata.append(rule.key)
         else:

@@ -1,23 +1,23 @@
-"""Spark failures classified by type and by the step they happened in (issue 13, item 4).
+"""Spark failures classified by type and by the step they happened in (issue 13, item 4; issue 24, item 6).
 
 `engine_failure` turns any exception raised by a Spark call into exactly one WapError:
 1. the engine is gone (the Py4J gateway or the JVM died): EngineLostError, decided from Python types (Py4J network
    errors, refused or reset sockets) or, for a bare Py4JError, from a live check of the gateway;
-2. otherwise the cause chain is walked (the Java throwables behind a Py4JJavaError or a pyspark CapturedException,
-   their class names and Spark error classes, and the Python `__cause__`s) and mapped by class: an infrastructure
-   class anywhere in the chain (Nessie, S3 SDK, network, OutOfMemoryError) decides first, so an outage is never
-   filed as the file's fault; then the source's own decoding failures, which are the file's fault
-   (UnreadableSourceError) only while reading or writing it (READ, WRITE);
+2. otherwise the cause chain (spark_chain: the Java throwables behind a Py4JJavaError or a pyspark CapturedException,
+   their class names and Spark error classes, the Python `__cause__`s, and where the innermost one was raised) is
+   mapped by class: an infrastructure class anywhere in the chain (Nessie, S3 SDK, network, OutOfMemoryError)
+   decides first, so an outage is never filed as the file's fault; then the source's own decoding failures, which
+   are the file's fault (UnreadableSourceError) only while reading or writing it (READ, WRITE): a class that says so,
+   or any throwable raised inside a Parquet, ORC or Avro reader above the file I/O (a CRC, a codec's error, an index
+   out of bounds, a size that does not fit: `raised_decoding`);
 3. what the types leave open is decided by `TEXT_RULES`, the one table of message patterns, tested row by row;
 4. anything else is an EngineError (infrastructure: retried).
 
-`gateway_alive` is the cheap probe a caller uses to decide to build a fresh session; `forget_session` lets PySpark
-build one after the old JVM died (its `getOrCreate` would otherwise hand back the dead session).
+`gateway_alive` and `forget_session` (spark_gateway) are re-exported here for the engine's callers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import re
 from collections.abc import Callable
@@ -37,6 +37,12 @@ from wap_ingest.core.errors import (
     WapError,
 )
 
+from .spark_chain import Cause, chain_of, is_bare_py4j_error
+from .spark_gateway import GATEWAY_TIMEOUT_SECONDS, forget_session, gateway_alive
+
+__all__ = ["GATEWAY_TIMEOUT_SECONDS", "TEXT_RULES", "Cause", "EngineStep", "Kind", "classify", "engine_failure",
+           "first_line", "forget_session", "gateway_alive", "kind_of", "raised_decoding"]
+
 
 class EngineStep(enum.StrEnum):
     READ = "read"  # reading the source: footer, header, schema inference (CSV inference parses every row)
@@ -54,7 +60,7 @@ class Kind(enum.Enum):
     STORE_DOWN = "the object store (S3) failed or cannot be reached"
     BRANCH_GONE = "the branch no longer exists"
     CONFLICT = "the branch moved during the commit"
-    DAMAGED = "a data page cannot be decoded"
+    DAMAGED = "its bytes do not decode (a damaged page, block or footer)"
     NOT_PARQUET = "it is not a complete Parquet file (no valid footer)"
     TRUNCATED = "the file ends early (truncated)"
     BAD_ROW = "a row does not match the header"
@@ -69,15 +75,6 @@ INFRASTRUCTURE = (Kind.LOST, Kind.AUTH, Kind.CATALOG_DOWN, Kind.STORE_DOWN, Kind
 SOURCE = (Kind.MISSING, Kind.ENCODING, Kind.LONG_VALUE, Kind.BAD_ROW, Kind.NOT_PARQUET, Kind.DAMAGED, Kind.TRUNCATED,
           Kind.READ_FAILED)
 """In this order of precedence, after the infrastructure."""
-
-
-@dataclass(frozen=True)
-class Cause:
-    """One link of a failure's cause chain: a Java throwable (seen through Py4J) or a Python exception."""
-
-    name: str  # the Java class name, or the Python class as module.QualName
-    message: str = ""
-    error_class: str | None = None  # Spark's error class (SparkThrowable.getErrorClass), if any
 
 
 @dataclass(frozen=True)
@@ -153,11 +150,17 @@ _ERROR_CLASS_KINDS: tuple[tuple[str, Kind], ...] = (
 _READ_WRAPPERS = ("_LEGACY_ERROR_TEMP_2064", "FAILED_READ_FILE")
 """Spark's "error while reading file <path>": whatever it wraps is the file's, unless infrastructure is in the chain
 (3.5 names it _LEGACY_ERROR_TEMP_2064; 4.x FAILED_READ_FILE.*)."""
+_FORMAT_READERS = ("org.apache.parquet.", "org.apache.spark.sql.execution.datasources.parquet.", "org.apache.orc.",
+                   "org.apache.spark.sql.execution.datasources.orc.", "org.apache.avro.", "org.apache.spark.sql.avro.")
+"""The code that decodes a source's bytes: the libraries Spark reads Parquet, ORC and Avro with, and Spark's readers
+over them (Iceberg's shaded copies, which read and write the lake's own files, are not among them)."""
+_FILE_IO = ("java.io.FileInputStream", "java.io.RandomAccessFile", "java.nio.channels.", "sun.nio.ch.",
+            "org.apache.hadoop.fs.", "org.apache.hadoop.io.nativeio.")
+"""Reading bytes from the disk: what is raised there is the machine's, even under a format reader."""
 _EOF = "java.io.EOFException"  # the file's only inside a file read (a wrapper above, or a Parquet reader beside it)
-_LOST_PYTHON = (ConnectionRefusedError, ConnectionResetError, BrokenPipeError)
-
 _FIXES: dict[Kind, str] = {
-    Kind.DAMAGED: "write the file again from the original data with a Parquet writer, and upload it again",
+    Kind.DAMAGED: "write the file again from the original data and upload it again (a checksum, a compressed block, "
+                  "an encoded value or an offset in it is wrong)",
     Kind.NOT_PARQUET: "upload the complete file again (it is truncated, or not Parquet)",
     Kind.BAD_ROW: "give every row as many fields as the header and close every quoted value, then upload it again",
     Kind.LONG_VALUE: "check the delimiter and the line breaks (a value or line this long is usually a missing "
@@ -199,12 +202,28 @@ def classify(chain: list[Cause], step: EngineStep) -> Kind | None:
     if step not in (EngineStep.READ, EngineStep.WRITE):
         return None  # a decoding error while measuring or in the catalog is the table's, not the file's
     in_file_read = any(c.error_class and c.error_class.startswith(_READ_WRAPPERS) for c in chain)
+    innermost = next((c for c in reversed(chain) if c.frames), None)
+    if innermost is not None and raised_decoding(innermost.frames):
+        kinds.add(Kind.DAMAGED)
     if any(c.name.endswith(_EOF) for c in chain) and (in_file_read or Kind.DAMAGED in kinds):
         kinds.add(Kind.TRUNCATED)
     for kind in SOURCE:
         if kind in kinds:
             return kind
     return Kind.READ_FAILED if in_file_read else None
+
+
+def raised_decoding(frames: tuple[str, ...]) -> bool:
+    """Whether a throwable raised with this stack (class names, the raising call first) was raised while a format
+    reader decoded bytes it had read: a reader's frame comes before any frame of the file I/O under it. Whatever
+    the throwable (a CRC or codec error, an index out of bounds, a negative size, a JSON schema that does not parse),
+    the file's bytes are what the reader could not decode."""
+    for name in frames:
+        if name.startswith(_FILE_IO):
+            return False
+        if name.startswith(_FORMAT_READERS):
+            return True
+    return False
 
 
 def engine_failure(
@@ -220,44 +239,10 @@ def engine_failure(
     `spark`: the session, to check the gateway when Py4J gives no network type (default: PySpark's active one)."""
     if isinstance(exc, WapError):
         return exc
-    chain, lost, broken = _chain_of(exc)
-    if lost or ((broken or _is_bare_py4j_error(exc)) and not gateway_alive(spark)):
+    chain, lost, broken = chain_of(exc)
+    if lost or ((broken or is_bare_py4j_error(exc)) and not gateway_alive(spark)):
         return _error_for(Kind.LOST, chain, doing, source_uri, table)
     return _error_for(classify(chain, step), chain, doing, source_uri, table)
-
-
-def gateway_alive(spark: Any = None) -> bool:
-    """One Py4J round trip: False when the JVM cannot be reached or its SparkContext is stopped (either way the
-    session must be rebuilt). `spark` defaults to PySpark's active context."""
-    try:
-        from py4j.protocol import Py4JError
-
-        context = spark.sparkContext if spark is not None else _active_context()
-        if context is None or context._jsc is None:
-            return False
-        return not bool(context._jsc.sc().isStopped())
-    except (Py4JError, OSError, AttributeError):
-        return False
-
-
-def forget_session() -> None:
-    """Drop PySpark's references to a session whose JVM died, so that the next `SparkSession.builder.getOrCreate()`
-    starts a new JVM instead of returning the dead session (its `stop()` cannot reach the JVM any more)."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        with contextlib.suppress(Exception):  # a dead gateway's sockets may fail to close: nothing to free then
-            gateway.close()  # local sockets and threads only; the JVM is not asked
-        process = getattr(gateway, "proc", None)
-        if process is not None and process.poll() is None:  # a JVM that lives on with a stopped context: end it
-            process.kill()
-    SparkContext._active_spark_context = None
-    SparkContext._gateway = None
-    SparkContext._jvm = None
-    SparkSession._instantiatedSession = None
-    SparkSession._activeSession = None
 
 
 def first_line(exc: BaseException) -> str:
@@ -281,69 +266,8 @@ def _class_kind(name: str) -> Kind | None:
     return None
 
 
-def _active_context() -> Any:
-    from pyspark import SparkContext
-
-    return SparkContext._active_spark_context
-
-
-def _is_bare_py4j_error(exc: BaseException) -> bool:
-    """A Py4JError that is not a Java exception: py4j raises it when the answer was an error, which is how a dead
-    gateway shows on the first call after the JVM died ("An error occurred while calling o15.sc",
-    "x does not exist in the JVM")."""
-    from py4j.protocol import Py4JError, Py4JJavaError
-
-    return isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError)
-
-
-def _chain_of(exc: BaseException) -> tuple[list[Cause], bool, bool]:
-    """Every link, Python and Java, outermost first; whether the engine is certainly gone (a Py4J network error or
-    a refused socket, in the Python chain or while walking the Java one); whether a Java walk broke off."""
-    from py4j.protocol import Py4JNetworkError
-
-    chain: list[Cause] = []
-    seen: set[int] = set()
-    broken = False
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(chain) < 40:
-        seen.add(id(current))
-        if isinstance(current, (Py4JNetworkError, *_LOST_PYTHON)):
-            return [*chain, _python_cause(current)], True, broken
-        java = getattr(current, "java_exception", None) or getattr(current, "_origin", None)
-        chain.append(_python_cause(current))
-        try:
-            while java is not None and len(chain) < 40:  # the Java cause chain, one round trip per call
-                name = str(java.getClass().getName())
-                chain.append(Cause(name, str(java.getMessage() or ""), _error_class(java, name)))
-                java = java.getCause()  # null at the root (Throwable never returns itself)
-        except (Py4JNetworkError, *_LOST_PYTHON):
-            return chain, True, True
-        except Exception:  # an error answer: a dying gateway, or a method the object lacks; the caller checks
-            broken = True
-        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
-    return chain, False, broken
-
-
-def _error_class(throwable: Any, name: str) -> str | None:
-    if not name.startswith("org.apache.spark."):
-        return None  # only Spark's throwables carry an error class: saves a round trip per link
-    try:
-        value = throwable.getErrorClass()
-    except Exception:  # not a SparkThrowable
-        return None
-    return str(value) if value else None
-
-
-def _python_cause(exc: BaseException) -> Cause:
-    message = getattr(exc, "desc", None)  # pyspark's CapturedException: str() would call the JVM
-    if not isinstance(message, str):
-        try:
-            message = getattr(exc, "errmsg", None) or str(exc)  # Py4JJavaError.errmsg: no JVM call
-        except Exception:
-            message = ""
-    return Cause(f"{type(exc).__module__}.{type(exc).__qualname__}", str(message))
-
-
+_LOCAL_PATH = re.compile(r"\bfile:/+[^\s,;]*[^\s,;.:]|(?<![\w:/])/(?:[\w.+-]+/)+[\w.+-]*[\w+-]")
+"""A local path, as a URI or bare (ORC's reader names "/tmp/work/<staged>.orc:"), up to what follows it."""
 _SENTENCE_END = re.compile(r"(?<=[a-z)\]])\.\s+(?=[A-Z])")
 
 
@@ -355,7 +279,7 @@ def _detail(chain: list[Cause], limit: int = 300) -> str:
         line = next((x.strip() for x in cause.message.splitlines() if x.strip()), "")
         line = re.sub(r"^(?:[a-z]+\.)+[A-Za-z]*(?:Exception|Error): ", "", line)
         line = re.sub(r"^\[[A-Z_.0-9]+\]\s*", "", line)
-        line = re.sub(r"\bfile:/+[^\s,;]*[^\s,;.]", "the file", line)  # a staged copy's path: the object is named
+        line = _LOCAL_PATH.sub("the file", line)  # a staged copy's path: the object is named
         if (not line or line.startswith(("Job aborted due to stage failure", "Exception thrown in awaitResult",
                                          "Encountered error while reading file", "An error occurred while calling"))
                 or line.endswith("Details:")):

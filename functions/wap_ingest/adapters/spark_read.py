@@ -1,9 +1,11 @@
-"""Reading a source file with Spark, after the checks Spark cannot make (issue 13, items 4 and 6; issue 16, item 4).
+"""Reading a source file with Spark, after the checks Spark cannot make (issue 13, items 4 and 6; issue 16, item 4;
+issue 24, item 6).
 
 A local text file (CSV, TSV, JSON lines; `.gz`/`.bz2` too) is checked first by text_checks, in one streaming pass
-of bounded memory; a CSV header (read with a bounded length) must name columns Spark can address. Local Parquet and
-ORC files' names come from their footers. Then Spark reads with FAILFAST options and a bounded value length, schema
-inference forced, and the table's `format_options` (core.formats); any failure is classified by
+of bounded memory; a CSV header (read with a bounded length) must name columns Spark can address. A local Parquet,
+ORC or Avro file is checked by columnar_checks (Parquet decoded in full, ORC's postscript and stripes, Avro's
+blocks), and the names in its footer must be addressable too. Then Spark reads with FAILFAST options and a bounded
+value length, schema inference forced, and the table's `format_options` (core.formats); any failure is classified by
 `spark_errors.engine_failure` (step READ).
 
 Paths with a scheme (s3://, as an EMR job reads its input) are not opened here: only Spark's own bounds apply and
@@ -19,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from wap_ingest.core.columns import column_problems
-from wap_ingest.core.errors import EmptySourceError, InvalidColumnError
+from wap_ingest.core.errors import EmptySourceError, InvalidColumnError, WapError
 from wap_ingest.core.formats import FormatOptions, option, spark_options
 from wap_ingest.core.models import FileFormat
 
+from .columnar_checks import check_avro, check_parquet, orc_columns
 from .spark_errors import EngineStep, engine_failure
 from .text_checks import (
     CHUNK_BYTES,
@@ -94,7 +97,7 @@ def read_source(
         what = (names or {}).get(path, source_uri)
         local = _local(path)
         if local is not None:
-            _check_local(local, fmt, what, table, options)
+            _check_local(spark, local, fmt, what, table, options)
         elif csv_like and with_header:
             _refuse_columns(spark_csv_header(spark, path, what, table, fmt, options), what, table)
     frame: DataFrame
@@ -141,17 +144,17 @@ def footer_schema(spark: Any, path: str) -> Any | None:
         return None
 
 
-def header_of(path: Path | str, fmt: FileFormat) -> str | None:
+def header_of(path: Path | str, fmt: FileFormat, spark: Any = None) -> str | None:
     """A local file's shape for grouping a batch, read with bounded memory: the CSV header line as written, or the
-    Parquet/ORC schema from the footer. None when it cannot be read or has no header (JSON, Avro: the file then
-    runs alone)."""
+    Parquet/ORC schema from the footer (ORC's through the engine's reader: `spark`, by default PySpark's active
+    session). None when it cannot be read or has no header (JSON, Avro: the file then runs alone)."""
     try:
         if fmt is FileFormat.PARQUET:
             import pyarrow.parquet as pq
 
             return str(pq.read_schema(path))
         if fmt is FileFormat.ORC:
-            return str(_orc_schema(Path(path)))
+            return _orc_columns(spark or _active_session(), Path(path), "the file", "the table")[1]
         if fmt not in (FileFormat.CSV, FileFormat.TSV):
             return None
         line = first_line(Path(path), "the file", MAX_HEADER_BYTES)
@@ -175,32 +178,43 @@ def _local(path: str) -> Path | None:
     return None
 
 
-def _orc_schema(path: Path) -> Any:
-    from pyarrow import orc
+def _orc_columns(spark: Any, path: Path, what: str, table: str) -> tuple[list[str], str]:
+    """An ORC file's names and schema through the engine's (Java) ORC reader: pyarrow's crashes the process on some
+    damaged footers. Raises UnreadableSourceError, or what `engine_failure` makes of the reader's exceptions."""
+    if spark is None:
+        raise ValueError("no Spark session to read an ORC footer with")
+    try:
+        return orc_columns(spark.sparkContext._jvm, spark._jsparkSession.sessionState().newHadoopConf(), path, what,
+                           table)
+    except WapError:
+        raise
+    except Exception as exc:
+        raise engine_failure(exc, step=EngineStep.READ, doing=f"reading the footer of {what}", source_uri=what,
+                             table=table, spark=spark) from exc
 
-    return orc.ORCFile(str(path)).schema
+
+def _active_session() -> Any:
+    """The process's session, if one was started (never starts one)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession
 
 
-def _check_local(path: Path, fmt: FileFormat, what: str, table: str, options: FormatOptions) -> None:
+def _check_local(spark: Any, path: Path, fmt: FileFormat, what: str, table: str, options: FormatOptions) -> None:
     if path.is_file() and path.stat().st_size == 0:
         raise EmptySourceError(f"{what}: the file is empty (0 bytes); nothing to ingest into {table}. "
                                f"Fix: upload the file with its data.")
     if not path.is_file():
         return  # Spark reports the missing path (PATH_NOT_FOUND), classified like any read failure
-    if fmt in (FileFormat.PARQUET, FileFormat.ORC):
-        try:
-            if fmt is FileFormat.PARQUET:
-                import pyarrow.parquet as pq
-
-                names = list(pq.read_schema(path).names)
-            else:
-                names = list(_orc_schema(path).names)
-        except Exception:
-            return  # not a readable footer: Spark's read says what is wrong, classified by type
-        _refuse_columns(names, what, table)
+    if fmt is FileFormat.PARQUET:
+        _refuse_columns(check_parquet(path, what, table), what, table)  # no names: pyarrow could not tell
+        return
+    if fmt is FileFormat.ORC:
+        _refuse_columns(_orc_columns(spark, path, what, table)[0], what, table)
         return
     if fmt is FileFormat.AVRO:
-        return  # a binary container: Spark's read checks it, and the names after it
+        check_avro(path, what, table)  # the container; Spark's read decodes it, and the names are checked after it
+        return
     dialect, named = dialect_of(fmt, options), f"{what} (for {table})"
     if fmt is FileFormat.JSON:
         check_text(path, named, dialect=dialect, quotes=False)

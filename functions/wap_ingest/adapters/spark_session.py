@@ -103,7 +103,9 @@ def spark_conf_for(
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={settings.work_dir / 'spark'}",
+        # Every exception keeps its stack (C2 drops it from one thrown often at one site): spark_errors reads it.
+        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={settings.work_dir / 'spark'} "
+                                         "-XX:-OmitStackTraceInFastThrow",
     }
     if local_jars and settings.jars:
         # The same jars on the driver's own classpath (as in a Spark distribution's jars/): loaded by the JVM's
