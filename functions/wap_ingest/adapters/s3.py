@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,17 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
-from wap_ingest.core.errors import ObjectStoreUnavailableError, SourceNotFoundError, UnreadableSourceError
-from wap_ingest.core.models import SourceObject
+from wap_ingest.core.errors import (
+    ObjectStoreUnavailableError,
+    OutOfTimeError,
+    SourceNotFoundError,
+    UnreadableSourceError,
+)
+from wap_ingest.core.models import FileFormat, SourceObject
 from wap_ingest.core.ports import ObjectStore
+from wap_ingest.core.weights import Weight
+
+from .s3_weights import weigh
 
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
 PART_BYTES = 8 * 1024 * 1024  # one ranged GET of a parallel download (an object of one part: one plain GET)
@@ -68,11 +77,16 @@ class S3ObjectStore(ObjectStore):
     def client(self) -> Any:
         return self._s3
 
-    def head(self, bucket: str, key: str) -> SourceObject:
+    def head(self, bucket: str, key: str, version_id: str | None = None) -> SourceObject:
         uri = f"s3://{bucket}/{key}"
         try:
-            meta = self._s3.head_object(Bucket=bucket, Key=key)
+            meta = self._s3.head_object(Bucket=bucket, Key=key, **({"VersionId": version_id} if version_id else {}))
         except ClientError as exc:
+            if version_id and _not_found(exc):
+                raise SourceNotFoundError(
+                    f"{uri}: version {version_id} no longer exists (deleted since it was announced); nothing was "
+                    f"read. Fix: upload the file again if it is still wanted (a newer version has its own "
+                    f"event).") from exc
             raise self._translate(exc, uri) from exc
         except (BotoCoreError, EndpointConnectionError) as exc:
             raise _unavailable(uri, exc) from exc
@@ -83,6 +97,19 @@ class S3ObjectStore(ObjectStore):
             etag=str(meta.get("ETag", "")).strip('"') or None,
             version_id=_version(meta.get("VersionId")),
         )
+
+    def weigh(self, source: SourceObject, fmt: FileFormat) -> Weight:
+        def read(byte_range: str) -> bytes:
+            answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=byte_range,
+                                         **_exact_version(source))
+            return bytes(answer["Body"].read())
+
+        try:
+            return weigh(source, fmt, read)
+        except ClientError as exc:
+            raise self._translate(exc, source.uri) from exc
+        except (BotoCoreError, EndpointConnectionError) as exc:
+            raise _unavailable(source.uri, exc) from exc
 
     def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
         try:
@@ -118,13 +145,14 @@ class S3ObjectStore(ObjectStore):
             raise _unavailable(uri, exc) from exc
         return sorted(found, key=lambda o: o.key)
 
-    def download(self, source: SourceObject, directory: Path) -> Path:
-        """Fetch exactly the version that was headed (by version id, else guarded by ETag)."""
+    def download(self, source: SourceObject, directory: Path, stop: Callable[[], bool] = lambda: False) -> Path:
+        """Fetch exactly the version that was headed (by version id, else guarded by ETag); `stop` is asked before
+        each ranged part (the invocation's deadline: an OutOfTimeError, and nothing is left on disk)."""
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / _staged_name(source)
         try:
             if source.size and source.size > PART_BYTES:
-                self._download_ranges(source, target, source.size)
+                self._download_ranges(source, target, source.size, stop)
             else:
                 body = self._s3.get_object(Bucket=source.bucket, Key=source.key, **_exact_version(source))["Body"]
                 with target.open("wb") as out:
@@ -137,12 +165,15 @@ class S3ObjectStore(ObjectStore):
             raise _unavailable(source.uri, exc) from exc
         return target
 
-    def _download_ranges(self, source: SourceObject, target: Path, size: int) -> None:
+    def _download_ranges(self, source: SourceObject, target: Path, size: int, stop: Callable[[], bool]) -> None:
         """`size` bytes of exactly the headed version, as PART_BYTES ranges fetched in parallel, each written at its
         offset; a part shorter than asked (the object changed under an unversioned key) fails the download."""
         exact = _exact_version(source)
 
         def fetch(start: int) -> None:
+            if stop():
+                raise OutOfTimeError(f"{source.uri}: staging stopped at byte {start} of {size}, the invocation is "
+                                     f"nearly out of time; back to the queue.")
             end = min(start + PART_BYTES, size) - 1
             body = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes={start}-{end}",
                                        **exact)["Body"].read()
@@ -208,6 +239,14 @@ class S3ObjectStore(ObjectStore):
                 f"{uri}: access denied ({code}). Fix: grant s3:GetObject/ListBucket on the bucket to this role."
             )
         return ObjectStoreUnavailableError(f"{uri}: S3 error {code or status}: {error.get('Message', '')}")
+
+
+def _not_found(exc: ClientError) -> bool:
+    """A version that does not exist: 404 (NoSuchVersion; a HEAD has no body, its code is the status), or 400 for
+    an id S3 cannot read (InvalidArgument)."""
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    return code in _NOT_FOUND or status == 404 or code in ("400", "InvalidArgument")
 
 
 def _unavailable(uri: str, exc: Exception) -> ObjectStoreUnavailableError:

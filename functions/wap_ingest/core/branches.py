@@ -6,9 +6,9 @@ Every run's branch is `wap-<namespace>-<table>-<digest>-<kind><started>x<token>`
   shares it, so a retry finds the earlier attempts and review finds the file.
 - `<kind>`: `f` a lone file (kept open when its audit fails), `l` a multi-table load (kept open likewise), `b` a group
   of files, `m` a table's maintenance, `d` a dry run (`wap audit`); the last three are never kept.
-- `<started>`: the run's start (unix microseconds: sequential attempts never share one): a branch of a kind that is never kept, older than the longest
-  possible run, belongs to a run that died and is deleted by the table's next run; among attempts at one thing, the
-  older ones give way to the newer.
+- `<started>`: the run's start (unix microseconds: sequential attempts never share one): a branch of a kind that is
+  never kept, older than the longest possible run, belongs to a run that died and is deleted by the table's next
+  run; among attempts at one thing, the older ones give way to the newer.
 - `<token>`: random hex, so two concurrent attempts never share a branch.
 Only letters, digits, `_` and `-` (Nessie's REST paths and pynessie do not escape `/`); identifiers never contain `-`,
 so the parts read back unambiguously. Branches named by earlier versions (`wap-<ns>-<table>-<digest>-<hex>`, a
