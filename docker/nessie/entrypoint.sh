@@ -5,7 +5,7 @@
 # (WAP_DB_PASSWORD_PARAMETER) and the access key of an IAM user that may read that one parameter
 # (WAP_SECRETS_ACCESS_KEY_ID / WAP_SECRETS_SECRET_ACCESS_KEY). FetchParameter (plain JDK, SigV4) reads the
 # SecureString; this script exports it as QUARKUS_DATASOURCE_POSTGRESQL_PASSWORD into its own environment only,
-# drops the key, and execs the image's command (java -jar the Nessie runner). The value is never printed.
+# drops the key, and execs the image's command (run-java.sh, which starts Nessie). The value is never printed.
 #
 # WAP_SSM_ENDPOINT overrides the SSM endpoint and WAP_FETCHER_CLASSPATH the class's folder (tests).
 set -euo pipefail
@@ -18,7 +18,7 @@ die() {
 
 parameter="${WAP_DB_PASSWORD_PARAMETER:-}"
 [ -n "$parameter" ] || die "WAP_DB_PASSWORD_PARAMETER is not set (the SSM parameter that holds the database password)"
-[ "$#" -gt 0 ] || die "no command to start (the image's CMD starts the Nessie runner jar)"
+[ "$#" -gt 0 ] || die "no command to start (the image's CMD starts the Nessie server)"
 
 classpath="${WAP_FETCHER_CLASSPATH:-/opt/wap/fetcher}"
 # A small heap and no JIT tiers beyond C1: this JVM lives for one request.

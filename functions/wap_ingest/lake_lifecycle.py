@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from wap_ingest.adapters.aws_errors import Failure, failure_of
+
 EXPIRY_DAYS = {"wap-staging/": 1, "wap-requests/": 7, "wap-reports/": 90}
 
 
@@ -34,13 +36,13 @@ def apply_lake_lifecycle(s3: Any, bucket: str) -> None:
 
 
 def current_rules(s3: Any, bucket: str) -> list[dict[str, Any]]:
-    """The bucket's rules, or [] when it has none."""
+    """The bucket's rules, or [] when it has none (any other failure is raised as botocore's, for setup_aws.py)."""
     from botocore.exceptions import ClientError
 
     try:
         return list(s3.get_bucket_lifecycle_configuration(Bucket=bucket).get("Rules", []))
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "NoSuchLifecycleConfiguration":
+        if failure_of(exc) is Failure.MISSING:  # NoSuchLifecycleConfiguration
             return []
         raise
 

@@ -75,9 +75,9 @@ def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
     assert "--size" in args and args[args.index("--size") + 1] == str(len(good))
     conf = parse_submit_parameters(driver["sparkSubmitParameters"])
     jars = {uri.rsplit("/", 1)[1] for uri in conf["spark.jars"].split(",")}
-    pinned = ("iceberg-spark-runtime", "iceberg-aws-bundle", "nessie-spark", "spark-avro")
+    pinned = ("iceberg-spark-runtime", "iceberg-aws-bundle", "spark-avro")
     assert {j for j in jars if j.startswith(pinned)} == jars
-    assert len(jars) == 4
+    assert len(jars) == 3
     assert conf["spark.archives"].endswith("/wap-pyenv.tar.gz#environment")
     assert conf["spark.sql.catalog.nessie.uri"] == f"{stack_env['NESSIE_ENDPOINT']}/api/v2"
     assert conf["spark.emr-serverless.driverEnv.LAKE_BUCKET"] == stack_env["LAKE_BUCKET"]

@@ -107,6 +107,10 @@ def _dockerignore_allows(path: str) -> bool:
     return allowed
 
 
+# What the build copies that `make` fetches first (not in the repository): folder -> the target that fetches it.
+FETCHED = {".cache/image/wheels": "$(IMAGE_WHEELS)/.fetched", ".cache/jars/spark": "$(JARS)/.fetched"}
+
+
 def test_every_file_the_dockerfile_copies_from_the_context_exists_and_is_not_ignored() -> None:
     sources = []
     for rest in _args("COPY"):
@@ -115,35 +119,47 @@ def test_every_file_the_dockerfile_copies_from_the_context_exists_and_is_not_ign
             continue
         sources += [w for w in words[:-1] if not w.startswith("--")]
 
-    assert {"requirements-build.lock", "requirements-runtime.lock", "docker/pom.xml", "docker/jars.sha256",
-            "scripts/verify_jars.py", "audits.yml", "functions", "pyproject.toml"} <= set(sources)
+    assert {"requirements-build.lock", "requirements-runtime.lock", "docker/jars.sha256", "scripts/verify_jars.py",
+            "scripts/build_cds_archive.py", "audits.yml", "functions", "pyproject.toml", *FETCHED} <= set(sources)
     for source in sources:
-        assert (ROOT / source).exists(), f"COPY {source}: no such file in the repository"
+        if source in FETCHED:  # made by `make image-context`, which `make image` runs first
+            assert re.search(rf"^{re.escape(FETCHED[source])}:", (ROOT / "Makefile").read_text(), re.MULTILINE)
+        else:
+            assert (ROOT / source).exists(), f"COPY {source}: no such file in the repository"
         assert _dockerignore_allows(source), f"COPY {source}: excluded by .dockerignore"
     assert not _dockerignore_allows(".venv") and not _dockerignore_allows("node_modules")
     assert not _dockerignore_allows(".env") and not _dockerignore_allows(".cache")
+    assert not _dockerignore_allows(".cache/jars/nessie") and not _dockerignore_allows(".cache/rie")
 
 
-def test_jars_are_fetched_from_the_same_pom_as_the_local_stack() -> None:
+def test_jars_are_the_ones_make_jars_fetched_from_the_pom_checked_again_in_the_build() -> None:
+    runs = " ".join(_args("RUN"))
+    copies = [f"COPY {r}" for r in _args("COPY")]
+
+    assert "COPY .cache/jars/spark /opt/wap/jars" in copies
+    assert "python3 scripts/verify_jars.py --manifest docker/jars.sha256 --group spark /opt/wap/jars" in runs
+    assert "python scripts/build_cds_archive.py --jars /opt/wap/jars" in runs  # after the check
+    assert runs.index("verify_jars.py") < runs.index("build_cds_archive.py")
+    assert copies[-1] == "COPY audits.yml /var/task/audits.yml"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "MVN := mvn -q -B -C -f docker/pom.xml" in makefile
+    assert re.search(r"^image-context: jars \$\(IMAGE_WHEELS\)/\.fetched$", makefile, re.MULTILINE)
+    assert re.search(r"^image: image-context$", makefile, re.MULTILINE)
+
+
+def test_base_is_debian_bookworm_with_debians_python_311_and_openjdk_17() -> None:
+    text = DOCKERFILE.read_text()
     runs = " ".join(_args("RUN"))
 
-    assert "mvn -q -B -C -f docker/pom.xml dependency:copy-dependencies" in runs
-    assert "-DexcludeTransitive=true -DoutputDirectory=/opt/wap/jars" in runs
-    copies = [f"COPY {r}" for r in _args("COPY")]
-    assert "COPY --from=jars /opt/wap/jars /opt/wap/jars" in copies  # into the stage that checks them
-    assert "python3 scripts/verify_jars.py --manifest docker/jars.sha256 --group spark /opt/wap/jars" in runs
-    assert copies[-2:] == ["COPY --from=verified-jars /opt/wap/jars /opt/wap/jars",
-                           "COPY audits.yml ${LAMBDA_TASK_ROOT}/audits.yml"]
-    assert "docker/pom.xml" in (ROOT / "Makefile").read_text()
-
-
-def test_base_images_are_the_lambda_python_image_and_a_maven_jdk17_stage() -> None:
-    text = DOCKERFILE.read_text()
-
-    assert "ARG LAMBDA_BASE=public.ecr.aws/lambda/python:3.11" in text  # Amazon Linux 2, as requirements-runtime.lock
-    assert re.search(r"^ARG MAVEN_IMAGE=maven:3[.0-9]*-eclipse-temurin-17(?:[:@]|$)", text, re.MULTILINE)
-    assert [r.split()[0] for r in _args("FROM")] == ["${MAVEN_IMAGE}"] + ["${LAMBDA_BASE}"] * 3
-    assert "java-17-amazon-corretto-headless" in " ".join(_args("RUN"))
+    assert re.search(r"^ARG BASE=debian:bookworm-slim@sha256:[0-9a-f]{64}$", text, re.MULTILINE)
+    assert [r.split()[0] for r in _args("FROM")] == ["${BASE}"] * 2
+    assert re.search(r"^ARG PYTHON3_VERSION=3\.11\.", text, re.MULTILINE)  # Debian 12's python3
+    assert re.search(r"^ARG OPENJDK_VERSION=17\.", text, re.MULTILINE)
+    assert "openjdk-17-jre-headless=${OPENJDK_VERSION}" in runs and "python3=${PYTHON3_VERSION}" in runs
+    assert "make pin-packages" in runs  # a pinned version gone from Debian's archive says what to do
+    [entrypoint] = _args("ENTRYPOINT")
+    assert json.loads(entrypoint) == ["/opt/venv/bin/python", "-m", "awslambdaric"]
+    assert "aws-lambda-rie" not in " ".join(r for k, r in instructions() if k != "#")  # mounted for tests only
 
 
 DIGEST_PINNED = re.compile(r"[a-z0-9][a-z0-9./_-]*:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}")
@@ -217,9 +233,13 @@ def test_image_environment_fits_lambdas_read_only_file_system() -> None:
 def test_image_installs_the_runtime_lock_only_with_hashes() -> None:
     runs = " ".join(" ".join(_args("RUN")).split())
 
-    assert "pip install --no-cache-dir --require-hashes -r requirements-build.lock" in runs
-    assert "--require-hashes --no-build-isolation --target /opt/python -r requirements-runtime.lock" in runs
+    assert "pip install --no-cache-dir --no-index --find-links wheels --require-hashes -r requirements-build.lock" \
+        in runs
+    assert "--no-index --find-links wheels --require-hashes --no-build-isolation -r requirements-runtime.lock" in runs
     assert "requirements.txt" not in runs
+    fetch = re.search(r"^\$\(IMAGE_WHEELS\)/\.fetched:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert fetch and "pip download -q --no-deps --require-hashes $(WHEEL_TARGET)" in fetch.group(1)
+    assert "-r requirements-build.lock -r requirements-runtime.lock" in fetch.group(1)
     kept = set(lock_file(ROOT / "requirements-runtime.lock"))
     assert kept >= RUNTIME
     assert not kept & TEST_ONLY

@@ -176,7 +176,7 @@ def test_an_unknown_state_is_retried_never_resubmitted(emr: tuple[Any, Stubber],
     jobs.submit(SOURCE, TABLE)
     stub.add_client_error("get_job_run", "InternalServerException", "try later", 500)
 
-    with pytest.raises(InfrastructureError, match="cannot tell whether job run run-1"):
+    with pytest.raises(InfrastructureError, match="reading the state of job run run-1"):
         jobs.submit(SOURCE, TABLE)
 
     assert record(s3)["job_run_id"] == "run-1"

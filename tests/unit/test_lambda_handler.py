@@ -13,9 +13,11 @@ from wap_ingest.bootstrap import Service
 from wap_ingest.config import Settings
 from wap_ingest.core.alerts import Alert, AlertKind
 from wap_ingest.core.audits import suites_from
-from wap_ingest.core.errors import CatalogUnavailableError
+from wap_ingest.core.errors import CatalogUnavailableError, ObjectStoreUnavailableError
+from wap_ingest.core.ingest import LargeFiles
+from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports
-from wap_ingest.core.ports import Notifier
+from wap_ingest.core.ports import LargeFileJobs, Notifier
 from wap_ingest.entrypoints import lambda_handler
 
 EVENTS = Path(__file__).resolve().parents[1] / "data" / "events"
@@ -197,21 +199,10 @@ def test_unknown_event_shape_is_refused(world: World) -> None:
         world.invoke({"hello": "world"})
 
 
-def test_an_emr_run_state_change_is_recognised_and_read() -> None:
-    from wap_ingest.adapters.events import EventKind, event_kind, job_run_from
-
-    event = {"version": "0", "source": "aws.emr-serverless", "detail-type": "EMR Serverless Job Run State Change",
-             "detail": {"applicationId": "00app", "jobRunId": "run-1", "state": "FAILED", "previousState": "RUNNING"}}
-    assert event_kind(event) is EventKind.JOB_STATE
-    assert job_run_from(event) == ("00app", "run-1", "FAILED")
-
-
 def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_one(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wap_ingest.adapters.events import EventKind, event_kind
     from wap_ingest.core.maintenance import MaintenanceReport, MaintenanceWork, TableHealth
 
-    assert event_kind({"wap_maintain": "all"}) is EventKind.MAINTAIN  # serverless.yml's schedule input
     asked: list[Any] = []
     report = MaintenanceReport("wap.a", "maintained", MaintenanceWork(compact=True), TableHealth(data_files=9),
                                TableHealth(data_files=1), attempts=1)
@@ -240,3 +231,37 @@ def test_a_redelivered_event_of_every_shape_is_a_duplicate_found_in_the_ledger(w
     assert [o["status"] for o in second["objects"]] == ["duplicate"]
     assert world.catalog.refs["main"] == main and len(rows_on(world.catalog, "main", "wap.customer_data_log")) == 1
     assert any(k.startswith("wap_ledger.") for k in world.catalog.contents("main"))
+
+
+class EndingJobs(LargeFileJobs):
+    """A distributed engine that tells which runs ended (EventBridge), resubmitting the failed one."""
+
+    def __init__(self) -> None:
+        self.ended: list[tuple[str, str]] = []
+        self.fail_with: Exception | None = None
+
+    def submit(self, source: SourceObject, table: TableRef) -> JobRun:
+        raise AssertionError("nothing is submitted here")
+
+    def runs(self, table: TableRef | None = None) -> list[JobRun]:
+        return []
+
+    def run_ended(self, application_id: str, job_run_id: str) -> JobRun | None:
+        self.ended.append((application_id, job_run_id))
+        if self.fail_with is not None:
+            raise self.fail_with
+        return JobRun("run-2", application_id, SourceObject("source", "t/big.parquet"), "wap.t", "SUBMITTED", "now")
+
+
+def test_an_emr_run_that_failed_is_resubmitted_or_alerted_when_it_cannot_be(world: World) -> None:
+    jobs = EndingJobs()
+    world.service = world.service.replaced(large_files=LargeFiles(jobs, 1000))
+    event = fixture("emr_job_run_failed.json")
+    assert world.invoke(event) == {"job_run": "run-1", "state": "FAILED", "resubmitted": "run-2"}
+    assert jobs.ended == [("00app", "run-1")]
+    jobs.fail_with = ObjectStoreUnavailableError("S3 is down")
+    assert world.invoke(event)["error"] == "S3 is down"
+    [alert] = world.notifier.alerts
+    assert "run-1 ended and was not resubmitted" in alert.title
+    event["detail"]["state"] = "SUCCESS"
+    assert world.invoke(event)["resubmitted"] is None and len(jobs.ended) == 2  # a success is left alone

@@ -1,5 +1,6 @@
-"""The Nessie image (docker/nessie) and the deployment that runs it, checked statically: hadolint, the entry
-point and command, the CA bundle the JDBC URL verifies against, and no password in the deployment file.
+"""The Nessie image (docker/nessie) and the deployment that runs it, checked statically: hadolint, the base image
+and its pin, the entry point and command, the CA bundle the JDBC URL verifies against, and no password in the
+deployment file.
 tests/integration/test_nessie_entrypoint.py runs the entry point itself."""
 
 from __future__ import annotations
@@ -42,19 +43,25 @@ def test_the_nessie_dockerfile_passes_hadolint_without_any_finding() -> None:
     assert "hadolint ignore" not in DOCKERFILE.read_text()
 
 
-def test_it_runs_the_checked_nessie_jar_on_pinned_images_through_the_entry_point() -> None:
+def test_it_runs_nessies_own_image_pinned_by_digest_through_the_entry_point() -> None:
     text = DOCKERFILE.read_text()
 
-    assert [r.split()[0] for r in _args("FROM")] == ["${MAVEN_IMAGE}", "${JRE_IMAGE}"]
-    assert re.search(r"^ARG JRE_IMAGE=eclipse-temurin:21-jre@sha256:[0-9a-f]{64}$", text, re.M)
-    fetch = _args("RUN")[0]
-    # the runner jar of docker/pom.xml, Maven with strict checksums, then the committed digest
-    assert "mvn -C " in fetch and "dependency:copy@nessie-server" in fetch
-    assert "grep '  nessie/' docker/jars.sha256 | sha256sum -c -" in fetch
-    assert "nessie/nessie-quarkus-0.99.0-runner.jar" in (ROOT / "docker" / "jars.sha256").read_text()
+    assert [r.split()[0] for r in _args("FROM")] == ["${MAVEN_IMAGE}", "${NESSIE_IMAGE}"]
+    assert re.search(r"^ARG MAVEN_IMAGE=maven:[^@\s]+@sha256:[0-9a-f]{64}$", text, re.M)
+    assert re.search(r"^ARG NESSIE_IMAGE=ghcr\.io/projectnessie/nessie:\d+\.\d+\.\d+@sha256:[0-9a-f]{64}$", text, re.M)
+    assert "mvn" not in " ".join(_args("RUN"))  # no Nessie jar from Maven: the server is Nessie's image
     assert _args("ENTRYPOINT") == ['["/opt/wap/entrypoint.sh"]']
-    assert "-jar /opt/wap/nessie/nessie-quarkus-0.99.0-runner.jar" in _args("CMD")[0]
-    assert _args("USER") == ["10001:10001"]  # the nessie user, not root
+    assert _args("CMD") == ['["/opt/jboss/container/java/run/run-java.sh"]']  # Nessie's image's start script
+    assert _args("USER") == ["10000:10001"]  # Nessie's image's user `nessie` (tools/dockerbuild), not root
+
+
+def test_make_pin_images_refreshes_the_nessie_image_it_names() -> None:
+    """`make pin-images` rewrites `ARG NESSIE_IMAGE=<tag>@<digest>` from the tag it lists: the same tag as here."""
+    makefile = (ROOT / "Makefile").read_text()
+    [tag] = re.findall(r"^ARG NESSIE_IMAGE=([^@\s]+)@", DOCKERFILE.read_text(), re.M)
+
+    assert f"docker/nessie/Dockerfile:NESSIE_IMAGE={tag}" in makefile
+    assert "docker/nessie/Dockerfile:JRE_IMAGE" not in makefile
 
 
 def test_every_file_copied_from_the_context_exists_and_is_let_in() -> None:
@@ -64,8 +71,7 @@ def test_every_file_copied_from_the_context_exists_and_is_let_in() -> None:
         if not any(w.startswith("--from=") for w in words):
             sources += [w for w in words[:-1] if not w.startswith("--")]
 
-    assert set(sources) == {"docker/pom.xml", "docker/jars.sha256", "docker/nessie/FetchParameter.java",
-                            "docker/nessie/entrypoint.sh"}
+    assert set(sources) == {"docker/nessie/FetchParameter.java", "docker/nessie/entrypoint.sh"}
     allowed = (IMAGE_DIR / "Dockerfile.dockerignore").read_text().splitlines()
     for source in sources:
         assert (ROOT / source).is_file(), source

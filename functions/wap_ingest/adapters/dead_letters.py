@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import InfrastructureError
+from .aws_errors import SQS, aws_error
 
 PEEK_SECONDS = 30  # a listed message is hidden this long, then visible again (listing changes nothing else)
 
@@ -59,8 +59,9 @@ class SqsDeadLetters:
                 self._sqs.send_message(QueueUrl=self._queue, MessageBody=message["Body"])
                 self._sqs.delete_message(QueueUrl=self._dlq, ReceiptHandle=message["ReceiptHandle"])
             except (ClientError, BotoCoreError) as exc:
-                raise InfrastructureError(f"redriving message {message['MessageId']} from {self._dlq} to "
-                                          f"{self._queue}: {exc} ({len(moved)} moved before it)") from exc
+                raise aws_error(exc, service=SQS, doing=f"redriving message {message['MessageId']} ({len(moved)} "
+                                f"moved before it) from {self._dlq} to", resource=self._queue,
+                                setting="WAP_QUEUE_URL (or --queue-url)") from exc
             moved.append(str(message["MessageId"]))
         return moved
 
@@ -75,6 +76,6 @@ class SqsDeadLetters:
                     return got
                 got += batch
         except (ClientError, BotoCoreError) as exc:
-            raise InfrastructureError(f"reading the dead-letter queue {self._dlq}: {exc}. Fix: check "
-                                      f"WAP_DEAD_LETTER_QUEUE_URL and the credentials.") from exc
+            raise aws_error(exc, service=SQS, doing="reading the dead-letter queue", resource=self._dlq,
+                            setting="WAP_DEAD_LETTER_QUEUE_URL (or --dlq-url)") from exc
         return got

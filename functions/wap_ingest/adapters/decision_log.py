@@ -18,12 +18,19 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import CatalogError, ConfigError, ObjectStoreUnavailableError, WapError
+from wap_ingest.core.errors import CatalogError, WapError
 from wap_ingest.core.models import DecisionRecord, TableRef
 from wap_ingest.core.ports import DecisionLog
 from wap_ingest.core.review import parse_time
 
+from .aws_errors import S3, Failure, aws_error
+from .verdicts import Verdict
+
 PREFIX = "wap-decisions"
+# A record is written once (If-None-Match): a refused condition is a decision already there, never retried
+_WRITE_ONCE = {Failure.PRECONDITION: Verdict(
+    CatalogError, "a decision on the same branch at the same instant is already recorded; decisions are never "
+    "overwritten", "decide again (a new instant)")}
 
 
 class S3DecisionLog(DecisionLog):
@@ -39,7 +46,7 @@ class S3DecisionLog(DecisionLog):
     def record(self, decision: DecisionRecord) -> str:
         key = self.key_for(decision)
         body = json.dumps(decision.to_dict(), indent=2).encode("utf-8")
-        with self._translated(f"recording the decision on {decision.branch!r}"):
+        with self._translated(f"recording the decision on {decision.branch!r} at", key):
             # IfNoneMatch: never overwrite an earlier decision (S3 conditional write; moto honours it too).
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType="application/json",
                                 IfNoneMatch="*")
@@ -48,12 +55,12 @@ class S3DecisionLog(DecisionLog):
     def decisions(self, table: TableRef, limit: int = 100) -> list[DecisionRecord]:
         prefix = f"{self._prefix}/{table.qualified}/"
         keys: list[str] = []
-        with self._translated(f"listing the decisions on {table}"):
+        with self._translated(f"listing the decisions on {table} under", prefix):
             for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket, Prefix=prefix):
                 keys += [str(item["Key"]) for item in page.get("Contents", [])]
         found = []
         for key in sorted(keys, reverse=True)[:limit]:
-            with self._translated(f"reading s3://{self._bucket}/{key}"):
+            with self._translated("reading the decision", key):
                 body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
             try:
                 found.append(DecisionRecord.from_dict(json.loads(body)))
@@ -63,21 +70,10 @@ class S3DecisionLog(DecisionLog):
         return found
 
     @contextmanager
-    def _translated(self, doing: str) -> Iterator[None]:
-        """S3 errors at the boundary: a missing bucket or a denial is a setting to fix, anything else an outage."""
+    def _translated(self, doing: str, key: str) -> Iterator[None]:
+        """S3's errors through the one AWS table (adapters/aws_errors.py)."""
         try:
             yield
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code == "NoSuchBucket":
-                raise ConfigError(f"{doing}: the lake bucket {self._bucket!r} does not exist. Fix: check "
-                                  f"LAKE_BUCKET.") from exc
-            if code in ("AccessDenied", "403"):
-                raise ConfigError(f"{doing}: access to s3://{self._bucket}/{self._prefix}/ denied. Fix: allow "
-                                  f"s3:PutObject, s3:GetObject and s3:ListBucket there for the operator.") from exc
-            if code in ("PreconditionFailed", "ConditionalRequestConflict"):  # never retried: it can never succeed
-                raise CatalogError(f"{doing}: a decision on the same branch at the same instant is already recorded; "
-                                   f"decisions are never overwritten. Fix: decide again (a new instant).") from exc
-            raise ObjectStoreUnavailableError(f"{doing}: S3 failed ({code or exc}).") from exc
-        except BotoCoreError as exc:
-            raise ObjectStoreUnavailableError(f"{doing}: S3 is unreachable ({type(exc).__name__}).") from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise aws_error(exc, service=S3, doing=doing, resource=f"s3://{self._bucket}/{key}",
+                            setting="LAKE_BUCKET", special=_WRITE_ONCE) from exc

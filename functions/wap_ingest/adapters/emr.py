@@ -27,7 +27,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from wap_ingest.core.alerts import Alert, plain_text
-from wap_ingest.core.errors import InfrastructureError
+from wap_ingest.core.errors import InfrastructureError, WapError
 from wap_ingest.core.job_failures import (
     FAILED_STATES,
     FailedRun,
@@ -37,6 +37,8 @@ from wap_ingest.core.job_failures import (
 )
 from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.ports import LargeFileJobs, Notifier
+
+from .aws_errors import EMR_SERVERLESS, S3, Failure, aws_error, failure_of
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +99,9 @@ class EmrServerlessJobs(LargeFileJobs):
             started = self._emr.start_job_run(**request)
         except (ClientError, BotoCoreError) as exc:
             self._release(key, record)
-            raise InfrastructureError(f"EMR Serverless refused the job for {source.uri} into {table} "
-                                      f"(application {self._application_id}, attempt {attempt}): {exc}") from exc
+            raise aws_error(exc, service=EMR_SERVERLESS, doing=f"submitting {source.uri} into {table} (attempt "
+                            f"{attempt}) to", resource=f"application {self._application_id}",
+                            setting="WAP_EMR_APPLICATION_ID and WAP_EMR_EXECUTION_ROLE_ARN") from exc
         record |= {"job_run_id": started["jobRunId"], "job_run_arn": started.get("arn"), "submitted_at": _now(),
                    "state": "SUBMITTED", "log_uri": _log_uri(request)}
         self._write(key, record)
@@ -118,7 +121,8 @@ class EmrServerlessJobs(LargeFileJobs):
         try:
             tags = self._emr.get_job_run(applicationId=application_id, jobRunId=job_run_id)["jobRun"].get("tags", {})
         except (ClientError, BotoCoreError) as exc:
-            raise InfrastructureError(f"reading job run {job_run_id} (application {application_id}): {exc}") from exc
+            raise aws_error(exc, service=EMR_SERVERLESS, doing="reading",
+                            resource=f"job run {job_run_id} (application {application_id})") from exc
         table, digest = tags.get("wap:table"), tags.get("wap:object-digest")
         if not table or not digest:
             return None
@@ -140,14 +144,11 @@ class EmrServerlessJobs(LargeFileJobs):
         app, run_id = str(record["application_id"]), str(record["job_run_id"])
         try:
             run = self._emr.get_job_run(applicationId=app, jobRunId=run_id)["jobRun"]
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
-                raise InfrastructureError(f"cannot tell whether job run {run_id} (application {app}) is still "
-                                          f"running: {exc}. The event is retried.") from exc
+        except (ClientError, BotoCoreError) as exc:
+            if failure_of(exc) is not Failure.NO_RESOURCE:
+                raise aws_error(exc, service=EMR_SERVERLESS, doing="reading the state of",
+                                resource=f"job run {run_id} (application {app})") from exc
             run = {"state": "CANCELLED", "stateDetails": f"the job run no longer exists ({exc})"}
-        except BotoCoreError as exc:
-            raise InfrastructureError(f"cannot tell whether job run {run_id} (application {app}) is still "
-                                      f"running: {exc}. The event is retried.") from exc
         state = str(run.get("state"))
         if state not in FAILED_STATES:
             return None
@@ -192,8 +193,8 @@ class EmrServerlessJobs(LargeFileJobs):
                     if record is not None and record.get("job_run_id"):
                         found.append(self._run_from(record, already=False, refresh=True))
         except (ClientError, BotoCoreError) as exc:
-            raise InfrastructureError(f"listing the EMR job records in s3://{self._bucket}/{prefix}: "
-                                      f"{exc}") from exc
+            raise aws_error(exc, service=S3, doing="listing the EMR job records in",
+                            resource=f"s3://{self._bucket}/{prefix}", setting="LAKE_BUCKET") from exc
         return sorted(found, key=lambda r: r.submitted_at, reverse=True)
 
     # --- the record ----------------------------------------------------------------------------------
@@ -203,23 +204,18 @@ class EmrServerlessJobs(LargeFileJobs):
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=json.dumps(record).encode(),
                                 IfNoneMatch="*", ContentType="application/json")
             return True
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+        except (ClientError, BotoCoreError) as exc:
+            if failure_of(exc) is Failure.PRECONDITION:  # If-None-Match: another delivery claimed it first
                 return False
-            raise InfrastructureError(f"recording the EMR submission at s3://{self._bucket}/{key}: "
-                                      f"{exc}") from exc
-        except BotoCoreError as exc:
-            raise InfrastructureError(f"recording the EMR submission at s3://{self._bucket}/{key}: {exc}") from exc
+            raise self._record_error(exc, "claiming the EMR submission at", key) from exc
 
     def _read(self, key: str) -> dict[str, Any] | None:
         try:
             body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+        except (ClientError, BotoCoreError) as exc:
+            if failure_of(exc) is Failure.MISSING:
                 return None
-            raise InfrastructureError(f"reading s3://{self._bucket}/{key}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise InfrastructureError(f"reading s3://{self._bucket}/{key}: {exc}") from exc
+            raise self._record_error(exc, "reading the EMR submission record", key) from exc
         value = json.loads(body)
         return value if isinstance(value, dict) else None
 
@@ -228,7 +224,10 @@ class EmrServerlessJobs(LargeFileJobs):
             self._s3.put_object(Bucket=self._bucket, Key=key, Body=json.dumps(record).encode(),
                                 ContentType="application/json")
         except (ClientError, BotoCoreError) as exc:
-            raise InfrastructureError(f"recording the EMR submission at s3://{self._bucket}/{key}: {exc}") from exc
+            raise self._record_error(exc, "recording the EMR submission at", key) from exc
+
+    def _record_error(self, exc: ClientError | BotoCoreError, doing: str, key: str) -> WapError:
+        return aws_error(exc, service=S3, doing=doing, resource=f"s3://{self._bucket}/{key}", setting="LAKE_BUCKET")
 
     def _release(self, key: str, record: dict[str, Any]) -> None:
         """The first submission failed: drop the claim so the retried event submits again. (A resubmission leaves
@@ -237,7 +236,8 @@ class EmrServerlessJobs(LargeFileJobs):
             try:
                 self._s3.delete_object(Bucket=self._bucket, Key=key)
             except (ClientError, BotoCoreError) as exc:
-                log.warning("the claim s3://%s/%s could not be released: %s", self._bucket, key, exc)
+                log.warning("the claim could not be released (the retried event finds and submits it): %s",
+                            self._record_error(exc, "releasing the claim", key))
 
     def _run_from(self, record: dict[str, Any], *, already: bool, refresh: bool = False) -> JobRun:
         state = str(record.get("final_state") or record.get("state") or "SUBMITTED")
@@ -246,7 +246,9 @@ class EmrServerlessJobs(LargeFileJobs):
                 run = self._emr.get_job_run(applicationId=record["application_id"], jobRunId=record["job_run_id"])
                 state = str(run["jobRun"]["state"])
             except (ClientError, BotoCoreError) as exc:
-                log.warning("cannot read the state of job run %s: %s", record["job_run_id"], exc)
+                log.warning("the state shown is the recorded one: %s", aws_error(
+                    exc, service=EMR_SERVERLESS, doing="reading the state of",
+                    resource=f"job run {record['job_run_id']} (application {record['application_id']})"))
         source = SourceObject(bucket=str(record["bucket"]), key=str(record["key"]))
         return JobRun(job_run_id=str(record["job_run_id"]), application_id=str(record["application_id"]),
                       source=source, table=str(record["table"]), state=state,

@@ -9,9 +9,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import InfrastructureError
 from wap_ingest.core.models import TableRef
 from wap_ingest.core.ports import MaintenanceJobs
+
+from .aws_errors import EMR_SERVERLESS, aws_error
 
 RequestFor = Callable[[TableRef, str], dict[str, Any]]  # (table, day) -> start_job_run arguments
 
@@ -26,6 +27,7 @@ class EmrMaintenanceJobs(MaintenanceJobs):
         try:
             started = self._emr.start_job_run(**request)
         except (ClientError, BotoCoreError) as exc:
-            raise InfrastructureError(f"EMR Serverless refused the maintenance job of {table} (application "
-                                      f"{request.get('applicationId')}): {exc}") from exc
+            raise aws_error(exc, service=EMR_SERVERLESS, doing=f"submitting the maintenance job of {table} to",
+                            resource=f"application {request.get('applicationId')}",
+                            setting="WAP_EMR_APPLICATION_ID and WAP_EMR_EXECUTION_ROLE_ARN") from exc
         return str(started["jobRunId"])

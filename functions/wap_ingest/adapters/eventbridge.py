@@ -12,6 +12,8 @@ from wap_ingest.core.downstream import SOURCE
 from wap_ingest.core.errors import InfrastructureError
 from wap_ingest.core.ports import DownstreamEvent, EventSink
 
+from .aws_errors import EVENTBRIDGE, aws_error
+
 _PER_CALL = 10  # PutEvents takes at most 10 entries
 
 
@@ -26,8 +28,8 @@ class EventBridgeSink(EventSink):
             try:
                 answer = self._events.put_events(Entries=entries)
             except (ClientError, BotoCoreError) as exc:
-                raise InfrastructureError(
-                    f"EventBridge bus {self._bus} refused {len(entries)} event(s): {exc}") from exc
+                raise aws_error(exc, service=EVENTBRIDGE, doing=f"sending {len(entries)} event(s) to",
+                                resource=f"bus {self._bus}", setting="WAP_EVENT_BUS") from exc
             if answer.get("FailedEntryCount"):
                 failed = [e.get("ErrorCode") for e in answer.get("Entries", []) if e.get("ErrorCode")]
                 raise InfrastructureError(f"EventBridge bus {self._bus} did not accept {answer['FailedEntryCount']} of "

@@ -1,18 +1,16 @@
-"""S3 notifications in the three shapes they arrive in, read with Powertools' typed event classes:
+"""The event shapes the function receives, read into the core's values with Powertools' typed event classes.
 
-- a direct S3 event (`Records[].s3`), one or many records;
-- SQS messages whose body is an S3 event (or S3's `s3:TestEvent`, which is ignored), or an
-  EventBridge event (EventBridge -> SQS);
-- an EventBridge "Object Created" event.
-
-Keys arrive URL-encoded (`a+b%2Fc`); they are decoded here. Optional fields (`versionId`, `sequencer`,
-identities) may be missing, as in moto's events. A multipart upload may be announced twice (moto sends
-Put and CompleteMultipartUpload): `unique_objects` drops the repeat.
+S3 notifications come in three shapes: a direct S3 event (`Records[].s3`, one or many records), an EventBridge
+"Object Created" event, and either of them as the body of an SQS message (where S3 also sends `s3:TestEvent` when
+the notification configuration is saved: it announces nothing). Keys arrive URL-encoded (`a+b%2Fc`) in S3 events;
+they are decoded here. Optional fields (`versionId`, `sequencer`, identities) may be missing, as in moto's events.
+A multipart upload may be announced twice (moto sends Put and CompleteMultipartUpload): `unique_objects` drops the
+repeat. Besides: the dead-letter queue's CloudWatch alarm delivered by SNS, and an EMR Serverless job run's state
+change. Which of these an invocation carries is decided in `adapters/inbound.py`.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -24,51 +22,51 @@ from wap_ingest.core.dead_letters import QueueAlarm
 from wap_ingest.core.errors import BadInputError
 from wap_ingest.core.models import SourceObject
 
+JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
+
 
 class UnreadableEventError(BadInputError):
-    """A message that is not an S3 notification this service understands."""
+    """An event or message that is not one this service understands."""
 
 
-class EventKind(enum.StrEnum):
-    S3 = "s3"
-    SQS = "sqs"
-    EVENTBRIDGE = "eventbridge"
-    ALARM = "alarm"  # a CloudWatch alarm (the dead-letter queue's depth) delivered by SNS
-    JOB_STATE = "job_state"  # an EMR Serverless job run changed state (EventBridge): a large file's run ended
-    MAINTAIN = "maintain"  # the maintenance schedule (serverless.yml: `{"wap_maintain": "all"}`): `wap maintain --all`
-
-
-JOB_STATE_CHANGE = "EMR Serverless Job Run State Change"
-MAINTAIN_KEY = "wap_maintain"  # the schedule's input
-
-
-def job_run_from(event: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(application id, job run id, state) of an EMR Serverless job run state change."""
-    detail = event.get("detail") or {}
-    found = tuple(str(detail.get(k) or "") for k in ("applicationId", "jobRunId", "state"))
-    if not all(found):
-        raise UnreadableEventError(f"an EMR Serverless state change without applicationId, jobRunId and state: "
-                                   f"{sorted(detail)[:8]}")
-    return found[0], found[1], found[2]
-
-
-def event_kind(event: Mapping[str, Any]) -> EventKind:
+def first_record(event: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The first of an event's `Records` (SQS, S3 and SNS events have them), if any."""
     records = event.get("Records")
-    if isinstance(records, list) and records:
-        source = records[0].get("eventSource") if isinstance(records[0], Mapping) else None
-        if source == "aws:sqs":
-            return EventKind.SQS
-        if source == "aws:s3":
-            return EventKind.S3
-        if isinstance(records[0], Mapping) and records[0].get("EventSource") == "aws:sns":
-            return EventKind.ALARM
-    if event.get("source") == "aws.s3" and "detail" in event:
-        return EventKind.EVENTBRIDGE
-    if event.get("source") == "aws.emr-serverless" and event.get("detail-type") == JOB_STATE_CHANGE:
-        return EventKind.JOB_STATE
-    if event.get(MAINTAIN_KEY) == "all":
-        return EventKind.MAINTAIN
-    raise UnreadableEventError(f"unrecognised event (keys: {sorted(event)[:8]}); expected S3, SQS or EventBridge.")
+    if isinstance(records, list) and records and isinstance(records[0], Mapping):
+        return records[0]
+    return None
+
+
+def is_s3_event(event: Mapping[str, Any]) -> bool:
+    record = first_record(event)
+    return record is not None and record.get("eventSource") == "aws:s3"
+
+
+def is_eventbridge_s3_event(event: Mapping[str, Any]) -> bool:
+    return event.get("source") == "aws.s3" and "detail" in event
+
+
+def is_job_state_change(event: Mapping[str, Any]) -> bool:
+    return event.get("source") == "aws.emr-serverless" and event.get("detail-type") == JOB_STATE_CHANGE
+
+
+def objects_from_notification(payload: Mapping[str, Any]) -> list[SourceObject]:
+    """The objects an S3 notification (an S3 event, an EventBridge event, or S3's test event) announces as created.
+    Anything else, or a notification missing a field it needs, is unreadable."""
+    if payload.get("Event") == "s3:TestEvent":
+        return []  # sent by S3 when the notification configuration is saved
+    try:
+        if is_s3_event(payload):
+            return objects_from_s3_event(payload)
+        if is_eventbridge_s3_event(payload):
+            return objects_from_eventbridge(payload)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise UnreadableEventError(f"malformed S3 notification: {type(exc).__name__} {exc}") from exc
+    record = first_record(payload)
+    if record is not None and record.get("eventSource") == "aws:sqs":
+        raise UnreadableEventError("an SQS message inside an SQS message")
+    raise UnreadableEventError(f"not an S3 notification (keys: {sorted(payload)[:8]}); expected an S3 event, an "
+                               f"EventBridge S3 event or s3:TestEvent")
 
 
 def objects_from_s3_event(event: Mapping[str, Any]) -> list[SourceObject]:
@@ -78,15 +76,8 @@ def objects_from_s3_event(event: Mapping[str, Any]) -> list[SourceObject]:
             continue
         obj = record.s3.get_object
         raw: Mapping[str, Any] = obj.raw_event
-        found.append(
-            SourceObject(
-                bucket=record.s3.bucket.name,
-                key=unquote_plus(obj.key),
-                size=_int(raw.get("size")),
-                etag=(raw.get("eTag") or None),
-                version_id=(raw.get("versionId") or None),
-            )
-        )
+        found.append(_source(record.s3.bucket.name, unquote_plus(_text(obj.key, "key")), raw.get("size"),
+                             raw.get("eTag"), raw.get("versionId")))
     return found
 
 
@@ -95,35 +86,19 @@ def objects_from_eventbridge(event: Mapping[str, Any]) -> list[SourceObject]:
     if notification.detail_type != "Object Created":
         return []
     raw: Mapping[str, Any] = notification.detail.object.raw_event
-    return [
-        SourceObject(
-            bucket=notification.detail.bucket.name,
-            key=notification.detail.object.key,
-            size=_int(raw.get("size")),
-            etag=raw.get("etag") or None,
-            version_id=raw.get("version-id") or None,
-        )
-    ]
+    return [_source(notification.detail.bucket.name, notification.detail.object.key, raw.get("size"),
+                    raw.get("etag"), raw.get("version-id"))]
 
 
-def objects_from_sqs_body(body: str) -> list[SourceObject]:
+def json_object(body: str) -> Mapping[str, Any]:
+    """An SQS message body as the JSON object it must be."""
     try:
         payload = json.loads(body)
     except (TypeError, ValueError) as exc:
         raise UnreadableEventError(f"the message body is not JSON: {body[:120]!r}") from exc
     if not isinstance(payload, Mapping):
         raise UnreadableEventError(f"the message body is not a JSON object: {body[:120]!r}")
-    if payload.get("Event") == "s3:TestEvent":
-        return []  # sent by S3 when the notification configuration is saved
-    try:
-        kind = event_kind(payload)
-        if kind is EventKind.S3:
-            return objects_from_s3_event(payload)
-        if kind is EventKind.EVENTBRIDGE:
-            return objects_from_eventbridge(payload)
-    except (KeyError, TypeError) as exc:
-        raise UnreadableEventError(f"malformed S3 notification: missing {exc}") from exc
-    raise UnreadableEventError(f"an SQS message inside an SQS message: {body[:120]!r}")
+    return payload
 
 
 def alarms_from_sns(event: Mapping[str, Any]) -> list[QueueAlarm]:
@@ -137,9 +112,20 @@ def alarms_from_sns(event: Mapping[str, Any]) -> list[QueueAlarm]:
             alarms.append(QueueAlarm(str(message["AlarmName"]), str(message["NewStateValue"]),
                                      str(message.get("NewStateReason", "")), queue,
                                      str(message.get("StateChangeTime", ""))))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UnreadableEventError(f"an SNS message that is not a CloudWatch alarm: missing {exc}") from exc
     return alarms
+
+
+def job_run_from(event: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(application id, job run id, state) of an EMR Serverless job run state change."""
+    detail = event.get("detail")
+    detail = detail if isinstance(detail, Mapping) else {}
+    found = tuple(str(detail.get(k) or "") for k in ("applicationId", "jobRunId", "state"))
+    if not all(found):
+        raise UnreadableEventError(f"an EMR Serverless state change without applicationId, jobRunId and state: "
+                                   f"{sorted(detail)[:8]}")
+    return found[0], found[1], found[2]
 
 
 def unique_objects(objects: Iterable[SourceObject]) -> list[SourceObject]:
@@ -152,6 +138,17 @@ def unique_objects(objects: Iterable[SourceObject]) -> list[SourceObject]:
             seen.add(marker)
             unique.append(obj)
     return unique
+
+
+def _source(bucket: object, key: object, size: object, etag: object, version_id: object) -> SourceObject:
+    return SourceObject(bucket=_text(bucket, "bucket name"), key=_text(key, "key"), size=_int(size),
+                        etag=str(etag) if etag else None, version_id=str(version_id) if version_id else None)
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise UnreadableEventError(f"an S3 notification whose object {what} is {value!r}, not a non-empty string")
+    return value
 
 
 def _int(value: object) -> int | None:

@@ -18,10 +18,11 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
+from wap_ingest.adapters.nessie_errors import error_for
 from wap_ingest.adapters.oauth2 import TokenProvider
 from wap_ingest.core import lineage
 from wap_ingest.core.branches import identity_digest
-from wap_ingest.core.errors import CatalogError, CatalogUnavailableError, ConfigError
+from wap_ingest.core.errors import CatalogUnavailableError
 from wap_ingest.core.models import TableRef
 
 ADDED = 1  # manifest entry status
@@ -87,8 +88,13 @@ class IcebergRestReader:
 
     def _catalog_call(self, doing: str, ref: str, call: Callable[[Any], Any]) -> Any:
         """`call` on the REST catalog of `ref` (cached), errors translated; None: no such table or namespace."""
+        from pyiceberg import exceptions as iceberg
         from pyiceberg.catalog import load_catalog
-        from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, NoSuchTableError, UnauthorizedError
+
+        # PyIceberg's REST errors, each raised for one HTTP status (pyiceberg.catalog.rest.response)
+        statuses: tuple[tuple[type[Exception], int], ...] = (
+            (iceberg.BadRequestError, 400), (iceberg.UnauthorizedError, 401), (iceberg.AuthorizationExpiredError, 401),
+            (iceberg.ForbiddenError, 403), (iceberg.ServiceUnavailableError, 503), (iceberg.ServerError, 500))
 
         try:
             if ref not in self._catalogs:
@@ -104,17 +110,12 @@ class IcebergRestReader:
                     session.mount("https://", adapter)
                 self._catalogs[ref] = catalog
             return call(self._catalogs[ref])
-        except (NoSuchTableError, NoSuchNamespaceError):
+        except (iceberg.NoSuchTableError, iceberg.NoSuchNamespaceError):
             return None
-        except UnauthorizedError as exc:
-            who = f"the token of OAuth2 client {self._tokens.client_id!r}" if self._tokens else "a tokenless request"
-            raise ConfigError(
-                f"{doing} on {ref!r}: Nessie at {self._endpoint} refused {who}: authentication failed "
-                f"(HTTP 401). Fix: set WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID and "
-                f"WAP_NESSIE_CLIENT_SECRET_PARAMETER for a client of the issuer Nessie trusts."
-            ) from exc
-        except ForbiddenError as exc:
-            raise CatalogError(f"{doing} on {ref!r}: Nessie at {self._endpoint} denied it (HTTP 403).") from exc
+        except tuple(kind for kind, _ in statuses) as exc:  # the same table as every other call to Nessie
+            status = next(s for kind, s in statuses if isinstance(exc, kind))
+            raise error_for(status, None, str(exc), doing=f"{doing} on {ref!r}", endpoint=self._endpoint,
+                            client_id=self._tokens.client_id if self._tokens else None) from exc
         except (OSError, requests.RequestException) as exc:
             raise CatalogUnavailableError(f"{doing} on {ref!r} from {self._endpoint}: {exc}") from exc
 

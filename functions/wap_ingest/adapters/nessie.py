@@ -3,7 +3,8 @@
 pynessie (REST API v1) does everything except one thing: a v1 merge cannot carry a commit message or
 properties, and the merge commit is where the source identity is stamped. `merge` therefore calls the
 REST API v2 (`POST /api/v2/trees/{onto}@{hash}/history/merge`) directly with `requests`.
-pynessie errors and connection failures are translated here into the project's errors.
+Every failure goes through the one Nessie table (adapters/nessie_errors.py): pynessie's exceptions and the REST v2
+answers alike, by Nessie's error code and HTTP status.
 
 Authentication: with an OAuth2 client configured, one `BearerAuth` (adapters/oauth2.py) puts a current
 access token on every request, pynessie's and the REST v2 ones. A 401 from Nessie becomes a `ConfigError`
@@ -20,21 +21,13 @@ import pynessie
 import requests
 from pynessie.client import NessieClient
 from pynessie.client import _endpoints as pynessie_endpoints
-from pynessie.error import (
-    NessieConflictException,
-    NessieContentNotFoundException,
-    NessieException,
-    NessieNotFoundException,
-    NessiePermissionException,
-    NessieReferenceAlreadyExistsException,
-    NessieReferenceConflictException,
-    NessieUnauthorizedException,
-)
+from pynessie.error import NessieContentNotFoundException, NessieException
 from pynessie.model import ContentKey, Namespace, Put
 
 from wap_ingest.adapters.http import json_object
-from wap_ingest.adapters.nessie_errors import refused, unavailable
+from wap_ingest.adapters.nessie_errors import MERGE, error_for, unavailable
 from wap_ingest.adapters.oauth2 import BearerAuth
+from wap_ingest.adapters.verdicts import Verdict
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
@@ -142,14 +135,7 @@ class NessieBranches(CatalogBranches):
                                       timeout=self._timeout)
         except requests.RequestException as exc:
             raise self._unavailable(doing, exc) from exc
-        if response.status_code in (401, 403):
-            raise self._refused(doing, response.status_code)
-        if response.status_code == 404:
-            raise BranchNotFoundError(f"{doing}: {json_object(response).get('message', 'not found')}")
-        if response.status_code >= 500:
-            raise CatalogUnavailableError(f"{doing}: Nessie failed (HTTP {response.status_code})")
-        if response.status_code >= 400:
-            raise CatalogError(f"{doing}: HTTP {response.status_code} {response.text[:200]}")
+        self._check(response, doing)
         entries = json_object(response).get("logEntries") or []
         if not entries:
             return None
@@ -169,13 +155,7 @@ class NessieBranches(CatalogBranches):
                 response = self._http.get(url, params=params, timeout=self._timeout)
             except requests.RequestException as exc:
                 raise self._unavailable(f"reading the history of {on!r}", exc) from exc
-            if response.status_code in (401, 403):
-                raise self._refused(f"reading the history of {on!r}", response.status_code)
-            if response.status_code == 404:
-                raise BranchNotFoundError(f"reading the history of {on!r}: no such reference. Fix: check the name "
-                                          f"(wap branches lists the open ones).")
-            if response.status_code >= 400:
-                raise CatalogError(f"reading the history of {on!r}: HTTP {response.status_code} {response.text[:200]}")
+            self._check(response, f"reading the history of {on!r}")
             page = json_object(response)
             found += [_publication(entry.get("commitMeta", {})) for entry in page.get("logEntries", [])]
             if not page.get("hasMore") or not page.get("token"):
@@ -291,26 +271,8 @@ class NessieBranches(CatalogBranches):
             response = self._http.post(url, json=body, timeout=self._timeout)
         except requests.RequestException as exc:
             raise self._unavailable(f"merging {branch.name!r} into {onto!r}", exc) from exc
-        if response.status_code in (401, 403):
-            raise self._refused(f"merging {branch.name!r} into {onto!r}", response.status_code)
-        payload: dict[str, Any] = json_object(response)
-        if response.status_code == 409:
-            raise MergeConflictError(
-                f"merging {branch.name!r} into {onto!r}: {onto!r} changed the same content since "
-                f"{expected_hash[:12]} ({payload.get('message', 'conflict')})."
-            )
-        if response.status_code == 404:
-            raise BranchNotFoundError(f"merging {branch.name!r} into {onto!r}: {payload.get('message')}")
-        if response.status_code >= 500:
-            raise CatalogUnavailableError(
-                f"Nessie at {self._endpoint} failed merging {branch.name!r} (HTTP {response.status_code}): "
-                f"{payload.get('message', response.text[:200])}"
-            )
-        if response.status_code >= 400:
-            raise CatalogError(
-                f"Nessie refused merging {branch.name!r} into {onto!r} (HTTP {response.status_code}): "
-                f"{payload.get('message', response.text[:200])}"
-            )
+        payload = self._check(response, f"merging {branch.name!r} into {onto!r} (expected at {expected_hash[:12]})",
+                              MERGE)
         target = payload.get("resultantTargetHash")
         return str(target) if target else self.reference_hash(onto)
 
@@ -323,26 +285,14 @@ class NessieBranches(CatalogBranches):
 
     def _v2(self, method: str, path: str, doing: str, body: Mapping[str, Any] | None = None, *,
             params: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """One REST v2 call; the project's errors for Nessie's (409: a conflict, retried from main)."""
+        """One REST v2 call; the project's errors for Nessie's (adapters/nessie_errors.py)."""
         try:
             response = self._http.request(method, f"{self._endpoint}/api/v2/{path}",
                                           json=None if body is None else dict(body), params=params,
                                           timeout=self._timeout)
         except requests.RequestException as exc:
             raise self._unavailable(doing, exc) from exc
-        if response.status_code in (401, 403):
-            raise self._refused(doing, response.status_code)
-        payload: dict[str, Any] = json_object(response)
-        message = payload.get("message", response.text[:200])
-        if response.status_code == 404:
-            raise BranchNotFoundError(f"{doing}: {message}")
-        if response.status_code == 409:
-            raise MergeConflictError(f"{doing}: {message}")
-        if response.status_code >= 500:
-            raise CatalogUnavailableError(f"{doing}: Nessie failed (HTTP {response.status_code}): {message}")
-        if response.status_code >= 400:
-            raise CatalogError(f"{doing}: HTTP {response.status_code} {message}")
-        return payload
+        return self._check(response, doing)
 
     def _exists(self, ref: str, hash_: str | None, key: ContentKey) -> bool:
         with self._translated(f"reading {key.to_string()} on {ref!r}"):
@@ -355,8 +305,19 @@ class NessieBranches(CatalogBranches):
     def _unavailable(self, doing: str, exc: Exception) -> CatalogUnavailableError:
         return unavailable(self._endpoint, doing, exc)
 
-    def _refused(self, doing: str, status: int) -> WapError:
-        return refused(self._endpoint, self._auth.client_id if self._auth else None, doing, status)
+    def _error(self, status: int, code: str | None, message: str, doing: str,
+               special: Mapping[int | str, Verdict] | None = None) -> WapError:
+        return error_for(status, code, message, doing=doing, endpoint=self._endpoint,
+                         client_id=self._auth.client_id if self._auth else None, special=special)
+
+    def _check(self, response: requests.Response, doing: str,
+               special: Mapping[int | str, Verdict] | None = None) -> dict[str, Any]:
+        """The answer's JSON object; an answer of HTTP 400 or more raises the table's error for it."""
+        payload = json_object(response)
+        if response.status_code >= 400:
+            raise self._error(response.status_code, payload.get("errorCode"),
+                              str(payload.get("message") or response.text[:300]), doing, special)
+        return payload
 
     @contextmanager
     def _translated(self, doing: str) -> Iterator[None]:
@@ -364,22 +325,9 @@ class NessieBranches(CatalogBranches):
             yield
         except requests.RequestException as exc:
             raise self._unavailable(doing, exc) from exc
-        except NessieUnauthorizedException as exc:
-            raise self._refused(doing, 401) from exc
-        except NessiePermissionException as exc:
-            raise self._refused(doing, 403) from exc
-        except NessieReferenceAlreadyExistsException as exc:
-            raise BranchExistsError(f"{doing}: {_message(exc)}") from exc
-        except NessieReferenceConflictException as exc:
-            raise StaleHashError(f"{doing}: {_message(exc)}") from exc
-        except NessieConflictException as exc:
-            raise MergeConflictError(f"{doing}: {_message(exc)}") from exc
-        except NessieNotFoundException as exc:
-            raise BranchNotFoundError(f"{doing}: {_message(exc)}") from exc
-        except NessieException as exc:
-            if exc.status_code >= 500:
-                raise CatalogUnavailableError(f"{doing}: Nessie failed: {_message(exc)}") from exc
-            raise CatalogError(f"{doing}: {_message(exc)}") from exc
+        except NessieException as exc:  # pynessie's: the same status and error code, through the same table
+            said = str(exc.server_message) if exc.server_message not in ("", "{}") else str(exc)  # {}: no JSON body
+            raise self._error(int(exc.status_code), str(exc.error_code), said, doing) from exc
 
 
 def _cel_safe(text: str) -> str:
@@ -394,9 +342,4 @@ def _publication(meta: Mapping[str, Any]) -> Publication:
     props = {k: v[-1] for k, v in (meta.get("allProperties") or {}).items() if v}
     return Publication(str(meta.get("hash")), str(meta.get("commitTime") or ""), str(meta.get("message") or ""),
                        props)
-
-
-def _message(exc: NessieException) -> str:
-    return str(getattr(exc, "server_message", "") or exc)
-
 

@@ -18,12 +18,19 @@ from typing import Any
 import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import CatalogUnavailableError, InfrastructureError
 from wap_ingest.core.publish_requests import RESULT_PREFIX, PublishRequest, RequestRefusedError, requester_from
 
+from .aws_errors import SQS, aws_error
+from .http import json_object
+from .nessie_errors import error_for, unavailable
 from .s3_reports import S3ReportStore
+from .verdicts import Verdict
 
 UNVERIFIED = "(unverified: the catalog has no authentication)"
+# 401/403 here judge the requester's token, not the service's: the request is refused (answered), not retried
+_TOKEN_REFUSED = Verdict(RequestRefusedError, "the catalog did not accept the requester's token (expired, or not "
+                         "issued for this catalog)", "run wap publish <branch> again (a fresh token)")
+_REQUESTER_REFUSED: dict[int | str, Verdict] = {401: _TOKEN_REFUSED, 403: _TOKEN_REFUSED}
 
 
 class SqsPublishRequests:
@@ -34,10 +41,8 @@ class SqsPublishRequests:
         try:
             self._sqs.send_message(QueueUrl=self._queue_url, MessageBody=request.to_body())
         except (ClientError, BotoCoreError) as exc:
-            raise InfrastructureError(
-                f"could not send the publish request for {request.branch!r} to {self._queue_url}: {exc}. Fix: check "
-                f"WAP_PUBLISH_QUEUE_URL (the ingest queue's URL) and that you may send to it (sqs:SendMessage)."
-            ) from exc
+            raise aws_error(exc, service=SQS, doing=f"sending the publish request for {request.branch!r} to",
+                            resource=self._queue_url, setting="WAP_PUBLISH_QUEUE_URL (the ingest queue's URL)") from exc
 
 
 class S3RequestResults:
@@ -100,17 +105,14 @@ class CatalogRequesters:
                 f"Fix: configure your operator client (WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID, ...) and "
                 f"run wap publish again.")
         url = f"{self._endpoint}/api/v2/config"
+        doing = f"checking the requester of {request.branch!r}"
         try:
             response = self._http.get(url, headers={"Authorization": f"Bearer {request.token}"},
                                       timeout=self._timeout)
         except requests.RequestException as exc:
-            raise CatalogUnavailableError(f"checking the requester of {request.branch!r} at {url}: "
-                                          f"{type(exc).__name__}") from exc
-        if response.status_code in (401, 403):
-            raise RequestRefusedError(
-                f"the catalog did not accept the requester's token (HTTP {response.status_code}: expired, or not "
-                f"issued for this catalog). Fix: run wap publish {request.branch} again.")
+            raise unavailable(self._endpoint, doing, exc) from exc
         if response.status_code >= 400:
-            raise CatalogUnavailableError(f"checking the requester of {request.branch!r} at {url}: HTTP "
-                                          f"{response.status_code}")
+            payload = json_object(response)
+            raise error_for(response.status_code, payload.get("errorCode"), str(payload.get("message") or ""),
+                            doing=doing, endpoint=self._endpoint, special=_REQUESTER_REFUSED)
         return requester_from(claims_of(request.token), self._allowed)

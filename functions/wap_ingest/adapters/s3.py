@@ -12,28 +12,46 @@ import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from wap_ingest.core.errors import (
-    ObjectStoreUnavailableError,
+    EmptySourceError,
     OutOfTimeError,
     SourceNotFoundError,
     UnreadableSourceError,
+    WapError,
 )
 from wap_ingest.core.models import FileFormat, SourceObject
 from wap_ingest.core.ports import ObjectStore
 from wap_ingest.core.weights import Weight
 
+from .aws_errors import S3, Failure, aws_error
 from .s3_weights import weigh
+from .verdicts import Verdict
 
-_NOT_FOUND = {"404", "NoSuchKey", "NotFound", "NoSuchVersion"}
+# What a failure means when the object is a source (a producer's file), where the table's default does not apply
+SOURCE: dict[Failure, Verdict] = {
+    Failure.MISSING: Verdict(SourceNotFoundError, "no such object (deleted or renamed since the event?)",
+                             "upload it again"),
+    Failure.NO_BUCKET: Verdict(SourceNotFoundError, "the bucket does not exist", "check the bucket name"),
+    Failure.PRECONDITION: Verdict(SourceNotFoundError, "the object changed since it was announced",
+                                  "none needed: the newer version has its own event"),
+    Failure.ARCHIVED: Verdict(UnreadableSourceError, "the object is in an archive storage class (Glacier, Deep "
+                              "Archive) and cannot be read", "restore it, or upload it again in a readable class"),
+}
+# ... when it is copied (it was just headed: a missing bucket is the target, the lake bucket, a setting)
+COPIED: dict[Failure, Verdict] = {failure: verdict for failure, verdict in SOURCE.items()
+                                  if failure is not Failure.NO_BUCKET}
+# ... and when it is a manifest read as a range (S3 answers 416 for a range of an empty object)
+MANIFEST = SOURCE | {Failure.UNSATISFIABLE_RANGE: Verdict(EmptySourceError, "the manifest is empty",
+                                                          "upload it again with its list of files")}
 PART_BYTES = 8 * 1024 * 1024  # one ranged GET of a parallel download (an object of one part: one plain GET)
 PARALLEL_PARTS = 8  # ranged GETs in flight at once
 
@@ -81,15 +99,12 @@ class S3ObjectStore(ObjectStore):
         uri = f"s3://{bucket}/{key}"
         try:
             meta = self._s3.head_object(Bucket=bucket, Key=key, **({"VersionId": version_id} if version_id else {}))
-        except ClientError as exc:
-            if version_id and _not_found(exc):
-                raise SourceNotFoundError(
-                    f"{uri}: version {version_id} no longer exists (deleted since it was announced); nothing was "
-                    f"read. Fix: upload the file again if it is still wanted (a newer version has its own "
-                    f"event).") from exc
-            raise self._translate(exc, uri) from exc
-        except (BotoCoreError, EndpointConnectionError) as exc:
-            raise _unavailable(uri, exc) from exc
+        except (ClientError, BotoCoreError) as exc:
+            special = SOURCE if version_id is None else SOURCE | {Failure.MISSING: Verdict(
+                SourceNotFoundError, f"version {version_id} no longer exists (deleted since it was announced); "
+                "nothing was read", "upload the file again if it is still wanted (a newer version has its own "
+                "event)")}
+            raise _source_error(exc, "reading the metadata of", uri, special) from exc
         return SourceObject(
             bucket=bucket,
             key=key,
@@ -106,20 +121,16 @@ class S3ObjectStore(ObjectStore):
 
         try:
             return weigh(source, fmt, read)
-        except ClientError as exc:
-            raise self._translate(exc, source.uri) from exc
-        except (BotoCoreError, EndpointConnectionError) as exc:
-            raise _unavailable(source.uri, exc) from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise _source_error(exc, "weighing", source.uri) from exc
 
     def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
         try:
             answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes=0-{max_bytes}",
                                          **_exact_version(source))
             body = bytes(answer["Body"].read())
-        except ClientError as exc:
-            raise self._translate(exc, source.uri) from exc
-        except (BotoCoreError, EndpointConnectionError) as exc:
-            raise _unavailable(source.uri, exc) from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise _source_error(exc, "reading the manifest", source.uri, MANIFEST) from exc
         if len(body) > max_bytes:
             raise UnreadableSourceError(f"{source.uri}: larger than {max_bytes} bytes, too large for a manifest. Fix: "
                                         f"list fewer files per load, and upload it again.")
@@ -139,10 +150,8 @@ class S3ObjectStore(ObjectStore):
                             etag=str(item.get("ETag", "")).strip('"') or None,
                         )
                     )
-        except ClientError as exc:
-            raise self._translate(exc, uri) from exc
-        except (BotoCoreError, EndpointConnectionError) as exc:
-            raise _unavailable(uri, exc) from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise _source_error(exc, "listing", uri) from exc
         return sorted(found, key=lambda o: o.key)
 
     def download(self, source: SourceObject, directory: Path, stop: Callable[[], bool] = lambda: False) -> Path:
@@ -157,12 +166,9 @@ class S3ObjectStore(ObjectStore):
                 body = self._s3.get_object(Bucket=source.bucket, Key=source.key, **_exact_version(source))["Body"]
                 with target.open("wb") as out:
                     shutil.copyfileobj(body, out, length=PART_BYTES)
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             target.unlink(missing_ok=True)
-            raise self._translate(exc, source.uri) from exc
-        except (BotoCoreError, EndpointConnectionError) as exc:
-            target.unlink(missing_ok=True)
-            raise _unavailable(source.uri, exc) from exc
+            raise _source_error(exc, "downloading", source.uri) from exc
         return target
 
     def _download_ranges(self, source: SourceObject, target: Path, size: int, stop: Callable[[], bool]) -> None:
@@ -205,10 +211,9 @@ class S3ObjectStore(ObjectStore):
             extra["CopySourceIfMatch"] = source.etag
         try:
             self._s3.copy_object(Bucket=bucket, Key=key, CopySource=copy, **extra)
-        except ClientError as exc:
-            raise self._translate(exc, source.uri) from exc
-        except (BotoCoreError, EndpointConnectionError) as exc:
-            raise _unavailable(source.uri, exc) from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise aws_error(exc, service=S3, doing=f"copying to s3://{bucket}/{key} the object", resource=source.uri,
+                            setting="LAKE_BUCKET", special=COPIED) from exc
         return f"s3://{bucket}/{key}"
 
     def remove(self, uri: Path | str) -> None:
@@ -219,41 +224,10 @@ class S3ObjectStore(ObjectStore):
             with contextlib.suppress(ClientError, BotoCoreError):
                 self._s3.delete_object(Bucket=bucket, Key=key)
 
-    @staticmethod
-    def _translate(exc: ClientError, uri: str) -> Exception:
-        error = exc.response.get("Error", {})
-        code = str(error.get("Code", ""))
-        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-        if code == "NoSuchBucket":
-            return SourceNotFoundError(f"{uri}: the bucket does not exist. Fix: check the bucket name.")
-        if code in _NOT_FOUND or status == 404:
-            return SourceNotFoundError(
-                f"{uri}: no such object (deleted or renamed since the event?). Fix: upload it again."
-            )
-        if code == "PreconditionFailed" or status == 412:
-            return SourceNotFoundError(
-                f"{uri}: the object changed since it was announced; the newer version has its own event."
-            )
-        if status in (401, 403):
-            return ObjectStoreUnavailableError(
-                f"{uri}: access denied ({code}). Fix: grant s3:GetObject/ListBucket on the bucket to this role."
-            )
-        return ObjectStoreUnavailableError(f"{uri}: S3 error {code or status}: {error.get('Message', '')}")
 
-
-def _not_found(exc: ClientError) -> bool:
-    """A version that does not exist: 404 (NoSuchVersion; a HEAD has no body, its code is the status), or 400 for
-    an id S3 cannot read (InvalidArgument)."""
-    code = str(exc.response.get("Error", {}).get("Code", ""))
-    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
-    return code in _NOT_FOUND or status == 404 or code in ("400", "InvalidArgument")
-
-
-def _unavailable(uri: str, exc: Exception) -> ObjectStoreUnavailableError:
-    return ObjectStoreUnavailableError(
-        f"{uri}: S3 is unreachable ({type(exc).__name__}). Fix: check AWS_ENDPOINT_URL/network "
-        f"(locally: `wap stack status`)."
-    )
+def _source_error(exc: ClientError | BotoCoreError, doing: str, uri: str,
+                  special: Mapping[Failure, Verdict] = SOURCE) -> WapError:
+    return aws_error(exc, service=S3, doing=doing, resource=uri, special=special)
 
 
 def _version(value: object) -> str | None:

@@ -10,11 +10,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import ObjectStoreUnavailableError
 from wap_ingest.core.ports import ReportStore
 
+from .aws_errors import S3, Failure, aws_error, failure_of
+
 REPORTS_PREFIX = "wap-reports/"
-_NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
 
 
 class S3ReportStore(ReportStore):
@@ -37,21 +37,18 @@ class S3ReportStore(ReportStore):
             self._s3.put_object(Bucket=self._bucket, Key=self._key(branch), Body=body,
                                 ContentType="application/json")
         except (ClientError, BotoCoreError) as exc:
-            raise ObjectStoreUnavailableError(
-                f"storing {self._what} {uri}: {exc}. Fix: check that LAKE_BUCKET={self._bucket} exists and "
-                f"that this role may s3:PutObject under {self._prefix}."
-            ) from exc
+            raise aws_error(exc, service=S3, doing=f"storing {self._what}", resource=uri,
+                            setting="LAKE_BUCKET") from exc
         return uri
 
     def load(self, branch: str) -> dict[str, object] | None:
         uri = self.uri(branch)
         try:
             body = self._s3.get_object(Bucket=self._bucket, Key=self._key(branch))["Body"].read()
-        except ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code")) in _NOT_FOUND:
-                return None
-            raise ObjectStoreUnavailableError(f"reading {self._what} {uri}: {exc}") from exc
-        except BotoCoreError as exc:
-            raise ObjectStoreUnavailableError(f"reading {self._what} {uri}: {exc}") from exc
+        except (ClientError, BotoCoreError) as exc:
+            if failure_of(exc) is Failure.MISSING:
+                return None  # none kept (never rejected, or expired by the lifecycle rule)
+            raise aws_error(exc, service=S3, doing=f"reading {self._what}", resource=uri,
+                            setting="LAKE_BUCKET") from exc
         document = json.loads(body)
         return document if isinstance(document, dict) else None

@@ -14,8 +14,16 @@ from typing import Any
 
 from wap_ingest.core.errors import ConfigError
 
+from .aws_errors import SECRETS_MANAGER, SSM, Failure, aws_error
+from .verdicts import Verdict
+
 SECRETS_MANAGER_ARN = "arn:aws:secretsmanager:"
 _RESPONSE_BODY_LOGGER = "botocore.parsers"  # logs every response body at DEBUG: the decrypted value included
+
+
+# A parameter that does not exist: the table's NO_RESOURCE, with the fix for a secret
+_NOT_THERE = {Failure.NO_RESOURCE: Verdict(ConfigError, "there is no such parameter or secret",
+                                           "create the SecureString/secret, or set {setting} to the one that holds it")}
 
 
 @contextmanager
@@ -51,11 +59,10 @@ def secret_from_parameter(name: str, *, variable: str, what: str, ssm: Any = Non
             else:
                 client = ssm or boto3.client("ssm", config=bounded)
                 value = str(client.get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]).strip()
-    except (BotoCoreError, ClientError) as exc:
-        raise ConfigError(
-            f"{variable}={name!r}: cannot read {what} ({type(exc).__name__}). Fix: create the SecureString/secret "
-            f"and allow ssm:GetParameter (or secretsmanager:GetSecretValue) on it."
-        ) from exc
+    except (BotoCoreError, ClientError) as exc:  # the value is in no error: only the parameter's name is named
+        service = SECRETS_MANAGER if name.startswith(SECRETS_MANAGER_ARN) else SSM
+        raise aws_error(exc, service=service, doing=f"{variable}={name!r}: cannot read {what} from", resource=name,
+                        setting=variable, special=_NOT_THERE) from exc
     if not value:
         raise ConfigError(f"{variable}={name!r}: {what} is empty. Fix: store the value in the SecureString/secret.")
     return value

@@ -113,6 +113,10 @@ def spark_conf_for(
     if settings.s3_endpoint:
         conf[f"{cat}.s3.endpoint"] = settings.s3_endpoint
         conf[f"{cat}.s3.path-style-access"] = "true"
+        # An S3-compatible store need not decode the AWS SDK's (2.30+) signed aws-chunked uploads with a trailing
+        # checksum: moto 5.1 stores them with their chunk headers, so Iceberg 1.11's metadata files came back
+        # unreadable. Unchunked, each part carries its checksum in a header instead. AWS S3 keeps the default.
+        conf[f"{cat}.s3.chunked-encoding-enabled"] = "false"
     if credentials is not None:
         conf |= nessie_oauth2_conf(credentials)
     return conf

@@ -1,113 +1,302 @@
-"""custom_sql checks may only read the new rows: each query is parsed with Spark's own parser (no query is run) and
-accepted only when it is a read-only query whose only relation is the view `new_rows` (or the query's own CTEs).
+"""custom_sql checks may only read the new rows, and only with what an explicit allow list names
+(spark_sql_allowed.py): each query is judged on the plans Spark itself makes of it, and never run to be judged.
 
-Refused: commands, writes and DDL (INSERT, CREATE, DROP, SET, ...), any other table, branch or path
-(`nessie.wap.\\`t@main\\``, `parquet.\\`/etc/passwd\\``), table-valued functions, functions that reach the JVM
-(`reflect`, `java_method`, `try_reflect`) and any function that is not one of Spark's built-ins. The plan is walked
-through its children, its CTE definitions and the subqueries in its expressions.
+1. Parsed (`sessionState.sqlParser.parsePlan`): every plan node and every expression must be of an allowed class;
+   every relation a bare name that is `new_rows` or a CTE of the query visible where it is read (CTE scopes are
+   followed: a CTE defined in an inner query does not hide a table of the same name outside it); every function
+   call a one-part name on the list. So IDENTIFIER(...) in any position, TRANSFORM ... USING, LATERAL VIEW and
+   generators, hints, table-valued functions, inline tables, other tables, branches and paths, commands and
+   writes are refused by what they are, not by a list of what to fear.
+2. Analysed, against the view `new_rows` (`sessionState.analyzer.executeAndCheck` on that same parsed plan, which
+   resolves names and builds every call without running anything; only a plan that passed step 1 is analysed):
+   again every node and expression of an allowed class, a function only as the class Spark's built-in registry
+   gives the name the query called it by (a temporary function that took a built-in's name resolves to a UDF:
+   refused), every expression deterministic, and the only relations the view `new_rows` (a leaf here: its plan is
+   the service's) and the query's own CTEs.
+Before a query runs (`require_read_only`), the view holds the new rows and both steps are taken. When the engine
+starts (`check_custom_sql`), the view is an empty one with the table's columns, from the table on the catalog's
+default branch (main) or else the suite's `schema` check; without either (a new table, the `defaults` suite), or
+for a query that does not fit those columns yet, start-up judges step 1 alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from wap_ingest.core.audits import NEW_ROWS_VIEW, AuditSuites
+from wap_ingest.core.audits import NEW_ROWS_VIEW, AuditSuite, AuditSuites, CustomSql, Schema
 from wap_ingest.core.errors import AuditSuiteError
+from wap_ingest.core.models import TableRef
 
-# logical plan nodes a read-only query over one view is made of (Spark 3.5 class names, unresolved plans)
-READ_ONLY_NODES = frozenset({
-    "Project", "Filter", "Aggregate", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail", "SubqueryAlias",
-    "UnresolvedRelation", "UnresolvedWith", "CTERelationDef", "Join", "Union", "Intersect", "Except", "Distinct",
-    "Deduplicate", "Window", "WithWindowDefinition", "UnresolvedSubqueryColumnAliases", "Generate", "Pivot",
-    "Unpivot", "UnresolvedInlineTable", "OneRowRelation", "UnresolvedHint", "Sample", "LateralJoin",
-    "RepartitionByExpression", "Repartition", "UnresolvedHaving", "Expand",
-})
-JVM_FUNCTIONS = frozenset({"reflect", "java_method", "try_reflect"})
-SUBQUERIES = frozenset({"ScalarSubquery", "ListQuery", "Exists", "LateralSubquery"})  # expressions holding a plan
+from .spark_session import CATALOG
+from .spark_sql_allowed import (
+    ANALYSED_EXPRESSIONS,
+    ANALYSED_PLANS,
+    BUILT_EXPRESSIONS,
+    CONSTRUCTS,
+    FUNCTIONS,
+    PARSED_EXPRESSIONS,
+    PARSED_PLANS,
+    PARSER_BUILT,
+    SESSION_NAMES,
+)
+from .spark_tables import IcebergTables
+
+log = logging.getLogger(__name__)
+
+CATALYST = "org.apache.spark.sql.catalyst."
+
+
+class _Jvm:
+    """What the guard looks up once per JVM (a restarted engine is a new one): the allowed functions' classes and
+    the Java classes nodes are tested against."""
+
+    current: _Jvm | None = None
+
+    def __init__(self, jvm: Any) -> None:
+        self.jvm = jvm
+        self.functions: dict[str, str | None] = {}  # an allowed function's name -> its class in Spark's registry
+        self.classes: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, spark: Any) -> _Jvm:
+        if cls.current is None or cls.current.jvm is not spark._jvm:
+            cls.current = _Jvm(spark._jvm)
+        return cls.current
 
 
 def refusal(spark: Any, query: str) -> str | None:
-    """Why `query` may not run as a custom_sql check, or None when it only reads `new_rows`."""
-    try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(query)
-    except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"it is not valid Spark SQL ({first[:200]})"
-    ctes = {name.lower() for name in _cte_names(plan)}
-    registry = spark._jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
-    identifier = spark._jvm.org.apache.spark.sql.catalyst.FunctionIdentifier
-    for node in _plans(plan):
-        kind = node.getClass().getSimpleName()
-        if kind not in READ_ONLY_NODES:
-            return f"it is not a read-only query ({kind}): only SELECT/WITH over {NEW_ROWS_VIEW} may run"
-        if kind == "UnresolvedRelation":
-            name = _seq(node.multipartIdentifier())
-            if len(name) != 1 or (name[0].lower() != NEW_ROWS_VIEW and name[0].lower() not in ctes):
-                return f"it reads {'.'.join(name)!r}: a check may read only the new rows, the view {NEW_ROWS_VIEW!r}"
-        for expression in _expressions(node):
-            if expression.getClass().getSimpleName() == "UnresolvedFunction":
-                parts = _seq(expression.nameParts())
-                name = parts[-1].lower()
-                if len(parts) != 1 or name in JVM_FUNCTIONS:
-                    return f"it calls {'.'.join(parts)}(), which reaches the JVM or a catalog"
-                if not registry.functionExists(identifier.apply(name)):
-                    return f"it calls {name}(), which is not one of Spark's built-in functions"
-    return None
+    """Why `query` may not run as a custom_sql check, or None when it is allowed. Judged on its analysed plan too
+    when the session has the view `new_rows` (where a check is about to run); an analysis error is raised as Spark
+    raises it (the query could not run either)."""
+    return _judge(spark, query, analyse=_has_view(spark))
 
 
 def check_custom_sql(spark: Any, suites: AuditSuites) -> None:
     """Every custom_sql query of the audits file, refused with the table and the check named (run when the engine
-    starts, before any file is read)."""
-    for table, check in _custom_sql_checks(suites):
-        reason = refusal(spark, check.sql)
-        if reason is not None:
-            raise AuditSuiteError(
-                f"audits file: table {table!r}, check {check.name!r} (custom_sql) is refused: {reason}. Fix: write "
-                f"it as a SELECT over {NEW_ROWS_VIEW} that returns the rows breaking the rule."
-            )
+    starts, before any file is read). The analysed plan is judged too when the table's columns are known: from the
+    table on the catalog's default branch, else from the suite's `schema` check."""
+    suites_by_name: list[tuple[str, TableRef | None, AuditSuite]] = [(t.qualified, t, s)
+                                                                      for t, s in suites.by_table.items()]
+    for name, table, suite in [*suites_by_name, ("defaults", None, suites.default)]:
+        checks = [c for c in suite.checks if isinstance(c, CustomSql)]
+        if not checks:
+            continue
+        schema = (_schema_on_main(spark, table) if table is not None else None) or _schema_declared(suite)
+        for check in checks:
+            reason = _judge(spark, check.sql, analyse=False)
+            if reason is None and schema is not None:
+                reason = _judge_on_schema(spark, check.sql, schema, name)
+            if reason is not None:
+                raise AuditSuiteError(
+                    f"audits file: table {name!r}, check {check.name!r} (custom_sql) is refused: {reason}. Fix: "
+                    f"write it as a SELECT over {NEW_ROWS_VIEW} that returns the rows breaking the rule, with the "
+                    f"built-in functions listed in wap_ingest/adapters/spark_sql_allowed.py."
+                )
 
 
 def require_read_only(spark: Any, query: str) -> None:
-    """The same rule, where a query is about to run (a suite re-read for a re-audit, or a batch's measurement)."""
+    """The same rule, where a query is about to run (a suite re-read for a re-audit, or a batch's measurement):
+    the view `new_rows` holds the rows, so the analysed plan is always judged here."""
     reason = refusal(spark, query)
     if reason is not None:
         raise AuditSuiteError(f"a custom_sql check is refused: {reason}. Query: {query[:200]!r}. Fix: write it as a "
-                              f"SELECT over {NEW_ROWS_VIEW} in the audits file.")
+                              f"SELECT over {NEW_ROWS_VIEW} in the audits file, with the built-in functions listed in "
+                              f"wap_ingest/adapters/spark_sql_allowed.py.")
 
 
-def _custom_sql_checks(suites: AuditSuites) -> Iterator[tuple[str, Any]]:
-    tables = [(str(t), s) for t, s in suites.by_table.items()] + [("defaults", suites.default)]
-    for table, suite in tables:
-        for check in suite.checks:
-            if getattr(check, "kind", None) == "custom_sql":
-                yield table, check
+def _judge(spark: Any, query: str, *, analyse: bool) -> str | None:
+    state = spark._jsparkSession.sessionState()
+    try:
+        parsed = state.sqlParser().parsePlan(query)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"it is not valid Spark SQL ({first[:200]})"
+    called: set[str] = set()
+    reason = _parsed_refusal(spark, parsed, called)
+    if reason is not None or not analyse:
+        return reason
+    tracker = spark._jvm.org.apache.spark.sql.catalyst.QueryPlanningTracker(spark._jvm.scala.Option.apply(None))
+    analysed = state.analyzer().executeAndCheck(parsed, tracker)  # resolves, never runs
+    return _analysed_refusal(spark, analysed, _function_classes(spark, PARSER_BUILT | called))
 
 
-def _plans(plan: Any) -> Iterator[Any]:
-    """The plan, its children, its inner children (CTE definitions) and the subquery plans of its expressions."""
+def _judge_on_schema(spark: Any, query: str, schema: Any, table: str) -> str | None:
+    """The analysed plan against an empty `new_rows` with the table's columns (a Spark StructType, or a DDL string
+    from the suite's `schema` check); a query that does not fit those columns (one a later file adds) is left to
+    the check before each run."""
+    from pyspark.errors import AnalysisException, IllegalArgumentException  # pyspark loads with the engine only
+
+    if _has_view(spark):  # never replace a view a run is using (check_custom_sql runs before any run)
+        return None
+    types = spark._jvm.org.apache.spark.sql.types
+    try:  # an empty local relation made in the JVM: no job, no Python data
+        columns = types.StructType.fromDDL(schema) if isinstance(schema, str) else types.DataType.fromJson(
+            schema.json())
+        spark._jsparkSession.createDataFrame(spark._jvm.java.util.ArrayList(), columns) \
+            .createOrReplaceTempView(NEW_ROWS_VIEW)
+        return _judge(spark, query, analyse=True)
+    except (AnalysisException, IllegalArgumentException) as exc:
+        log.info("custom_sql of %s not analysed at start-up (it is before each run): %s", table,
+                 str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__)
+        return None
+    finally:
+        spark.catalog.dropTempView(NEW_ROWS_VIEW)
+
+
+def _schema_on_main(spark: Any, table: TableRef) -> Any:
+    """The table's schema on the catalog's default branch, or None (no such table, or the catalog unreachable:
+    the check before each run judges the analysed plan then)."""
+    try:
+        ref = spark.conf.get(f"spark.sql.catalog.{CATALOG}.ref")
+        with IcebergTables(spark) as tables:
+            return tables.schema(table, ref)
+    except Exception as exc:
+        log.info("custom_sql of %s: no schema to analyse against at start-up (%s)", table, type(exc).__name__)
+        return None
+
+
+def _schema_declared(suite: AuditSuite) -> str | None:
+    """The columns the suite's `schema` check requires, as a DDL schema (types are Spark's names)."""
+    declared = [c for c in suite.checks if isinstance(c, Schema)]
+    if not declared:
+        return None
+    return ", ".join(f"`{column.replace('`', '``')}` {kind}" for column, kind in declared[0].columns.items())
+
+
+def _has_view(spark: Any) -> bool:
+    return bool(spark._jsparkSession.sessionState().catalog().getTempView(NEW_ROWS_VIEW).isDefined())
+
+
+def _parsed_refusal(spark: Any, plan: Any, called: set[str]) -> str | None:
+    """Step 1: the parsed plan, CTE scope by scope; the functions it calls by name are added to `called`."""
+    operators = _function_classes(spark, PARSER_BUILT)
+    stack: list[tuple[Any, frozenset[str]]] = [(plan, frozenset())]
+    while stack:
+        node, ctes = stack.pop()
+        kind = _name(node)
+        if kind not in PARSED_PLANS:
+            return _construct(spark, node, kind)
+        if kind == "analysis.UnresolvedRelation":
+            name = _seq(node.multipartIdentifier())
+            if len(name) != 1 or (name[0].lower() != NEW_ROWS_VIEW and name[0].lower() not in ctes):
+                return f"it reads {'.'.join(name)!r}: a check may read only the new rows, the view {NEW_ROWS_VIEW!r}"
+        if kind == "plans.logical.UnresolvedWith":  # each definition sees the outer CTEs and the ones before it
+            visible = set(ctes)
+            for pair in _seq(node.cteRelations()):
+                stack.append((pair._2(), frozenset(visible)))
+                visible.add(str(pair._1()).lower())
+            stack.append((node.child(), frozenset(visible)))
+            continue
+        for expression in _expressions(spark, node.expressions()):
+            reason = _parsed_expression_refusal(spark, expression, operators, called)
+            if reason is not None:
+                return reason
+            if _is(spark, "expressions.SubqueryExpression", expression):
+                stack.append((expression.plan(), ctes))
+        stack += [(child, ctes) for child in _seq(node.children()) + _seq(node.innerChildren())]
+    return None
+
+
+def _parsed_expression_refusal(spark: Any, expression: Any, operators: frozenset[str], called: set[str]) -> str | None:
+    kind = _name(expression)
+    if kind == "analysis.UnresolvedFunction":
+        parts = [str(p) for p in _seq(expression.nameParts())]
+        if len(parts) != 1 or parts[0].lower() not in FUNCTIONS:
+            return f"it calls {'.'.join(parts)}(), which is not on the list of functions a check may call"
+        called.add(parts[0].lower())
+    elif kind == "analysis.UnresolvedAttribute":
+        parts = [str(p) for p in _seq(expression.nameParts())]
+        if len(parts) == 1 and parts[0].lower() in SESSION_NAMES:
+            return (f"it names {parts[0]}, which Spark reads as the session's {parts[0]}() unless a column has that "
+                    f"name (write {NEW_ROWS_VIEW}.{parts[0]} for a column)")
+    elif kind not in PARSED_EXPRESSIONS and kind not in operators:
+        return _construct(spark, expression, kind)
+    return None
+
+
+def _analysed_refusal(spark: Any, plan: Any, functions: frozenset[str]) -> str | None:
+    """Step 2: the analysed plan, where a function is allowed as the class the registry gives the name the query
+    called it by (or an operator); the view `new_rows` is a leaf here."""
+    allowed = ANALYSED_EXPRESSIONS | BUILT_EXPRESSIONS | functions
     stack = [plan]
     while stack:
         node = stack.pop()
-        yield node
+        kind = _name(node)
+        if kind not in ANALYSED_PLANS:
+            return _construct(spark, node, kind)
+        if kind == "plans.logical.View":
+            name = str(node.desc().identifier().table())
+            if not node.isTempView() or name.lower() != NEW_ROWS_VIEW:
+                return f"it reads the view {name!r}: a check may read only the new rows, the view {NEW_ROWS_VIEW!r}"
+            continue
+        for expression in _expressions(spark, node.expressions()):
+            ekind = _name(expression)
+            if ekind not in allowed:
+                return _construct(spark, expression, ekind)
+            if not expression.deterministic():
+                return f"it uses {expression.prettyName()}(), which is not deterministic (a re-audit could differ)"
+            if _is(spark, "expressions.SubqueryExpression", expression):
+                stack.append(expression.plan())
         stack += _seq(node.children()) + _seq(node.innerChildren())
-        stack += [e.plan() for e in _expressions(node) if e.getClass().getSimpleName() in SUBQUERIES]
+    return None
 
 
-def _expressions(node: Any) -> Iterator[Any]:
-    stack = _seq(node.expressions())
+def _expressions(spark: Any, roots: Any) -> Iterator[Any]:
+    """Every expression under `roots`; of a function Spark rewrites into another at analysis (InheritAnalysisRules:
+    its child is that rewrite), the arguments as written, not the rewrite the allowed function made of them."""
+    stack = _seq(roots)
     while stack:
         expression = stack.pop()
         yield expression
-        stack += _seq(expression.children())
+        if _is(spark, "expressions.InheritAnalysisRules", expression):
+            stack += _seq(expression.parameters())
+        else:
+            stack += _seq(expression.children())
 
 
-def _cte_names(plan: Any) -> list[str]:
-    names = []
-    for node in _plans(plan):
-        if node.getClass().getSimpleName() == "UnresolvedWith":
-            names += [str(pair._1()) for pair in _seq(node.cteRelations())]
-    return names
+def _function_classes(spark: Any, names: Iterable[str]) -> frozenset[str]:
+    """The classes of these allowed functions in Spark's built-in registry (never the session's, where a temporary
+    function can take a built-in's name), relative to CATALYST."""
+    known = _Jvm.of(spark).functions
+    catalyst = spark._jvm.org.apache.spark.sql.catalyst
+    for name in set(names) - known.keys():
+        registry = catalyst.analysis.FunctionRegistry
+        info = registry.builtin().lookupFunction(catalyst.FunctionIdentifier.apply(name))
+        info = info if info.isDefined() else registry.builtinOperators().get(name)
+        found = info.get().getClassName() if info.isDefined() else None  # an operator's info may name no class
+        known[name] = str(found).removeprefix(CATALYST) if found else None
+    return frozenset(c for c in (known[n] for n in names) if c is not None)
+
+
+def _construct(spark: Any, node: Any, kind: str) -> str:
+    simple = kind.rsplit(".", 1)[-1]
+    if simple == "AggregateExpression":  # FIRST(x), LAST(x), ANY_VALUE(x): the parser builds these itself
+        name = node.aggregateFunction().prettyName()
+        return f"it calls {name}(), which is not on the list of functions a check may call"
+    if simple == "UnresolvedTableValuedFunction":
+        return f"it reads {'.'.join(str(p) for p in _seq(node.name()))}(...), {CONSTRUCTS[simple]}"
+    words = CONSTRUCTS.get(simple, simple)
+    if simple.endswith("WithUnresolvedIdentifier"):
+        words += f" (IDENTIFIER({str(node.identifierExpr().sql())[:80]}))"
+    elif _is(spark, "expressions.Expression", node):
+        try:
+            words += f" ({str(node.sql())[:80]})"
+        except Exception:  # an unresolved expression may have no SQL text
+            words += f" ({node.prettyName()})"
+    return f"it uses {words}, which a check may not use"
+
+
+def _name(node: Any) -> str:
+    return str(node.getClass().getName()).removeprefix(CATALYST)
+
+
+def _is(spark: Any, kind: str, node: Any) -> bool:
+    classes = _Jvm.of(spark).classes
+    if kind not in classes:
+        classes[kind] = spark._jvm.java.lang.Class.forName(CATALYST + kind)
+    return bool(classes[kind].isInstance(node))
 
 
 def _seq(scala_seq: Any) -> list[Any]:
@@ -115,4 +304,3 @@ def _seq(scala_seq: Any) -> list[Any]:
     while iterator.hasNext():
         items.append(iterator.next())
     return items
-

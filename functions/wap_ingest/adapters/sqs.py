@@ -14,6 +14,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from .aws_errors import SQS, aws_error
+
 log = logging.getLogger(__name__)
 
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's limit (12 hours)
@@ -39,10 +41,12 @@ class SqsRetries:
             url = self._url(queue_arn)
             self._sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds)
             return True
-        except (ClientError, BotoCoreError, ValueError) as exc:
-            log.warning("could not delay the retry of a message of %s by %ss (it waits for the queue's visibility "
-                        "timeout instead): %s", queue_arn, seconds, exc)
-            return False
+        except ValueError as exc:
+            why: Exception = exc
+        except (ClientError, BotoCoreError) as exc:
+            why = aws_error(exc, service=SQS, doing=f"delaying a message's retry by {seconds}s on", resource=queue_arn)
+        log.warning("the message waits for the queue's visibility timeout instead: %s", why)
+        return False
 
     def _url(self, queue_arn: str) -> str:
         if queue_arn not in self._urls:

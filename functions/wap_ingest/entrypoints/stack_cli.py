@@ -15,6 +15,7 @@ from wap_ingest.catalog_authz import OPERATOR, ROLES
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_ingest.local.auth import auth_enabled, role_environment
+from wap_ingest.local.image import DEFAULT_IMAGE
 from wap_ingest.local.slack_sink import read_messages
 from wap_ingest.local.stack import (
     LABELS,
@@ -56,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up.add_argument("--auth", action="store_true", help="Nessie with authentication and the catalog's roles "
                     "(service, operator, reader), tokens from a local OIDC issuer; the stack's function uses the "
                     "service role (also WAP_STACK_AUTH=1)")
+    up.add_argument("--image", nargs="?", const=DEFAULT_IMAGE, default=None, metavar="NAME",
+                    help="run the function from the Lambda image (default NAME: %(const)s, `make image`) under podman, "
+                    "as Lambda runs it, instead of awslambdaric on this machine (also WAP_STACK_IMAGE=NAME)")
     up.set_defaults(func=cmd_up)
     commands.add_parser("down", help="stop everything and discard the local lake").set_defaults(func=cmd_down)
     status = commands.add_parser("status", help="show pids, URLs, health and logs (exit 1 unless healthy)")
@@ -79,6 +83,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         config = StackConfig.from_env()
         config = dataclasses.replace(config, auth=True) if args.auth else config
+        config = dataclasses.replace(config, image=args.image) if args.image else config
         ensure_not_running(config)
         print(f"Starting the local stack (logs in {config.logs_dir}) ...", flush=True)
         state = start_stack(config)
@@ -105,6 +110,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"SQS {state.queue_url} -> {pairs}; alerts -> Slack sink {state.slack_url} (pid {state.slack_pid}); "
             f"dead letters after {state.max_receives} receives: {state.dead_letter_url}"
         )
+    if config.image:
+        print(f"  {'image':<10} the function runs from {config.image} (podman, read-only root, tmpfs /tmp, the "
+              "function's memory as its limit; docs/deploy.md)")
     if state.emr_application_id:
         runner = (f"jobs run here with spark-submit (pid {state.emr_pid}, log {config.log_for('emr')})"
                   if state.emr_pid else "jobs are recorded, not run (WAP_EMR_MODE=local runs them)")

@@ -62,6 +62,9 @@ class StackConfig:
     # Nessie with authentication and the catalog's authorization rules, tokens from a local OIDC issuer
     # (`wap stack up --auth`, or WAP_STACK_AUTH=1; see local/auth.py).
     auth: bool = False
+    # The function from this Lambda image (podman, local/image.py) instead of awslambdaric on the host
+    # (`wap stack up --image [NAME]`, or WAP_STACK_IMAGE=NAME); None: on the host.
+    image: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> StackConfig:
@@ -83,6 +86,7 @@ class StackConfig:
             workers=_count(env, "WAP_STACK_WORKERS", defaults.workers),
             emr_mode=_emr_mode(env),
             auth=env.get("WAP_STACK_AUTH", "").strip().lower() in ("1", "true", "yes"),
+            image=env.get("WAP_STACK_IMAGE", "").strip() or None,
         )
 
     def environment_ports(self) -> list[tuple[int, int]]:

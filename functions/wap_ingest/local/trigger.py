@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from wap_ingest.core.downstream import SOURCE
-from wap_ingest.local import emr
+from wap_ingest.local import emr, image
 from wap_ingest.local.components import (
     ACCESS_KEY,
     DEAD_LETTER_QUEUE,
@@ -106,6 +106,8 @@ def sink_command(config: StackConfig) -> list[str]:
 
 
 def lambda_command(config: StackConfig, invoke_port: int, runtime_port: int) -> list[str]:
+    if config.image:  # the function from the Lambda image, the emulator inside its container
+        return image.lambda_command(config, invoke_port, runtime_port)
     if not config.rie.is_file():
         raise StackError(
             f"{LABELS[LAMBDA]}: the Runtime Interface Emulator {config.rie} is missing. Fix: make rie (extracts it "
@@ -137,7 +139,8 @@ def worker_command(config: StackConfig, queue_url: str, invoke: int, runtime: in
     return [sys.executable, "-m", "wap_ingest.local.worker", "--queue-url", queue_url, "--invoke-url",
             invoke_url(invoke), "--invoke-timeout", str(FUNCTION_TIMEOUT + 60), "--visibility",
             str(config.visibility_seconds), "--environment", environment, "--state-dir", str(config.state_dir),
-            "--invoke-port", str(invoke), "--runtime-port", str(runtime)]
+            "--invoke-port", str(invoke), "--runtime-port", str(runtime)] + (
+                ["--image", config.image] if config.image else [])
 
 
 def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:

@@ -175,12 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, help="the stack's state folder (with --environment)")
     parser.add_argument("--invoke-port", type=int, help="the emulator's invoke port (with --environment)")
     parser.add_argument("--runtime-port", type=int, help="the emulator's runtime API port (with --environment)")
+    parser.add_argument("--image", help="the Lambda image the environment runs (with --environment; local/image.py)")
     args = parser.parse_args(argv)
     supervisor = None
     if args.environment:
         from wap_ingest.local.trigger import lambda_command
 
-        config = StackConfig(state_dir=args.state_dir)
+        config = StackConfig(state_dir=args.state_dir, image=args.image)
         supervisor = Supervisor(config, args.environment, args.invoke_port, args.runtime_port,
                                 lambda_command(config, args.invoke_port, args.runtime_port), dict(os.environ))
     signal.signal(signal.SIGTERM, _stop)
