@@ -52,6 +52,7 @@ from wap_ingest.core.ports import (
     WriteSpec,
 )
 from wap_ingest.core.review import parse_time
+from wap_ingest.core.weights import Weight
 
 __all__ = [
     "FakeBatchWriter",
@@ -76,20 +77,35 @@ class Unreadable:
 
 
 class FakeObjectStore(ObjectStore):
+    """One version per key (the current one): its ETag is the MD5 of its content unless `put` names one, and it has a
+    version id only when `put` names one (a versioned bucket's); an older version named by id does not exist."""
+
     def __init__(self) -> None:
         self.objects: dict[tuple[str, str], Rows | Unreadable | bytes] = {}
+        self.markers: dict[tuple[str, str], tuple[str | None, str | None]] = {}  # (etag, version id) when named
+        self.inflates: dict[str, int] = {}
 
-    def put(self, bucket: str, key: str, content: Rows | Unreadable | bytes) -> SourceObject:
+    def put(self, bucket: str, key: str, content: Rows | Unreadable | bytes, *, etag: str | None = None,
+            version_id: str | None = None) -> SourceObject:
         self.objects[(bucket, key)] = content
+        self.markers[(bucket, key)] = (etag, version_id)
         return self.head(bucket, key)
 
-    def head(self, bucket: str, key: str) -> SourceObject:
+    def head(self, bucket: str, key: str, version_id: str | None = None) -> SourceObject:
         if (bucket, key) not in self.objects:
             raise SourceNotFoundError(f"s3://{bucket}/{key}: no such object")
+        etag, current = self.markers.get((bucket, key), (None, None))
+        if version_id is not None and version_id != current:
+            raise SourceNotFoundError(f"s3://{bucket}/{key}: version {version_id} no longer exists")
         content = self.objects[(bucket, key)]
         body = content if isinstance(content, bytes) else repr(content).encode()
         size = len(content) if isinstance(content, bytes) else 100 + len(repr(content))
-        return SourceObject(bucket, key, size=size, etag=hashlib.md5(body).hexdigest())  # S3's single-part ETag
+        return SourceObject(bucket, key, size=size, etag=(etag or hashlib.md5(body).hexdigest()).strip('"'),
+                            version_id=current)  # S3's single-part ETag
+
+    def weigh(self, source: SourceObject, fmt: FileFormat) -> Weight:
+        """Its stored size, or what a test said it inflates to (`inflates`: key -> processed bytes)."""
+        return Weight(source.size or 0, self.inflates.get(source.key, source.size or 0), "fake")
 
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:
         return [self.head(b, k) for (b, k) in sorted(self.objects)  # as S3ObjectStore: without folder markers

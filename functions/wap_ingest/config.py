@@ -200,7 +200,8 @@ class Settings:
     time_reserve_seconds: float = 90.0
     # SOURCE_BUCKET and WAP_SOURCE_BUCKETS: the buckets whose objects may be ingested (empty: any but the lake's)
     source_buckets: frozenset[str] = frozenset()
-    staging_budget_bytes: int = DEFAULT_LARGE_FILE_BYTES  # what one group of files may stage on local disk at once
+    staging_budget_bytes: int = DEFAULT_LARGE_FILE_BYTES  # what one group of files may process at once
+    max_inflation: float = 200.0  # a file that inflates more than this many times is a decompression bomb
     abandoned_branch_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
     retry_base_seconds: float = 30.0  # a failed or deferred message's first retry; doubled per receive
     retry_max_seconds: float = 900.0  # the longest a retry is delayed
@@ -283,6 +284,7 @@ class Settings:
             source_buckets=source_buckets_from(env, source, lake),
             staging_budget_bytes=int(_positive(env, "WAP_STAGING_BUDGET_BYTES", DEFAULT_LARGE_FILE_BYTES,
                                                "1073741824")),
+            max_inflation=_positive(env, "WAP_MAX_INFLATION", 200.0, "200"),
             abandoned_branch_seconds=_positive(env, "WAP_ABANDONED_BRANCH_SECONDS", 960.0, "960"),
             retry_base_seconds=_positive(env, "WAP_RETRY_BASE_SECONDS", 30.0, "30"),
             retry_max_seconds=_retry_max(env),

@@ -36,9 +36,9 @@ class CountingStore(FakeObjectStore):
         self.objects[(bucket, key)] = content
         return FakeObjectStore.head(self, bucket, key)
 
-    def head(self, bucket: str, key: str) -> SourceObject:
+    def head(self, bucket: str, key: str, version_id: str | None = None) -> SourceObject:
         self.heads.append((bucket, key))
-        return super().head(bucket, key)
+        return super().head(bucket, key, version_id)
 
 
 @pytest.fixture
@@ -175,10 +175,10 @@ def test_an_unexpected_error_while_routing_fails_only_that_object(world: World, 
     world.objects.put("source", "customer_data_log/odd.parquet", ROWS)
     real_head = world.objects.head
 
-    def head(bucket: str, key: str) -> SourceObject:
+    def head(bucket: str, key: str, version_id: str | None = None) -> SourceObject:
         if key.endswith("odd.parquet"):
             raise ValueError("a key the store client chokes on")
-        return real_head(bucket, key)
+        return real_head(bucket, key, version_id)
 
     monkeypatch.setattr(world.objects, "head", head)
     event = sqs_event(s3_body("customer_data_log/ok.parquet"), s3_body("customer_data_log/odd.parquet"))

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.fakes import FakeBatchWriter, rows_on
-from tests.unit.test_lambda_handler import ROWS, World, failing_for, fixture, s3_body, sqs_event
+from tests.unit.test_lambda_handler import ROWS, S3_PUT, World, failing_for, fixture, s3_body, sqs_event
 from wap_ingest.bootstrap import Service
 from wap_ingest.core.alerts import Alert, AlertKind
 from wap_ingest.core.errors import CatalogUnavailableError
@@ -146,8 +146,8 @@ def test_a_direct_event_raises_after_handling_every_object(world: World, monkeyp
     second = json.loads(json.dumps(event["Records"][0]))
     second["s3"]["object"]["key"] = "broken_table/x.parquet"
     event["Records"].append(second)
-    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS)
-    world.objects.put("source", "broken_table/x.parquet", ROWS)
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS, **S3_PUT)
+    world.objects.put("source", "broken_table/x.parquet", ROWS, **S3_PUT)  # the fixture's version, copied
     failing_for(world, monkeypatch, "broken_table/", CatalogUnavailableError("Nessie is down"))
     with pytest.raises(lambda_handler.InvocationFailedError, match="1 of 2 objects failed: s3://source/broken_table"):
         world.invoke(event)

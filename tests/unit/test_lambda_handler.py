@@ -92,6 +92,10 @@ def failing_for(world: World, monkeypatch: pytest.MonkeyPatch, prefix: str, erro
     monkeypatch.setattr(world.writer, "stage", flaky_stage)
 
 
+S3_PUT = {"etag": "0123456789abcdef", "version_id": "v1"}  # the version tests/data/events/s3_put.json announces
+EVENTBRIDGE_ETAG = "b1946ac92492d2347c6235b4d2611184"  # eventbridge_object_created.json's
+
+
 def fixture(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / name).read_text())
 
@@ -111,7 +115,7 @@ def s3_body(key: str, bucket: str = "source") -> str:
 
 
 def test_direct_s3_event_with_an_encoded_unicode_key(world: World) -> None:
-    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS)
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS, **S3_PUT)
     result = world.invoke(fixture("s3_put.json"))
     assert [(o["object"], o["status"]) for o in result["objects"]] == [
         ("s3://source/customer_data_log/my file ü.parquet", "published")
@@ -120,14 +124,14 @@ def test_direct_s3_event_with_an_encoded_unicode_key(world: World) -> None:
 
 
 def test_moto_event_without_optional_fields_and_a_double_multipart_announcement(world: World) -> None:
-    world.objects.put("source", "orders/part+1.csv", ROWS)
+    world.objects.put("source", "orders/part+1.csv", ROWS, etag="abc-2")
     result = world.invoke(fixture("s3_moto_multipart.json"))
     assert [o["object"] for o in result["objects"]] == ["s3://source/orders/part+1.csv"]  # once, deletes ignored
     assert len(rows_on(world.catalog, "main", "wap.orders")) == 1
 
 
 def test_eventbridge_object_created(world: World) -> None:
-    world.objects.put("source", "customer_data_log/café menu.parquet", ROWS)
+    world.objects.put("source", "customer_data_log/café menu.parquet", ROWS, etag=EVENTBRIDGE_ETAG)
     result = world.invoke(fixture("eventbridge_object_created.json"))
     assert result["objects"][0]["status"] == "published"
     assert result["objects"][0]["object"] == "s3://source/customer_data_log/café menu.parquet"
@@ -184,7 +188,7 @@ def test_invalid_key_is_alerted_and_consumed(world: World) -> None:
 
 
 def test_direct_invocation_raises_after_processing_every_object(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS)
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS, **S3_PUT)
     world.writer.fail_with = CatalogUnavailableError("down")
     with pytest.raises(lambda_handler.InvocationFailedError, match="1 of 1 objects failed"):
         world.invoke(fixture("s3_put.json"))
@@ -215,8 +219,8 @@ def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_on
 def test_a_redelivered_event_of_every_shape_is_a_duplicate_found_in_the_ledger(world: World, shape: str) -> None:
     """Exactly once through each entry point of the function: the second delivery finds the ledger entry the first
     merge brought to main, and changes nothing."""
-    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS)
-    world.objects.put("source", "customer_data_log/café menu.parquet", ROWS)
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS, **S3_PUT)
+    world.objects.put("source", "customer_data_log/café menu.parquet", ROWS, etag=EVENTBRIDGE_ETAG)
     event = {"s3": fixture("s3_put.json"), "eventbridge": fixture("eventbridge_object_created.json"),
              "sqs": sqs_event(s3_body("customer_data_log/a.parquet"))}[shape]
     world.objects.put("source", "customer_data_log/a.parquet", ROWS)

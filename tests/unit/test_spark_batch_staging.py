@@ -12,7 +12,7 @@ from wap_ingest.core.ports import WriteSpec
 
 
 def test_a_file_gone_since_its_head_is_reported_unreadable_not_raised() -> None:
-    def stage(source: SourceObject) -> Path:
+    def stage(source: SourceObject, _stop: object) -> Path:
         raise SourceNotFoundError(f"{source.uri}: the object no longer exists")
 
     writer = SparkIcebergWriter(SparkEngine(lambda: None), stage)  # no file is staged: Spark is never asked

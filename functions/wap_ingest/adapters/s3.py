@@ -12,7 +12,7 @@ import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,11 +21,19 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import EmptySourceError, SourceNotFoundError, UnreadableSourceError, WapError
-from wap_ingest.core.models import SourceObject
+from wap_ingest.core.errors import (
+    EmptySourceError,
+    OutOfTimeError,
+    SourceNotFoundError,
+    UnreadableSourceError,
+    WapError,
+)
+from wap_ingest.core.models import FileFormat, SourceObject
 from wap_ingest.core.ports import ObjectStore
+from wap_ingest.core.weights import Weight
 
 from .aws_errors import S3, Failure, aws_error
+from .s3_weights import weigh
 from .verdicts import Verdict
 
 # What a failure means when the object is a source (a producer's file), where the table's default does not apply
@@ -87,12 +95,16 @@ class S3ObjectStore(ObjectStore):
     def client(self) -> Any:
         return self._s3
 
-    def head(self, bucket: str, key: str) -> SourceObject:
+    def head(self, bucket: str, key: str, version_id: str | None = None) -> SourceObject:
         uri = f"s3://{bucket}/{key}"
         try:
-            meta = self._s3.head_object(Bucket=bucket, Key=key)
+            meta = self._s3.head_object(Bucket=bucket, Key=key, **({"VersionId": version_id} if version_id else {}))
         except (ClientError, BotoCoreError) as exc:
-            raise _source_error(exc, "reading the metadata of", uri) from exc
+            special = SOURCE if version_id is None else SOURCE | {Failure.MISSING: Verdict(
+                SourceNotFoundError, f"version {version_id} no longer exists (deleted since it was announced); "
+                "nothing was read", "upload the file again if it is still wanted (a newer version has its own "
+                "event)")}
+            raise _source_error(exc, "reading the metadata of", uri, special) from exc
         return SourceObject(
             bucket=bucket,
             key=key,
@@ -100,6 +112,17 @@ class S3ObjectStore(ObjectStore):
             etag=str(meta.get("ETag", "")).strip('"') or None,
             version_id=_version(meta.get("VersionId")),
         )
+
+    def weigh(self, source: SourceObject, fmt: FileFormat) -> Weight:
+        def read(byte_range: str) -> bytes:
+            answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=byte_range,
+                                         **_exact_version(source))
+            return bytes(answer["Body"].read())
+
+        try:
+            return weigh(source, fmt, read)
+        except (ClientError, BotoCoreError) as exc:
+            raise _source_error(exc, "weighing", source.uri) from exc
 
     def read_bytes(self, source: SourceObject, max_bytes: int) -> bytes:
         try:
@@ -131,13 +154,14 @@ class S3ObjectStore(ObjectStore):
             raise _source_error(exc, "listing", uri) from exc
         return sorted(found, key=lambda o: o.key)
 
-    def download(self, source: SourceObject, directory: Path) -> Path:
-        """Fetch exactly the version that was headed (by version id, else guarded by ETag)."""
+    def download(self, source: SourceObject, directory: Path, stop: Callable[[], bool] = lambda: False) -> Path:
+        """Fetch exactly the version that was headed (by version id, else guarded by ETag); `stop` is asked before
+        each ranged part (the invocation's deadline: an OutOfTimeError, and nothing is left on disk)."""
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / _staged_name(source)
         try:
             if source.size and source.size > PART_BYTES:
-                self._download_ranges(source, target, source.size)
+                self._download_ranges(source, target, source.size, stop)
             else:
                 body = self._s3.get_object(Bucket=source.bucket, Key=source.key, **_exact_version(source))["Body"]
                 with target.open("wb") as out:
@@ -147,12 +171,15 @@ class S3ObjectStore(ObjectStore):
             raise _source_error(exc, "downloading", source.uri) from exc
         return target
 
-    def _download_ranges(self, source: SourceObject, target: Path, size: int) -> None:
+    def _download_ranges(self, source: SourceObject, target: Path, size: int, stop: Callable[[], bool]) -> None:
         """`size` bytes of exactly the headed version, as PART_BYTES ranges fetched in parallel, each written at its
         offset; a part shorter than asked (the object changed under an unversioned key) fails the download."""
         exact = _exact_version(source)
 
         def fetch(start: int) -> None:
+            if stop():
+                raise OutOfTimeError(f"{source.uri}: staging stopped at byte {start} of {size}, the invocation is "
+                                     f"nearly out of time; back to the queue.")
             end = min(start + PART_BYTES, size) - 1
             body = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes={start}-{end}",
                                        **exact)["Body"].read()

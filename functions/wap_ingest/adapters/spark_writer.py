@@ -32,19 +32,21 @@ from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 
 from .spark_audit import added_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
+from .spark_deadline import Deadline, within
 from .spark_errors import EngineStep, engine_failure, first_line, gateway_alive
 from .spark_quarantine import Split, split_rows
 from .spark_read import read_source
 from .spark_session import SparkEngine
 from .spark_tables import IcebergTables, table_identifier
 
-Stage = Callable[[SourceObject], Path | str]
+Stage = Callable[[SourceObject, Callable[[], bool]], Path | str]  # (the version, "stop now?") -> what Spark reads
 
 
 class SparkIcebergWriter(TableWriter):
     def __init__(self, engine: SparkEngine, stage: Stage, *, cleanup: Callable[[Path | str], None] | None = None
                  ) -> None:
-        """`stage` makes a source object readable by Spark (a local copy, or its s3:// URI on EMR)."""
+        """`stage` makes a source object readable by Spark (a local copy, or its s3:// URI on EMR); it stops when
+        asked (the invocation's deadline)."""
         self._engine = engine
         self._stage = stage
         self._cleanup = cleanup or remove_local
@@ -55,14 +57,15 @@ class SparkIcebergWriter(TableWriter):
         return self._engine.session()
 
     def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
-        with IcebergTables(self.spark) as tables, \
-                _engine_lost_is_infrastructure(tables.spark, f"appending {source.uri} to {spec.table}"):
-            return self._append_one(tables, spec, source, fmt)
+        doing = f"appending {source.uri} to {spec.table}"
+        with IcebergTables(self.spark) as tables, _engine_lost_is_infrastructure(tables.spark, doing), \
+                within(tables.spark, spec.out_of_time, doing) as deadline:
+            return self._append_one(tables, spec, source, fmt, deadline)
 
     def stage(self, spec: WriteSpec, files: Sequence[tuple[SourceObject, FileFormat]]) -> StagedFiles:
-        spark = self.spark
-        with _engine_lost_is_infrastructure(spark, f"reading {len(files)} file(s) for {spec.table}"):
-            return _SparkStaged.read(self, spark, spec, files)
+        spark, doing = self.spark, f"reading {len(files)} file(s) for {spec.table}"
+        with _engine_lost_is_infrastructure(spark, doing), within(spark, spec.out_of_time, doing) as deadline:
+            return _SparkStaged.read(self, spark, spec, files, deadline)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         with IcebergTables(self.spark) as tables, \
@@ -76,9 +79,10 @@ class SparkIcebergWriter(TableWriter):
                 _engine_lost_is_infrastructure(tables.spark, f"auditing the new rows of {table}"):
             return self._measure(tables, table, branch, appended, plan)
 
-    def _append_one(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
+    def _append_one(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, fmt: FileFormat,
+                    deadline: Deadline) -> Appended:
         table, branch, quarantine = spec.table, spec.branch, spec.quarantine
-        staged, split = self._stage(source), None
+        staged, split = self._stage(source, deadline.passed), None
         properties = lineage.snapshot_properties([(source, 0)])
         try:
             frame = read_source(tables.spark, [str(staged)], fmt, source_uri=source.uri, table=table.qualified,
@@ -153,13 +157,13 @@ class _SparkStaged(StagedFiles):
 
     @classmethod
     def read(cls, writer: SparkIcebergWriter, spark: Any, spec: WriteSpec,
-             files: Sequence[tuple[SourceObject, FileFormat]]) -> _SparkStaged:
+             files: Sequence[tuple[SourceObject, FileFormat]], deadline: Deadline) -> _SparkStaged:
         staged: list[tuple[SourceObject, FileFormat, Path]] = []
         left_out: dict[str, str] = {}
         try:
             for source, fmt in files:
                 try:
-                    staged.append((source, fmt, Path(writer._stage(source))))
+                    staged.append((source, fmt, Path(writer._stage(source, deadline.passed))))
                 except BadInputError as exc:  # gone or changed since its head: that file alone says so
                     left_out[source.identity] = str(exc)
             together, others = compatible(staged)
@@ -219,8 +223,9 @@ class _SparkStaged(StagedFiles):
         tags = [tag_of(p) for s, _, p in self._together if s.identity in wanted]
         measured = {s.identity: self.measured[s.identity] for s in chosen}
         loaded = [(s, measured[s.identity].row_count) for s in chosen]
-        with IcebergTables(self._spark) as tables, \
-                _engine_lost_is_infrastructure(self._spark, f"appending {len(chosen)} files to {spec.table}"):
+        doing = f"appending {len(chosen)} files to {spec.table}"
+        with IcebergTables(self._spark) as tables, _engine_lost_is_infrastructure(self._spark, doing), \
+                within(self._spark, spec.out_of_time, doing):
             try:
                 rows = self._frame.filter(path_of(F.col(FILE_COLUMN)).isin(tags)).drop(FILE_COLUMN)
                 try:

@@ -155,9 +155,10 @@ class Service:
     def writer(self) -> SparkIcebergWriter:
         objects, lake = self.objects, self.settings.lake_bucket
         if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake
-            return SparkIcebergWriter(self.engine, lambda src: objects.copy_to(src, lake), cleanup=objects.remove)
+            return SparkIcebergWriter(self.engine, lambda src, _stop: objects.copy_to(src, lake),
+                                      cleanup=objects.remove)
         downloads = self.settings.work_dir / "downloads"
-        return SparkIcebergWriter(self.engine, lambda src: objects.download(src, downloads))
+        return SparkIcebergWriter(self.engine, lambda src, stop: objects.download(src, downloads, stop))
 
     @cached_property
     def maintainer(self) -> SparkTableMaintainer:
@@ -169,7 +170,7 @@ class Service:
         return PipelineConfig(
             default_namespace=settings.namespace, main_branch=settings.main_branch,
             source_buckets=settings.source_buckets, refused_buckets=frozenset({settings.lake_bucket}),
-            staging_budget_bytes=settings.staging_budget_bytes,
+            staging_budget_bytes=settings.staging_budget_bytes, max_inflation=settings.max_inflation,
             free_bytes=builders.free_bytes_in(settings.work_dir / "downloads"),
             abandoned_after_seconds=settings.abandoned_branch_seconds,
         )

@@ -21,6 +21,7 @@ from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from .pipeline import Load, PipelineConfig, Ports, Result, is_manifest, is_pending, route_or_result, run_routed, waiting
 from .ports import EventSink, LargeFileJobs, Notifier
 from .routing import Routed
+from .weights import Weight
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def ingest(
         routed = route_or_result(item.source, ports=ports, suites=suites, config=config, table=item.table)
         if not isinstance(routed, Routed):
             results[index] = routed
-        elif large_files is not None and (routed.source.size or 0) > large_files.threshold_bytes:
+        elif large_files is not None and routed.processed > large_files.threshold_bytes:
             results[index] = _submit(routed, large_files.jobs)
         else:
             here.append((index, routed))
@@ -124,9 +125,10 @@ def _load(manifest: SourceObject, load: Load, large_files: LargeFiles | None) ->
     if not isinstance(prepared, tuple):
         return prepared
     head, routed = prepared
-    if large_files is not None and sum(r.source.size or 0 for r in routed) > large_files.threshold_bytes:
+    if large_files is not None and sum(r.processed for r in routed) > large_files.threshold_bytes:
         first = min((r.table for r in routed), key=lambda t: t.qualified)
-        return _submit(Routed(head, first, routed[0].fmt), large_files.jobs)
+        weight = Weight(sum(r.source.size or 0 for r in routed), sum(r.processed for r in routed), "its files")
+        return _submit(Routed(head, first, routed[0].fmt, weight=weight), large_files.jobs)
     return load.run_prepared(head, routed)
 
 
@@ -146,7 +148,8 @@ def _submit(routed: Routed, jobs: LargeFileJobs) -> Result:
              extra={"object_key": source.key, "job_run_id": run.job_run_id})
     return IngestOutcome(
         source=source, status=OutcomeStatus.SUBMITTED, table=routed.table.qualified,
-        message=f"{source.size} bytes: running on EMR Serverless as job run {run.job_run_id} "
+        message=f"{routed.processed} bytes to process ({source.size} stored): running on EMR Serverless as job run "
+        f"{run.job_run_id} "
         f"(application {run.application_id}){again}",
     )
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from .alerts import Alert
 from .formats import FormatOptions
@@ -25,6 +25,7 @@ from .models import (
     SourceObject,
     TableRef,
 )
+from .weights import Weight
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,9 @@ class WriteSpec:
     # a lone file only: its rows failing these checks go to the quarantine table on the branch, when at most
     # `max_fraction` of them fail (`Appended.quarantined` says so)
     quarantine: QuarantinePlan | None = None
+    # the invocation's deadline, watched inside staging and the engine's jobs: once true, they stop and the call
+    # raises an OutOfTimeError (the file goes back to the queue); None: no deadline
+    out_of_time: Callable[[], bool] | None = field(default=None, compare=False)
 
 
 class StagedFiles(ABC):
@@ -237,8 +241,15 @@ class ObjectStore(ABC):
     """Where source files live (S3)."""
 
     @abstractmethod
-    def head(self, bucket: str, key: str) -> SourceObject:
-        """The object's current version. Raises SourceNotFoundError."""
+    def head(self, bucket: str, key: str, version_id: str | None = None) -> SourceObject:
+        """The object version `version_id` (None: the current one), with its own size and ETag. Raises
+        SourceNotFoundError when that version (or the object) does not exist."""
+
+    @abstractmethod
+    def weigh(self, source: SourceObject, fmt: FileFormat) -> Weight:
+        """What the engine will process of exactly this version (core.weights): its stored size, or what its
+        compression or encoding inflates to, measured from its own bytes with bounded reads. Raises
+        SourceNotFoundError when the version is gone, a BadInputError when its bytes are not what its name says."""
 
     @abstractmethod
     def list_objects(self, bucket: str, prefix: str) -> list[SourceObject]:

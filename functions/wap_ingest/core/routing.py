@@ -1,5 +1,6 @@
 """Routing, decided once for every entry point and event shape: which bucket may be read, which table a key
-names, in which format, and what the object really is (its size and version come from the store, not the event).
+names, in which format, and what the object really is: the version the event announced, exactly (its size and ETag
+come from the store for that version, never from the current one or the event).
 
 `route` refuses an object (a BadInputError: INVALID, alerted once, never retried) before anything is read when
 its bucket is not a configured source bucket; then validates the table, whoever named it (the key's prefix, a
@@ -13,21 +14,33 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from .audits import AuditSuites
-from .errors import EmptySourceError, RefusedEventError
+from .errors import EmptySourceError, RefusedEventError, SourceNotFoundError
 from .formats import format_for_key
 from .models import FileFormat, SourceObject, TableRef
 from .naming import LOADS_PREFIX, PENDING_PREFIX, check_target, table_for_key
 from .ports import ObjectStore
+from .weights import Weight, check_inflation
 
 
 @dataclass(frozen=True)
 class Routed:
-    """An object version ready for the pipeline: its current head (size, ETag, version) and its table."""
+    """An object version ready for the pipeline: the announced version as the store has it (size, ETag, version),
+    its table, its format, and what it weighs once decompressed (core.weights)."""
 
     source: SourceObject
     table: TableRef
     fmt: FileFormat
     seconds: float = 0.0  # how long routing took (the `route` stage of the outcome's timings)
+    weight: Weight | None = None  # None: not weighed (its stored size stands)
+
+    @property
+    def processed(self) -> int:
+        """The bytes the engine will process: what routing, the staging budget and the disk check go by."""
+        return self.weight.processed if self.weight is not None else self.source.size or 0
+
+    @property
+    def local_bytes(self) -> int:
+        return self.weight.local_bytes if self.weight is not None else 2 * (self.source.size or 0)
 
 
 def route(
@@ -39,8 +52,10 @@ def route(
     source_buckets: Collection[str] = (),
     refused_buckets: Collection[str] = (),
     table: TableRef | None = None,
+    max_inflation: float | None = None,
 ) -> Routed:
-    """Raises a BadInputError naming the object and the fix; infrastructure errors of the store propagate."""
+    """Raises a BadInputError naming the object and the fix (a decompression bomb beyond `max_inflation` too);
+    infrastructure errors of the store propagate."""
     check_bucket(source.bucket, source.uri, source_buckets=source_buckets, refused_buckets=refused_buckets)
     if table is None and source.key.startswith((PENDING_PREFIX, LOADS_PREFIX)):  # ingest() runs them as a load
         raise RefusedEventError(f"{source.uri} belongs to a multi-table load: it is ingested with its manifest "
@@ -50,11 +65,14 @@ def route(
     check_target(target, source.uri)
     suites.check_listed(target, source.uri)
     fmt = format_for_key(source.key, bucket=source.bucket, table=target)
-    current = objects.head(source.bucket, source.key)
+    current = exact_version(source, objects)
     if current.size == 0:
         raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest into {target}. "
                                f"Fix: upload the complete file again.")
-    return Routed(with_version(source, current), target, fmt)
+    weight = objects.weigh(current, fmt)
+    if max_inflation is not None:
+        check_inflation(current, weight, max_inflation)
+    return Routed(current, target, fmt, weight=weight)
 
 
 def check_bucket(
@@ -71,13 +89,16 @@ def check_bucket(
         )
 
 
-def with_version(requested: SourceObject, current: SourceObject) -> SourceObject:
-    """The object as the store has it now: its size always (an event's size is a claim, the store's a fact), the
-    event's version markers when it carried them (they name the version the event announced)."""
-    return SourceObject(
-        bucket=requested.bucket,
-        key=requested.key,
-        size=current.size if current.size is not None else requested.size,
-        etag=requested.etag or current.etag,
-        version_id=requested.version_id or current.version_id,
-    )
+def exact_version(source: SourceObject, objects: ObjectStore) -> SourceObject:
+    """The version the event announced, as the store has it (its own size and ETag): by its version id; without
+    one (an unversioned bucket, or an event that carries none), the current version, which must be the announced
+    one when the event named an ETag. A version that no longer exists is the file's fault (INVALID), never a read of
+    another version."""
+    current = objects.head(source.bucket, source.key, source.version_id)
+    announced = (source.etag or "").strip('"')
+    if source.version_id is None and announced and (current.etag or "").strip('"') != announced:
+        raise SourceNotFoundError(
+            f"{source.uri}: the version announced (ETag {announced}) no longer exists: the key was overwritten since "
+            f"(ETag {current.etag}); nothing was read. The newer version has its own event. Fix: to load the "
+            f"announced content, upload it again (a versioned bucket keeps every version readable).")
+    return current

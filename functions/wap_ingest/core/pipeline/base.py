@@ -47,7 +47,8 @@ class PipelineConfig:
     merge_attempts: int = 20
     backoff_seconds: float = 0.2
     backoff_cap_seconds: float = 8.0
-    staging_budget_bytes: int | None = None  # a group stages at most this much at once (None: no limit)
+    staging_budget_bytes: int | None = None  # a group processes at most this much at once (None: no limit)
+    max_inflation: float | None = None  # a file inflating more than this many times is a bomb (None: no limit)
     free_bytes: Callable[[], int] | None = field(default=None, compare=False)  # free space where files are staged
     abandoned_after_seconds: float = 960.0  # a batch branch older than this belongs to a run that died
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
@@ -66,10 +67,12 @@ def retry_delay(attempt: int, config: PipelineConfig) -> float:
     return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-def spec_for(suite: AuditSuite, table: TableRef, branch: str, *, alone: bool) -> WriteSpec:
-    """How a table's files are written on a branch, as its suite says (a quarantine applies to a file alone)."""
+def spec_for(suite: AuditSuite, table: TableRef, branch: str, *, alone: bool,
+             out_of_time: Callable[[], bool] | None = None) -> WriteSpec:
+    """How a table's files are written on a branch, as its suite says (a quarantine applies to a file alone), and
+    the invocation's deadline the engine watches while it stages and writes them."""
     return WriteSpec(table, branch, suite.plan(), suite.allow_new_columns, suite.format_options, suite.layout,
-                     suite.quarantine_plan(table) if alone else None)
+                     suite.quarantine_plan(table) if alone else None, out_of_time)
 
 
 def bound_snapshots(ports: Ports, suite: AuditSuite, table: TableRef, branch: str, snapshots: int) -> None:

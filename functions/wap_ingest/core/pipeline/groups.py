@@ -86,7 +86,7 @@ def route_or_result(
     try:
         routed = route(source, objects=ports.objects, suites=suites, default_namespace=config.default_namespace,
                        source_buckets=config.source_buckets, refused_buckets=config.refused_buckets,
-                       table=table)
+                       table=table, max_inflation=config.max_inflation)
         return replace(routed, seconds=time.perf_counter() - started)
     except BadInputError as exc:
         return replace(invalid(source, exc, table), timings={"route": time.perf_counter() - started})
@@ -121,11 +121,12 @@ def run_routed(
 
 
 def _chunks(items: list[Item], budget: int | None) -> list[list[Item]]:
-    """Consecutive chunks whose sizes add up to at most `budget` (a file larger than it is a chunk of its own)."""
+    """Consecutive chunks whose processed bytes add up to at most `budget` (a file larger than it is a chunk of its
+    own)."""
     chunks: list[list[Item]] = [[]]
     total = 0
     for item in items:
-        size = item[1].source.size or 0
+        size = item[1].processed
         if chunks[-1] and budget is not None and total + size > budget:
             chunks.append([])
             total = 0
@@ -235,10 +236,11 @@ class _GroupWork(Work):
     def run(self, branch: Branch, attempt: int) -> Verdict:
         ports, config, suite = self.run_.ports, self.run_.config, self.suite
         self.later, self.written = [], None
-        spec = spec_for(suite, self.target, branch.name, alone=len(self.todo) == 1)
+        spec = spec_for(suite, self.target, branch.name, alone=len(self.todo) == 1,
+                        out_of_time=self.run_.transactions.guards.out_of_time)
         context = history_context(suite, self.target, ports.catalog, config.main_branch)  # once per attempt
         self.run_.transactions.guards.check_disk(f"{len(self.todo)} file(s) for {self.target}",
-                                                 [r.source for _, r in self.todo])
+                                                 sum(r.local_bytes for _, r in self.todo))
         log.info("writing %d file(s) into %s on branch %s", len(self.todo), self.target, branch.name)
         written = self._alone(spec, context) if len(self.todo) == 1 else self._together(spec, context)
         if written is None:

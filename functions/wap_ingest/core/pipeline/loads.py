@@ -36,7 +36,7 @@ from wap_ingest.core.models import (
 )
 from wap_ingest.core.naming import LOADS_PREFIX, PENDING_PREFIX, table_for_key, table_ref_from
 from wap_ingest.core.outcomes import invalid, quarantine_note
-from wap_ingest.core.routing import Routed, check_bucket, route
+from wap_ingest.core.routing import Routed, check_bucket, exact_version, route
 
 from .base import PipelineConfig, Ports, bound_snapshots, spec_for
 from .transaction import Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
@@ -138,15 +138,13 @@ class Load:
         config, objects = self.config, self.ports.objects
         check_bucket(manifest.bucket, manifest.uri, source_buckets=config.source_buckets,
                      refused_buckets=config.refused_buckets)
-        head = objects.head(manifest.bucket, manifest.key)
-        head = SourceObject(manifest.bucket, manifest.key, head.size, manifest.etag or head.etag,
-                            manifest.version_id or head.version_id)
+        head = exact_version(manifest, objects)
         entries = parse_manifest(objects.read_bytes(head, MAX_MANIFEST_BYTES), head,
                                  config.default_namespace)
         routed = [route(SourceObject(head.bucket, key), objects=objects, suites=self.suites,
                         default_namespace=config.default_namespace,
                         source_buckets=config.source_buckets, refused_buckets=config.refused_buckets,
-                        table=table) for key, table in entries]
+                        table=table, max_inflation=config.max_inflation) for key, table in entries]
         return head, routed
 
 
@@ -204,8 +202,9 @@ class _LoadWork(Work):
         what, guards = f"{item.source.uri} of the load {self.manifest.uri}", load.transactions.guards
         if item is not self.routed[0]:  # the first file's time was checked as the attempt started
             guards.check_time(what)
-        guards.check_disk(what, [item.source])
-        appended = load.ports.writer.append(spec_for(suite, item.table, branch, alone=True), item.source, item.fmt)
+        guards.check_disk(what, item.local_bytes)
+        spec = spec_for(suite, item.table, branch, alone=True, out_of_time=guards.out_of_time)
+        appended = load.ports.writer.append(spec, item.source, item.fmt)
         measured = appended.measured[item.source.identity]
         if appended.snapshot is None or measured.row_count == 0:
             raise EmptySourceError(f"{item.source.uri}: the file has no rows; nothing to ingest into {item.table}. "

@@ -138,9 +138,9 @@ class Guards:
         if self.out_of_time():
             raise OutOfTimeError(f"{what}: not started, the invocation is nearly out of time; back to the queue.")
 
-    def check_disk(self, what: str, staging: Sequence[SourceObject]) -> None:
-        needed = 2 * sum(s.size or 0 for s in staging)  # the staged files and the engine's scratch for them
-        if staging and self.free_bytes is not None and needed > self.free_bytes():
+    def check_disk(self, what: str, needed: int) -> None:
+        """`needed`: the staged files and the engine's scratch for what they inflate to (Routed.local_bytes)."""
+        if needed and self.free_bytes is not None and needed > self.free_bytes():
             raise OverBudgetError(f"{what}: not started, staging it now would exceed the free local disk; back to "
                                   f"the queue (it runs in a later invocation).")
 

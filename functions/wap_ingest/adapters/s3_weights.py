@@ -1,0 +1,89 @@
+"""What an S3 object version weighs once decompressed (core.weights), from its own bytes, with bounded ranged reads of
+exactly that version (its version id, else its ETag):
+- gzip: the trailer's ISIZE (the size of the last member, modulo 4 GiB) and a probe of its first PROBE_BYTES;
+- bzip2: a probe of its first PROBE_BYTES (bzip2 has no size field);
+- Parquet: the footer's uncompressed row-group sizes (one ranged read of the tail, a second for a long footer);
+- any other file (plain text, ORC, Avro: their codecs are per block and bounded by the writer): its stored size.
+A probe decompresses at most PROBE_BYTES of input into at most PROBE_CAP of output, so a bomb costs a bounded read
+and a bounded amount of work: past the cap, the ratio is reported as at least what the cap shows."""
+
+from __future__ import annotations
+
+import bz2
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from wap_ingest.core.errors import UnreadableSourceError
+from wap_ingest.core.formats import compression_of
+from wap_ingest.core.models import FileFormat, SourceObject
+from wap_ingest.core.weights import Weight
+
+PROBE_BYTES = 64 * 1024  # compressed input a probe reads
+PROBE_CAP = 64 * 1024 * 1024  # decompressed output a probe stops at (a ratio of 1,024 at most is measured)
+FOOTER_TAIL = 64 * 1024  # a Parquet file's tail read first (its footer is usually smaller)
+
+Read = Callable[[str], bytes]  # an HTTP Range header value -> the bytes of exactly the version
+
+
+def weigh(source: SourceObject, fmt: FileFormat, read: Read) -> Weight:
+    stored = source.size or 0
+    codec = compression_of(source.key)
+    if stored == 0:
+        return Weight(0, 0)
+    if codec == "gzip":
+        return _gzip(source, stored, read)
+    if codec == "bzip2":
+        return _probed(source, stored, read(f"bytes=0-{min(stored, PROBE_BYTES) - 1}"), bz2.BZ2Decompressor(),
+                       "bzip2 probe")
+    if fmt is FileFormat.PARQUET:
+        return _parquet(source, stored, read)
+    return Weight(stored, stored)
+
+
+def _gzip(source: SourceObject, stored: int, read: Read) -> Weight:
+    probed = _probed(source, stored, read(f"bytes=0-{min(stored, PROBE_BYTES) - 1}"),
+                     zlib.decompressobj(16 + zlib.MAX_WBITS), "gzip probe")
+    if stored < 18 or probed.how.endswith("(whole file)"):
+        return probed
+    trailer = int.from_bytes(read(f"bytes={stored - 4}-{stored - 1}")[-4:], "little")
+    # ISIZE is the last member's size modulo 2**32: believed only when it is not below what the start inflates to
+    if trailer >= probed.processed or trailer >= stored:
+        return Weight(stored, max(trailer, probed.processed), "gzip trailer")
+    return probed
+
+
+def _probed(source: SourceObject, stored: int, head: bytes, decompressor: Any, how: str) -> Weight:
+    """Decompress the head of the file, bounded; extrapolate its ratio to the whole file."""
+    try:
+        produced = len(decompressor.decompress(head, PROBE_CAP))
+    except (OSError, EOFError, ValueError, zlib.error) as exc:
+        raise UnreadableSourceError(f"{source.uri}: its first bytes are not {how.split()[0]} data ({exc}); nothing "
+                                    f"was ingested. Fix: upload the file compressed as its suffix says.") from exc
+    if len(head) >= stored and decompressor.eof:
+        return Weight(stored, produced, f"{how} (whole file)")
+    ratio = produced / max(1, len(head))
+    return Weight(stored, int(stored * ratio), how if produced < PROBE_CAP else f"{how} (at least)")
+
+
+def _parquet(source: SourceObject, stored: int, read: Read) -> Weight:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tail = read(f"bytes=-{min(stored, FOOTER_TAIL)}")
+    if len(tail) < 12 or tail[-4:] != b"PAR1":
+        raise UnreadableSourceError(f"{source.uri}: not a Parquet file (no PAR1 magic at its end); nothing was "
+                                    f"ingested. Fix: upload a complete Parquet file.")
+    footer = int.from_bytes(tail[-8:-4], "little")
+    if footer + 8 > stored:
+        raise UnreadableSourceError(f"{source.uri}: its Parquet footer claims {footer} bytes, more than the file "
+                                    f"({stored}); nothing was ingested. Fix: upload a complete Parquet file.")
+    if footer + 8 > len(tail):
+        tail = read(f"bytes=-{footer + 8}")
+    try:
+        meta = pq.read_metadata(pa.BufferReader(tail[-(footer + 8):]))
+    except (OSError, pa.ArrowException) as exc:
+        raise UnreadableSourceError(f"{source.uri}: its Parquet footer cannot be read ({exc}); nothing was "
+                                    f"ingested. Fix: upload a complete Parquet file.") from exc
+    decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    return Weight(stored, max(stored, int(decoded)), "Parquet footer")
