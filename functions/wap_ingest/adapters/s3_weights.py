@@ -1,7 +1,7 @@
 """What an S3 object version weighs once decompressed (core.weights), from its own bytes, with bounded ranged reads of
 exactly that version (its version id, else its ETag):
 - gzip: the trailer's ISIZE (the size of the last member, modulo 4 GiB) and a probe of its first PROBE_BYTES;
-- bzip2: a probe of its first PROBE_BYTES (bzip2 has no size field);
+- bzip2: a probe of its first BZIP2_PROBE_BYTES (bzip2 has no size field; it emits a block at a time);
 - Parquet: the footer's uncompressed row-group sizes (one ranged read of the tail, a second for a long footer);
 - any other file (plain text, ORC, Avro: their codecs are per block and bounded by the writer): its stored size.
 A probe decompresses at most PROBE_BYTES of input into at most PROBE_CAP of output, so a bomb costs a bounded read
@@ -19,7 +19,9 @@ from wap_ingest.core.formats import compression_of
 from wap_ingest.core.models import FileFormat, SourceObject
 from wap_ingest.core.weights import Weight
 
-PROBE_BYTES = 64 * 1024  # compressed input a probe reads
+PROBE_BYTES = 64 * 1024  # compressed input a gzip probe reads (deflate emits output as it goes)
+BZIP2_PROBE_BYTES = 1024 * 1024  # bzip2 emits nothing before a whole block (up to 900 kB of text) is read
+CHUNK = 16 * 1024  # a bzip2 probe's feeding step: its ratio is measured at the chunk where output appeared
 PROBE_CAP = 64 * 1024 * 1024  # decompressed output a probe stops at (a ratio of 1,024 at most is measured)
 FOOTER_TAIL = 64 * 1024  # a Parquet file's tail read first (its footer is usually smaller)
 
@@ -34,8 +36,7 @@ def weigh(source: SourceObject, fmt: FileFormat, read: Read) -> Weight:
     if codec == "gzip":
         return _gzip(source, stored, read)
     if codec == "bzip2":
-        return _probed(source, stored, read(f"bytes=0-{min(stored, PROBE_BYTES) - 1}"), bz2.BZ2Decompressor(),
-                       "bzip2 probe")
+        return _bzip2(source, stored, read(f"bytes=0-{min(stored, BZIP2_PROBE_BYTES) - 1}"))
     if fmt is FileFormat.PARQUET:
         return _parquet(source, stored, read)
     return Weight(stored, stored)
@@ -66,14 +67,37 @@ def _probed(source: SourceObject, stored: int, head: bytes, decompressor: Any, h
     return Weight(stored, int(stored * ratio), how if produced < PROBE_CAP else f"{how} (at least)")
 
 
+def _bzip2(source: SourceObject, stored: int, head: bytes) -> Weight:
+    """Feed the head in chunks, bounded in output; the ratio is the output over the input fed when it appeared."""
+    decompressor, produced, fed_at_output = bz2.BZ2Decompressor(), 0, 0
+    try:
+        for start in range(0, len(head), CHUNK):
+            got = len(decompressor.decompress(head[start:start + CHUNK], PROBE_CAP - produced))
+            while not decompressor.needs_input and not decompressor.eof and produced + got < PROBE_CAP:
+                got += len(decompressor.decompress(b"", PROBE_CAP - produced - got))
+            if got:
+                produced, fed_at_output = produced + got, min(len(head), start + CHUNK)
+            if produced >= PROBE_CAP or decompressor.eof:
+                break
+    except (OSError, EOFError, ValueError) as exc:
+        raise UnreadableSourceError(f"{source.uri}: its first bytes are not bzip2 data ({exc}); nothing was "
+                                    f"ingested. Fix: upload the file compressed as its suffix says.") from exc
+    if decompressor.eof and len(head) >= stored:
+        return Weight(stored, produced, "bzip2 probe (whole file)")
+    if not produced:  # no block ended within the probe: barely compressible, as large as it is stored
+        return Weight(stored, stored, "bzip2 probe")
+    estimate = int(stored * produced / fed_at_output)
+    return Weight(stored, estimate, "bzip2 probe" if produced < PROBE_CAP else "bzip2 probe (at least)")
+
+
 def _parquet(source: SourceObject, stored: int, read: Read) -> Weight:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     tail = read(f"bytes=-{min(stored, FOOTER_TAIL)}")
     if len(tail) < 12 or tail[-4:] != b"PAR1":
-        raise UnreadableSourceError(f"{source.uri}: not a Parquet file (no PAR1 magic at its end); nothing was "
-                                    f"ingested. Fix: upload a complete Parquet file.")
+        raise UnreadableSourceError(f"{source.uri}: not a complete Parquet file (no PAR1 magic at its end); "
+                                    f"nothing was ingested. Fix: upload a complete Parquet file.")
     footer = int.from_bytes(tail[-8:-4], "little")
     if footer + 8 > stored:
         raise UnreadableSourceError(f"{source.uri}: its Parquet footer claims {footer} bytes, more than the file "
