@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.publish_requests import PRINCIPALS_VARIABLE
 from wap_ingest.local.auth import role_environment
+from wap_ingest.local.aws_roles import publish_principals
 from wap_ingest.local.components import (
     ACCESS_KEY,
     ALERT_CHANNEL,
@@ -242,6 +244,7 @@ def stack_environment(state: StackState) -> dict[str, str]:
         "LAKE_BUCKET": state.lake_bucket,
         "NESSIE_ENDPOINT": state.nessie_url,
         "WAP_STACK_DIR": str(state.state_dir),
+        PRINCIPALS_VARIABLE: publish_principals(),  # the function serves the operator role's publish requests
     }
     if state.slack_url:
         env |= {"WAP_SLACK_BASE_URL": state.slack_url, "SLACK_TOKEN": SINK_TOKEN, "SLACK_CHANNEL": ALERT_CHANNEL}
