@@ -4,7 +4,7 @@ Messages land there after WAP_MAX_RECEIVES failed attempts (each already alerted
 a CloudWatch alarm on the queue's depth reaches Slack too. Once the cause is fixed, `wap dlq redrive` sends them
 back to the ingest queue, where each object is ingested as any event is (exactly once: published objects come
 out as duplicates). A publish request is listed without its signature (core.publish_requests.redacted_body); a
-redriven one is refused by the service (each request is served once, and expires).
+redriven one is refused by the service once another message claimed its request id or it expired.
 """
 
 from __future__ import annotations
