@@ -13,8 +13,8 @@ resource server `nessie` with the scopes `service`, `operator` and `reader` give
 - operator: read everything; delete `wap-*` branches; create, write and delete a dry run's own branches
   (`wap audit`: `wap-<ns>-<table>-<digest>-d<start>x<token>`, core.branches), which are never merged; publish a
   reviewed `wap-*` branch by asking the service
-  (`wap publish` with WAP_PUBLISH_QUEUE_URL: wap_ingest.core.publish_requests), which checks the operator's token
-  with the catalog, re-audits the branch and merges it. The operator holds no write on `main`.
+  (`wap publish` with WAP_PUBLISH_QUEUE_URL: wap_ingest.core.publish_requests), which checks the operator's signed
+  request through AWS STS, re-audits the branch and merges it. The operator holds no write on `main`.
 - reader: read `main` only.
 Nobody may reassign (ASSIGN_REFERENCE_TO_HASH) or delete `main`, or create, reassign or delete any branch or
 tag other than `wap-*` ones: no rule grants it.

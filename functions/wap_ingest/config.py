@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.naming import identifier_from
+from wap_ingest.core.publish_requests import PRINCIPALS_VARIABLE, principals_from
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -206,6 +207,7 @@ class Settings:
     retry_base_seconds: float = 30.0  # a failed or deferred message's first retry; doubled per receive
     retry_max_seconds: float = 900.0  # the longest a retry is delayed
     event_bus: str | None = None  # EventBridge bus (name or ARN) for downstream events; None: none are sent
+    publish_principals: tuple[str, ...] = ()  # IAM role/user ARNs whose publish requests are served; (): none
 
     @property
     def nessie_api_v1(self) -> str:
@@ -289,6 +291,7 @@ class Settings:
             retry_base_seconds=_positive(env, "WAP_RETRY_BASE_SECONDS", 30.0, "30"),
             retry_max_seconds=_retry_max(env),
             event_bus=_event_bus(env),
+            publish_principals=_publish_principals(env),
         )
 
     def spark_jars(self) -> list[Path]:
@@ -326,6 +329,13 @@ def source_buckets_from(env: Mapping[str, str], source: str | None, lake: str) -
         raise ConfigError(f"the lake bucket {lake!r} is named as a source bucket (SOURCE_BUCKET/WAP_SOURCE_BUCKETS): "
                           f"the service would ingest its own tables' files. Fix: use a separate source bucket.")
     return buckets
+
+
+def _publish_principals(env: Mapping[str, str]) -> tuple[str, ...]:
+    try:
+        return principals_from(env.get(PRINCIPALS_VARIABLE, ""))
+    except WapError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _stage(env: Mapping[str, str]) -> str:

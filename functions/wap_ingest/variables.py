@@ -55,6 +55,8 @@ KNOWN_VARIABLES: dict[str, str] = {
     "none",
     "WAP_PUBLISH_QUEUE_URL": "`wap publish` asks the service through this queue (the ingest queue) instead of "
     "merging itself: an operator has no write on main (docs/deploy.md, \"Catalog roles\")",
+    "WAP_PUBLISH_PRINCIPALS": "the IAM roles (any session) and users whose signed publish requests the service "
+    "serves, comma-separated ARNs (serverless.yml: the <prefix>-operator role); unset: none are served",
     "AWS_ENDPOINT_URL": "S3-compatible endpoint (local stack); unset on AWS",
     "AWS_REGION": "AWS region (default: us-east-1)",
     "POWERTOOLS_SERVICE_NAME": "service name in structured logs and metrics (Powertools)",

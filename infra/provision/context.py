@@ -155,6 +155,7 @@ class Context:
             "FunctionName": names.function,
             "EmrApplicationName": names.emr_application,
             "EmrJobRoleArn": account.role_arn(names.emr_job_role),
+            "OperatorRoleArn": account.role_arn(names.operator_role),
             "SlackTokenParameterArn": account.parameter_arn(names.slack_token_parameter),
             "NessieClientSecretParameterArn": account.parameter_arn(names.nessie_client_secret_parameter),
             # infra/iam/operator-policy.json: the shared operator client's secret (infra/provision/auth.py stores it)

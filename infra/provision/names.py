@@ -105,6 +105,12 @@ class ResourceNames:
         return f"{self.prefix}-emr-job"
 
     @property
+    def operator_role(self) -> str:
+        """The role operators assume: the only principal, besides S3's notifications, that may send to the ingest
+        queue (its policy), and the signer the function accepts for publish requests (WAP_PUBLISH_PRINCIPALS)."""
+        return f"{self.prefix}-operator"
+
+    @property
     def slack_token_parameter(self) -> str:
         return f"/{self.prefix}/slack-token"
 

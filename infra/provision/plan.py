@@ -32,6 +32,7 @@ STEPS: tuple[Step, ...] = (
     Step("emr", emr.ensure_artifacts, emr.remove_artifacts),
     Step("iam", roles.ensure_emr_job_role, roles.remove_emr_job_role),
     Step("iam", roles.ensure_lambda_role, roles.remove_lambda_role),
+    Step("iam", roles.ensure_operator_role, roles.remove_operator_role),
     Step("secrets", secrets.ensure_slack_token, secrets.remove_slack_token),
     Step("nessie", auth.ensure_nessie_auth, auth.remove_nessie_auth),
     Step("nessie", nessie.ensure_nessie, nessie.remove_nessie),
@@ -61,6 +62,9 @@ def create(ctx: Context, skip: frozenset[str] = frozenset()) -> int:
     _summary(ctx, "create")
     if "image" not in skip:
         ctx.note(f"Image repository: {registry.repository_uri(ctx)}")
+    if "iam" not in skip:
+        ctx.note(f"Operators publish as {ctx.account.role_arn(ctx.names.operator_role)} (assumed under their IAM "
+                 f"user name; docs/deploy.md, \"How an operator publishes\")")
     if "emr" not in skip and ctx.state.get("EmrApplicationId", "<pending>") != "<pending>":
         ctx.note(f"EMR Serverless application: export WAP_EMR_APPLICATION_ID={ctx.state['EmrApplicationId']}  "
                  "(serverless.yml passes it to the function; `make emr-artifacts` uploads the job's artefacts)")

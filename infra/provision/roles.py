@@ -1,5 +1,9 @@
-"""IAM roles: the Lambda execution role and the EMR Serverless job execution role, each with one inline
-policy rendered from infra/iam/ (no AWS managed policy: every statement is scoped to our resources)."""
+"""IAM roles: the Lambda execution role, the EMR Serverless job execution role and the operators' role, each with
+one inline policy rendered from infra/iam/ (no AWS managed policy: every statement is scoped to our resources).
+
+The operator role is assumed by the account's IAM users under their own user name (its trust policy requires
+`sts:RoleSessionName` = `${aws:username}`), so the session name in a publish request's verified ARN names the
+person (docs/deploy.md, "How an operator publishes")."""
 
 from __future__ import annotations
 
@@ -36,6 +40,11 @@ def lambda_role(ctx: Context) -> RoleSpec:
 def emr_job_role(ctx: Context) -> RoleSpec:
     return RoleSpec(ctx.names.emr_job_role, "iam/emr-job-trust-policy.json", "iam/emr-job-policy.json",
                     "wap-lake EMR Serverless job runs")
+
+
+def operator_role(ctx: Context) -> RoleSpec:
+    return RoleSpec(ctx.names.operator_role, "iam/operator-trust-policy.json", "iam/operator-policy.json",
+                    "wap-lake operators: publish requests to the ingest queue")
 
 
 def _document(value: Any) -> str:
@@ -98,6 +107,10 @@ def ensure_lambda_role(ctx: Context) -> Outcome:
     return _ensure(ctx, lambda_role(ctx))
 
 
+def ensure_operator_role(ctx: Context) -> Outcome:
+    return _ensure(ctx, operator_role(ctx))
+
+
 def _delete(iam: Client, name: str) -> None:
     for policy in iam.list_role_policies(RoleName=name).get("PolicyNames", []):
         iam.delete_role_policy(RoleName=name, PolicyName=policy)
@@ -118,3 +131,7 @@ def remove_lambda_role(ctx: Context) -> Outcome:
 
 def remove_emr_job_role(ctx: Context) -> Outcome:
     return _remove(ctx, emr_job_role(ctx))
+
+
+def remove_operator_role(ctx: Context) -> Outcome:
+    return _remove(ctx, operator_role(ctx))

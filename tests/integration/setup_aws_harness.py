@@ -175,7 +175,7 @@ def snapshot(moto_url: str, names: ResourceNames) -> dict[str, Any]:
         "notification": _notification(moto_url, names),
         "ecr": _repository(moto_url, names.ecr_repository),
         "emr": _application(moto_url, names.emr_application),
-        "roles": {r: _role(moto_url, r) for r in (names.lambda_role, names.emr_job_role)},
+        "roles": {r: _role(moto_url, r) for r in (names.lambda_role, names.emr_job_role, names.operator_role)},
         "parameters": {p: _parameter(moto_url, p) for p in (names.slack_token_parameter,
                        names.nessie_client_secret_parameter, names.nessie_db_password_parameter)},
         "user_pool": _user_pool(moto_url, names.user_pool),
@@ -308,6 +308,17 @@ def assert_created(moto_url: str, names: ResourceNames, state: dict[str, Any]) -
     assert lambda_policy["PassEmrJobRoleOnly"]["Resource"] == ACCOUNT.role_arn(names.emr_job_role)
     assert lambda_policy["ConsumeIngestQueue"]["Resource"] == queue["QueueArn"]
     assert ACCOUNT.parameter_arn(names.slack_token_parameter) in lambda_policy["ReadSecretParameters"]["Resource"]
+    # publish requests: only the operator role (and S3's notifications) may send to the queue; the role is assumed
+    # under the IAM user's own name
+    deny = _statements(json.loads(queue["Policy"]))["NobodyElseSends"]
+    assert deny["Effect"] == "Deny" and deny["Action"] == "sqs:SendMessage"
+    assert deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == ACCOUNT.role_arn(names.operator_role)
+    operator = state["roles"][names.operator_role]
+    assert operator is not None and operator["attached"] == []
+    assert operator["trust"]["Statement"][0]["Condition"] == {"StringEquals": {"sts:RoleSessionName":
+                                                                               "${aws:username}"}}
+    operator_policy = _statements(operator["policies"][f"{names.operator_role}-policy"])
+    assert operator_policy["AskTheServiceToPublish"]["Resource"] == queue["QueueArn"]
 
     for parameter in state["parameters"].values():
         assert parameter is not None and parameter["Type"] == "SecureString"

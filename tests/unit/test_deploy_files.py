@@ -45,7 +45,9 @@ JUSTIFIED_WILDCARDS = {
     "StagingCopiesRecordsAndReports": "objects under the lake bucket's wap-staging/, wap-emr/ and wap-reports/ "
     "prefixes only (names derive from object digests and branch names)",
     "LargeFileRecordsAndAuditReports": "objects under the lake bucket's wap-emr/ and wap-reports/ prefixes only",
-    "AnswerPublishRequests": "answers under the lake bucket's wap-requests/ prefix only (keys are request ids)",
+    "AnswerPublishRequests": "claims and answers under the lake bucket's wap-requests/ prefix only (keys are "
+    "request ids)",
+    "ReadPublishAnswers": "the answers under the lake bucket's wap-requests/ prefix only (keys are request ids)",
     "ReadDecisionLog": "the decision log under the lake bucket's wap-decisions/ prefix only (read, never written)",
     "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to our two parameters",
@@ -293,6 +295,28 @@ def test_allow_statements_have_no_star_resource_and_every_wildcard_is_justified(
             if any("*" in r for r in resources):
                 assert statement["Sid"] in JUSTIFIED_WILDCARDS, f"{name} {statement['Sid']}: unjustified wildcard"
     assert checked > 10
+
+
+def test_only_the_operator_role_and_the_source_buckets_notifications_may_send_to_the_ingest_queue() -> None:
+    """The queue policy denies sqs:SendMessage to every principal but the operator role and AWS services (S3's
+    notifications, which the Allow statement limits to the source bucket): a publish request comes from the
+    operator role, whatever a person's own policies allow. The function serves that role's requests."""
+    ctx = fake_context()
+    statements = {s["Sid"]: s for s in dict(policies())["ingest-queue-policy.json"]["Statement"]}
+    deny = statements["NobodyElseSends"]
+    assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", "*", "sqs:SendMessage")
+    assert deny["Resource"] == ctx.account.queue_arn(ctx.names.queue)
+    assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": ctx.account.role_arn("wap-operator")},
+                                 "BoolIfExists": {"aws:PrincipalIsAWSService": "false"}}
+    assert statements["SourceBucketSendsObjectCreatedEvents"]["Principal"] == {"Service": "s3.amazonaws.com"}
+    operator = {s["Sid"]: s for s in dict(policies())["operator-policy.json"]["Statement"]}
+    assert operator["AskTheServiceToPublishAndRedrive"]["Resource"] == ctx.account.queue_arn(ctx.names.queue)
+    [trust] = dict(policies())["operator-trust-policy.json"]["Statement"]
+    assert trust["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"}
+    assert trust["Condition"] == {"StringEquals": {"sts:RoleSessionName": "${aws:username}"}}  # the person's name
+    environment = serverless_config()["provider"]["environment"]
+    assert environment["WAP_PUBLISH_PRINCIPALS"]["Fn::Sub"].endswith(":role/${param:prefix}-operator")
+    assert ctx.names.operator_role == "wap-operator"
 
 
 def test_emr_pass_role_is_limited_to_the_emr_job_role() -> None:

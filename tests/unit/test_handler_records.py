@@ -107,7 +107,8 @@ def test_the_batch_ingest_raising_fails_the_messages_with_objects_and_nothing_el
 
     answered: list[str] = []
 
-    def answer(self: Service, request: PublishRequest) -> dict[str, Any]:
+    def answer(self: Service, request: PublishRequest, message_id: str, queue_arn: str | None = None
+               ) -> dict[str, Any]:
         answered.append(request.request_id)
         return {"request_id": request.request_id, "branch": request.branch, "action": "published"}
 
@@ -124,7 +125,8 @@ def test_the_batch_ingest_raising_fails_the_messages_with_objects_and_nothing_el
 
 
 def test_a_publish_request_that_fails_fails_its_message_alone(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    def answer(self: Service, request: PublishRequest) -> dict[str, Any]:
+    def answer(self: Service, request: PublishRequest, message_id: str, queue_arn: str | None = None
+               ) -> dict[str, Any]:
         raise CatalogUnavailableError("Nessie is down")
 
     monkeypatch.setattr(Service, "answer", answer)

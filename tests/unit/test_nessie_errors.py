@@ -1,7 +1,7 @@
 """The Nessie error table (adapters/nessie_errors.py), row by row: each answer Nessie can give (its HTTP status and
 the `errorCode` of its JSON body) has one error, whichever call got it: every REST v2 call of NessieBranches, the
-pynessie (v1) calls (pynessie's own exceptions, built by pynessie from the same body), the publish requests'
-requester check and the lake reader (PyIceberg's exceptions). The statuses the real server returns, on the real
+pynessie (v1) calls (pynessie's own exceptions, built by pynessie from the same body) and the lake reader
+(PyIceberg's exceptions). The statuses the real server returns, on the real
 server: tests/integration/test_nessie_errors.py."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from pynessie.error import _create_exception
 from wap_ingest.adapters import nessie_errors
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.nessie import NessieBranches
-from wap_ingest.adapters.publish_requests import CatalogRequesters
 from wap_ingest.core.errors import (
     BranchExistsError,
     BranchNotFoundError,
@@ -31,7 +30,6 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.ledger import entries_for
 from wap_ingest.core.models import Branch, SourceObject, TableRef
-from wap_ingest.core.publish_requests import PublishRequest, RequestRefusedError
 
 ENDPOINT = "http://nessie:19120"
 
@@ -154,29 +152,6 @@ def test_a_caller_gives_the_meaning_of_its_own_answers() -> None:
     assert type(conflict) is MergeConflictError and "Fix:" not in str(conflict)  # the caller says what to do
     denied = nessie_errors.error_for(403, "FORBIDDEN", "", doing="merging", endpoint=ENDPOINT, client_id="wap-svc")
     assert type(denied) is CatalogError and "OAuth2 client 'wap-svc'" in str(denied)
-
-
-# --- the requester check of publish requests ------------------------------------------------------------------
-
-REQUEST = PublishRequest(branch="wap-wap-t-abc-1", reason="ok", reaudit=True,
-                         token="e30.eyJzdWIiOiAib3AiLCAic2NvcGUiOiAid2FwLW9wZXJhdG9yIn0.x")
-
-
-@pytest.mark.parametrize(
-    ("status", "code", "error"),
-    [(401, None, RequestRefusedError), (403, "FORBIDDEN", RequestRefusedError),
-     (500, "UNKNOWN", CatalogUnavailableError), (503, None, CatalogUnavailableError), (404, None, ConfigError),
-     (429, "TOO_MANY_REQUESTS", CatalogUnavailableError)],
-)
-def test_the_requester_check_judges_through_the_table(status: int, code: str | None, error: type[WapError]) -> None:
-    body = {"status": status, "message": "m"} | ({"errorCode": code} if code else {})
-    requesters = CatalogRequesters(ENDPOINT, authenticated=True, allowed_roles=("wap-operator",), timeout=1,
-                                   session=Answering(status, body))
-    with pytest.raises(WapError) as info:
-        requesters.identify(REQUEST)
-    assert type(info.value) is error
-    if error is RequestRefusedError:
-        assert "did not accept the requester's token" in str(info.value)
 
 
 # --- the lake reader (PyIceberg through Nessie's Iceberg REST endpoint) ---------------------------------------

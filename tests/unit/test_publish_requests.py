@@ -1,102 +1,337 @@
-"""The service's answer to an operator's publish request (wap_ingest.core.publish_requests), with fakes: who asks
-decides first, then the publish; refusals are answers, an infrastructure failure is raised for a retry. The
-same answers against the real catalog and queue: tests/integration/test_stack_auth.py."""
+"""Publish requests without a replayable secret (wap_ingest.core.publish_requests, adapters/publish_requests.py), with
+fakes: the message format (no token, a digest over every field), the checks made before anybody is asked (format,
+addressee, age, integrity), who may ask, the single use of a request id and the answer written once, the SigV4
+proof the operator makes and what the service sends STS for it. Against moto's STS and S3 (IAM enforced): tests/
+integration/test_publish_signatures.py; through the local stack's function: tests/integration/test_stack_auth.py."""
 
 from __future__ import annotations
 
-import base64
 import json
+from dataclasses import replace
+from typing import Any
 
 import pytest
+import requests
+from botocore.credentials import ReadOnlyCredentials
 
-from wap_ingest.adapters.publish_requests import CatalogRequesters, claims_of
-from wap_ingest.core.errors import BadInputError, CatalogUnavailableError, MergeConflictError
+from wap_ingest.adapters.publish_requests import STS_BODY, StsRequesters, queue_name_of
+from wap_ingest.core.errors import BadInputError, CatalogUnavailableError, InfrastructureError, MergeConflictError
 from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, TableRef
-from wap_ingest.core.publish_requests import PublishRequest, RequestRefusedError, requester_from, serve
+from wap_ingest.core.publish_requests import (
+    LIFETIME_SECONDS,
+    SIGNED_HEADER,
+    IdentityProof,
+    PublishRequest,
+    RequestRefusedError,
+    answer_request,
+    check_request,
+    principal_from,
+    principals_from,
+    redacted_body,
+    requester_from,
+    serve,
+)
 from wap_ingest.core.review import Decision, ReauditFailedError
 
 BRANCH = "wap-wap-orders-0123456789abcdef-1a2b3c4d"
+QUEUE = "wap-ingest"
+NOW = 1_900_000_000
+STS = "https://sts.us-east-1.amazonaws.com"
+OPERATOR_ROLE = "arn:aws:iam::123456789012:role/wap-operator"
+ALICE = "arn:aws:sts::123456789012:assumed-role/wap-operator/alice"
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SESSION = "FwoGZXIvYXdzEXAMPLESESSIONTOKEN"
+CREDENTIALS = ReadOnlyCredentials("ASIAEXAMPLEEXAMPLE", SECRET, SESSION)
 
 
-def token_with(claims: dict[str, object]) -> str:
-    payload = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
-    return f"eyJhbGciOiJSUzI1NiJ9.{payload}.c2ln"
+def request(**changes: Any) -> PublishRequest:
+    base = PublishRequest(BRANCH, "nulls expected", reaudit=False, queue=QUEUE, issued_at=NOW)
+    return replace(base, **changes)
 
 
-def published(request: PublishRequest, actor: str) -> Decision:
-    return Decision(request.branch, TableRef("wap", "orders"), "published", request.reason or "re-audit passed", actor,
+def signed(value: PublishRequest | None = None) -> PublishRequest:
+    return StsRequesters(STS, "us-east-1", timeout=1, credentials=lambda: CREDENTIALS).sign(value or request())
+
+
+def published(req: PublishRequest, actor: str) -> Decision:
+    return Decision(req.branch, TableRef("wap", "orders"), "published", req.reason or "re-audit passed", actor,
                     "abc123")
 
 
-def test_a_request_round_trips_through_its_message_body_and_other_bodies_are_not_requests() -> None:
-    request = PublishRequest(BRANCH, "ok", reaudit=False, token="t.o.k", claimed_actor="alice")
-    again = PublishRequest.from_body(request.to_body())
-    assert again == request and again is not None and again.token == "t.o.k"
-    assert "t.o.k" not in repr(request)
+def served(req: PublishRequest, *, now: float = NOW + 5, caller: str = ALICE, **kwargs: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {"identify": lambda _: caller, "allowed": (OPERATOR_ROLE,), "publish": published,
+                               "now": now, "queue": QUEUE} | kwargs
+    return serve(req, **options)
+
+
+# --- the message ------------------------------------------------------------------------------------------------
+
+def test_the_message_carries_no_token_or_secret_and_round_trips() -> None:
+    req = signed()
+    body = req.to_body()
+    assert PublishRequest.from_body(body) == req
+    assert SECRET not in body and "token\"" not in body.replace("security_token", "")
+    assert req.expires_at == NOW + LIFETIME_SECONDS and req.proof is not None
+    assert req.proof.digest == req.digest() and req.proof.endpoint == STS
+    assert SESSION not in repr(req) and req.proof.authorization not in repr(req)
     assert PublishRequest.from_body('{"Records": []}') is None and PublishRequest.from_body("not json") is None
     with pytest.raises(BadInputError, match="request_id"):
         PublishRequest.from_body(json.dumps({"kind": "wap.publish-request", "branch": BRANCH, "request_id": "../x"}))
 
 
-def test_the_verified_actor_publishes_and_the_answer_is_the_decision() -> None:
-    request = PublishRequest(BRANCH, "reviewed", reaudit=True)
-    answer = serve(request, identify=lambda _: "wap-operator", publish=published)
-    assert answer["action"] == "published" and answer["actor"] == "wap-operator"
-    assert answer["merged_hash"] == "abc123" and answer["request_id"] == request.request_id
+@pytest.mark.parametrize("change", [{"branch": "wap-wap-other-0123456789abcdef-1"}, {"reason": "other"},
+                                    {"reaudit": True}, {"request_id": "f" * 32}, {"queue": "wap2-ingest"},
+                                    {"issued_at": NOW - 1}, {"expires_at": NOW + 900}])
+def test_every_field_is_signed_a_changed_one_is_refused(change: dict[str, Any]) -> None:
+    original = signed()
+    altered = replace(original, **change)
+    assert altered.digest() != original.digest()
+    check_request(original, now=NOW + 5, queue=None)
+    with pytest.raises(RequestRefusedError, match="changed after it was signed"):
+        check_request(altered, now=NOW + 5, queue=None)
+    received = PublishRequest.from_body(json.dumps(json.loads(original.to_body()) | change))
+    assert received is not None
+    answer = served(received, queue=None)
+    assert answer["action"] == "refused" and "changed after it was signed" in answer["error"]
 
 
-def test_an_unverified_requester_is_refused_before_anything_is_published() -> None:
+def test_a_request_past_its_time_or_from_the_future_or_too_long_lived_is_refused() -> None:
+    req = signed()
+    check_request(req, now=req.expires_at, queue=QUEUE)  # the last valid second
+    with pytest.raises(RequestRefusedError, match=r"expired: .* reached the service 1 s later"):
+        check_request(req, now=req.expires_at + 1, queue=QUEUE)
+    with pytest.raises(RequestRefusedError, match="in the future"):
+        check_request(req, now=NOW - 301, queue=QUEUE)
+    long_lived = signed(request(expires_at=NOW + 901))
+    with pytest.raises(RequestRefusedError, match="at most 900 s"):
+        check_request(long_lived, now=NOW + 5, queue=QUEUE)
+    calls: list[str] = []
+    answer = served(req, now=req.expires_at + 60, identify=lambda _: calls.append("sts") or ALICE)
+    assert answer["action"] == "refused" and "expired" in answer["error"] and calls == []  # STS not even asked
+
+
+def test_an_unsigned_or_old_format_request_with_a_bearer_token_is_refused_and_the_token_never_shown() -> None:
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJvcCJ9.c2ln"
+    old = json.dumps({"kind": "wap.publish-request", "request_id": "abc123", "branch": BRANCH, "reason": "r",
+                      "reaudit": False, "token": token, "claimed_actor": None})
+    parsed = PublishRequest.from_body(old)
+    assert parsed is not None and parsed.carried_token and token not in repr(parsed)
+    answer = served(parsed)
+    assert answer["action"] == "refused" and "old format" in answer["error"] and token not in json.dumps(answer)
+    assert token not in redacted_body(old) and json.loads(redacted_body(old))["branch"] == BRANCH
+    with pytest.raises(RequestRefusedError, match="not signed"):
+        check_request(request(), now=NOW, queue=QUEUE)
+
+
+def test_the_listing_shows_a_request_without_its_signature() -> None:
+    req = signed()
+    shown = redacted_body(req.to_body())
+    assert SESSION not in shown and req.proof is not None and req.proof.authorization not in shown
+    assert json.loads(shown)["proof"]["digest"] == req.digest()
+    assert redacted_body('{"Records": []}') == '{"Records": []}' and redacted_body("poison") == "poison"
+
+
+def test_a_request_for_another_queue_is_refused() -> None:
+    req = signed()
+    with pytest.raises(RequestRefusedError, match="addressed to queue 'wap-ingest'"):
+        check_request(req, now=NOW, queue="wap2-ingest")
+    assert queue_name_of("https://sqs.us-east-1.amazonaws.com/123456789012/wap-ingest") == "wap-ingest"
+    assert queue_name_of("arn:aws:sqs:us-east-1:123456789012:wap-ingest") == "wap-ingest"
+
+
+# --- who may ask ------------------------------------------------------------------------------------------------
+
+def test_a_role_admits_its_sessions_a_user_itself_and_nothing_else_is_admitted() -> None:
+    allowed = (OPERATOR_ROLE, "arn:aws:iam::123456789012:user/ops/carol")
+    assert requester_from(ALICE, allowed) == ALICE
+    assert requester_from("arn:aws:iam::123456789012:user/carol", allowed).endswith("user/carol")
+    for caller in ("arn:aws:sts::123456789012:assumed-role/wap-reader/alice",
+                   "arn:aws:sts::999999999999:assumed-role/wap-operator/alice", "arn:aws:iam::123456789012:root",
+                   "arn:aws:sts::123456789012:federated-user/alice", "arn:aws:iam::123456789012:user/moto"):
+        with pytest.raises(RequestRefusedError, match="may not publish"):
+            requester_from(caller, allowed)
+    with pytest.raises(RequestRefusedError, match="WAP_PUBLISH_PRINCIPALS is empty"):
+        requester_from(ALICE, ())
+    assert principal_from("arn:aws:iam::123456789012:role/path/wap-operator") == principal_from(OPERATOR_ROLE)
+    assert principals_from(f" {OPERATOR_ROLE} ,") == (OPERATOR_ROLE,)
+    for bad in (ALICE, "wap-operator", "arn:aws:s3:::lake"):
+        with pytest.raises(BadInputError, match="WAP_PUBLISH_PRINCIPALS"):
+            principals_from(bad)
+
+
+def test_a_reader_is_refused_with_its_name_and_nothing_is_published() -> None:
     calls: list[str] = []
 
-    def refuse(_: PublishRequest) -> str:
-        raise RequestRefusedError("not an operator")
-
-    def publish(request: PublishRequest, actor: str) -> Decision:
+    def publish(req: PublishRequest, actor: str) -> Decision:
         calls.append(actor)
-        return published(request, actor)
+        return published(req, actor)
 
-    answer = serve(PublishRequest(BRANCH, None, True, claimed_actor="mallory"), identify=refuse, publish=publish)
-    assert answer["action"] == "refused" and answer["error"] == "not an operator" and calls == []
+    reader = "arn:aws:sts::123456789012:assumed-role/wap-reader/bob"
+    answer = served(signed(), caller=reader, publish=publish)
+    assert answer["action"] == "refused" and "may not publish" in answer["error"] and answer["actor"] == reader
+    assert calls == []
 
 
-def test_a_failed_reaudit_and_a_conflict_are_refusals_an_outage_is_raised() -> None:
+def test_the_verified_actor_publishes_and_a_refused_publish_is_an_answer_an_outage_raises() -> None:
+    req = signed()
+    answer = served(req, describe=lambda arn: f"{arn} (local)")
+    assert answer["action"] == "published" and answer["actor"] == f"{ALICE} (local)"
+    assert answer["merged_hash"] == "abc123" and answer["request_id"] == req.request_id
     report = AuditReport("wap.orders", 10, (CheckResult("not_null", "x", CheckStatus.FAILED, "3", "0"),))
 
-    def failing(request: PublishRequest, actor: str) -> Decision:
+    def failing(_: PublishRequest, __: str) -> Decision:
         raise ReauditFailedError("still fails", report)
 
-    def conflicting(request: PublishRequest, actor: str) -> Decision:
+    def conflicting(_: PublishRequest, __: str) -> Decision:
         raise MergeConflictError("main moved")
 
-    def down(request: PublishRequest, actor: str) -> Decision:
+    def down(_: PublishRequest, __: str) -> Decision:
         raise CatalogUnavailableError("nessie down")
 
-    request = PublishRequest(BRANCH, None, True)
-    answer = serve(request, identify=lambda _: "op", publish=failing)
-    assert answer["action"] == "refused" and answer["reaudit"]["rows"] == 10
-    assert serve(request, identify=lambda _: "op", publish=conflicting)["error"] == "main moved"
+    assert served(req, publish=failing)["reaudit"]["rows"] == 10
+    assert served(req, publish=conflicting)["error"] == "main moved"
     with pytest.raises(CatalogUnavailableError):
-        serve(request, identify=lambda _: "op", publish=down)
+        served(req, publish=down)
 
 
-def test_only_operator_or_service_scopes_may_request_and_the_subject_is_recorded() -> None:
-    allowed = ("nessie/operator", "nessie/service")
-    assert requester_from({"sub": "alice", "scope": "nessie/operator"}, allowed) == "alice"
-    with pytest.raises(RequestRefusedError, match="may not publish"):
-        requester_from({"sub": "bob", "scope": "nessie/reader"}, allowed)
-    with pytest.raises(RequestRefusedError, match="no subject"):
-        requester_from({"scope": "nessie/operator"}, allowed)
-    assert claims_of(token_with({"sub": "x"})) == {"sub": "x"}
-    with pytest.raises(RequestRefusedError):
-        claims_of("opaque-token")
+# --- single use, written once ------------------------------------------------------------------------------------
+
+class Ledger:
+    """The claims and answers, as S3RequestResults keeps them (each written once)."""
+
+    def __init__(self) -> None:
+        self.claims: dict[str, str] = {}
+        self.answers: dict[str, dict[str, Any]] = {}
+
+    def claim(self, request_id: str, message_id: str) -> str:
+        return self.claims.setdefault(request_id, message_id)
+
+    def put_once(self, request_id: str, answer: dict[str, Any]) -> bool:
+        if request_id in self.answers:
+            return False
+        self.answers[request_id] = answer
+        return True
 
 
-def test_without_catalog_authentication_the_actor_is_marked_unverified_and_a_token_is_required_with_it() -> None:
-    open_catalog = CatalogRequesters("http://127.0.0.1:9", authenticated=False, allowed_roles=("r",), timeout=1)
-    assert open_catalog.identify(PublishRequest(BRANCH, None, True, claimed_actor="alice")).startswith(
-        "alice (unverified")
-    secured = CatalogRequesters("http://127.0.0.1:9", authenticated=True, allowed_roles=("r",), timeout=1)
-    with pytest.raises(RequestRefusedError, match="no access token"):
-        secured.identify(PublishRequest(BRANCH, None, True, claimed_actor="alice"))
-    with pytest.raises(CatalogUnavailableError):  # nothing listens on port 9: retried, not refused
-        secured.identify(PublishRequest(BRANCH, None, True, token=token_with({"sub": "a", "scope": "r"})))
+def test_a_request_is_served_once_a_replay_changes_nothing_and_a_retry_goes_on() -> None:
+    ledger, calls = Ledger(), []
+
+    def publish(req: PublishRequest, actor: str) -> Decision:
+        calls.append(req.request_id)
+        return published(req, actor)
+
+    def answer(message: str, req: PublishRequest) -> dict[str, Any]:
+        return answer_request(req, message, ledger=ledger, identify=lambda _: ALICE, allowed=(OPERATOR_ROLE,),
+                              publish=publish, now=NOW + 5, queue=QUEUE)
+
+    req = signed()
+    first = answer("m1", req)
+    assert first["action"] == "published" and first["written"] and ledger.answers[req.request_id]["actor"] == ALICE
+    replay = answer("m2", req)  # the same body sent again (a replay, a redrive): another message id
+    assert replay["action"] == "refused" and not replay["written"] and "replay" in replay["error"]
+    assert calls == [req.request_id] and ledger.answers[req.request_id]["action"] == "published"
+    again = answer("m1", req)  # the same message retried (an outage after the claim): served, not answered twice
+    assert again["action"] == "published" and not again["written"] and calls == [req.request_id] * 2
+
+
+def test_an_altered_copy_claims_nothing_it_can_use() -> None:
+    """A copy with the original's id and another branch arrives first: refused (changed after signing); the
+    original then is a replay of that id: refused too, and nothing is published."""
+    ledger, calls = Ledger(), []
+    original = signed()
+    altered = replace(original, branch="wap-wap-other-0123456789abcdef-1")
+    for message, req in (("m1", altered), ("m2", original)):
+        answer_request(req, message, ledger=ledger, identify=lambda _: ALICE, allowed=(OPERATOR_ROLE,),
+                       publish=lambda r, a: calls.append(r.branch) or published(r, a), now=NOW + 5, queue=QUEUE)
+    assert calls == [] and "changed after it was signed" in ledger.answers[original.request_id]["error"]
+
+
+# --- the proof and what the service sends STS ------------------------------------------------------------------
+
+class Sts(requests.Session):
+    """STS answering every request one way; what was sent is kept."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__()
+        self.status, self.body = status, body
+        self.sent: list[tuple[str, Any, dict[str, str]]] = []
+
+    def post(self, url: Any, data: Any = None, json: Any = None, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        self.sent.append((url, data, dict(kwargs.get("headers") or {})))
+        answer = requests.Response()
+        answer.status_code, answer._content = self.status, self.body.encode()
+        return answer
+
+
+def caller_xml(arn: str) -> str:
+    return (f'<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>'
+            f"<Arn>{arn}</Arn><UserId>AROA:alice</UserId><Account>123456789012</Account></GetCallerIdentityResult>"
+            f"</GetCallerIdentityResponse>")
+
+
+def error_xml(code: str) -> str:
+    return f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>no</Message></Error></ErrorResponse>"
+
+
+def test_the_proof_is_sigv4_over_the_digest_and_the_service_sends_its_own_digest_to_its_own_sts() -> None:
+    req = signed()
+    assert req.proof is not None
+    assert req.proof.authorization.startswith("AWS4-HMAC-SHA256 Credential=ASIAEXAMPLEEXAMPLE/")
+    assert "/us-east-1/sts/aws4_request" in req.proof.authorization
+    assert SIGNED_HEADER.lower() in req.proof.authorization and SECRET not in req.proof.authorization
+    sts = Sts(200, caller_xml(ALICE))
+    assert StsRequesters(STS, "us-east-1", timeout=1, session=sts).identify(req) == ALICE
+    [(url, data, headers)] = sts.sent
+    assert (url, data) == (f"{STS}/", STS_BODY)
+    assert headers[SIGNED_HEADER] == req.digest() and headers["X-Amz-Security-Token"] == SESSION
+    # a proof naming another digest: the service still sends the digest of what it received (STS then refuses)
+    tampered = req.signed(replace(req.proof, digest="0" * 64))
+    StsRequesters(STS, "us-east-1", timeout=1, session=sts).identify(tampered)
+    assert sts.sent[-1][2][SIGNED_HEADER] == req.digest()
+
+
+def test_a_proof_for_another_endpoint_or_not_over_the_digest_is_refused_without_calling_sts() -> None:
+    req = signed()
+    assert req.proof is not None
+    sts = Sts(200, caller_xml(ALICE))
+    elsewhere = StsRequesters("https://sts.eu-west-1.amazonaws.com", "eu-west-1", timeout=1, session=sts)
+    with pytest.raises(RequestRefusedError, match="AWS_REGION=eu-west-1"):
+        elsewhere.identify(req)
+    unsigned_digest = req.proof.authorization.replace(f";{SIGNED_HEADER.lower()}", "")
+    for proof in (replace(req.proof, authorization=unsigned_digest),
+                  replace(req.proof, authorization=req.proof.authorization.replace("/sts/", "/s3/")),
+                  replace(req.proof, amz_date="yesterday")):
+        with pytest.raises(RequestRefusedError, match="not an STS request signed over the request's digest"):
+            StsRequesters(STS, "us-east-1", timeout=1, session=sts).identify(req.signed(proof))
+    assert sts.sent == []
+
+
+@pytest.mark.parametrize(("status", "body", "error"), [
+    (403, error_xml("SignatureDoesNotMatch"), RequestRefusedError),
+    (403, error_xml("ExpiredToken"), RequestRefusedError),
+    (403, error_xml("InvalidClientTokenId"), RequestRefusedError),
+    (400, error_xml("IncompleteSignature"), RequestRefusedError),
+    (500, error_xml("InternalFailure"), InfrastructureError),
+    (503, "", InfrastructureError),
+    (400, error_xml("Throttling"), InfrastructureError),
+])
+def test_sts_answers_judge_the_signature_or_are_an_outage(status: int, body: str, error: type[Exception]) -> None:
+    with pytest.raises(error) as info:
+        StsRequesters(STS, "us-east-1", timeout=1, session=Sts(status, body)).identify(signed())
+    assert type(info.value) is error
+
+
+def test_an_unreachable_sts_is_an_outage_and_a_local_sts_is_said_to_be_unverified() -> None:
+    local = StsRequesters("http://127.0.0.1:9", "us-east-1", timeout=1, credentials=lambda: CREDENTIALS)
+    with pytest.raises(InfrastructureError, match="did not answer"):  # nothing listens on port 9: retried
+        local.identify(local.sign(request()))
+    assert local.actor(ALICE) == f"{ALICE} (unverified: the STS at http://127.0.0.1:9 is not AWS's)"
+    assert StsRequesters(STS, "us-east-1", timeout=1).actor(ALICE) == ALICE
+
+
+def test_a_proof_without_its_parts_is_no_proof() -> None:
+    req = signed()
+    assert req.proof is not None
+    data = req.proof.to_dict()
+    assert IdentityProof.from_dict(data) == req.proof
+    assert IdentityProof.from_dict(data | {"authorization": ""}) is None and IdentityProof.from_dict("x") is None

@@ -1,64 +1,226 @@
-"""Publish requests on AWS and the catalog: sent on the ingest queue, answered in the lake bucket, the requester
-checked by the catalog (wap_ingest.core.publish_requests says why an operator asks instead of merging).
+"""Publish requests on AWS: sent on the ingest queue, signed and verified through STS, claimed and answered once in
+the lake bucket (wap_ingest.core.publish_requests says why an operator asks instead of merging, and what the
+message holds).
 
-- `SqsPublishRequests` sends a request to the function's own queue (the operator needs sqs:SendMessage on it);
-- `S3RequestResults` keeps the answer at s3://<LAKE_BUCKET>/wap-requests/<request id>.json (written once);
-- `CatalogRequesters` asks Nessie to accept the requester's token (GET /api/v2/config with it) before reading
-  its subject and scopes; the token is never used for anything else, never logged, never stored.
+- `SqsPublishRequests` sends a request to the function's own queue (the queue policy lets only the operator role,
+  and the source bucket's notifications, send there);
+- `StsRequesters` signs a request on the operator's machine (an STS GetCallerIdentity request signed with the
+  operator's AWS credentials, botocore's SigV4, the request's digest in a signed header) and, in the service, sends
+  that signed request to STS to learn who signed it. The service builds the URL and the body itself and takes only
+  the signature headers from the message: it never sends anything to an address a message names;
+- `S3RequestResults` keeps, per request id, the claim (`wap-requests/<id>.claim.json`, the first message's id) and
+  the answer (`wap-requests/<id>.json`), each written once with If-None-Match.
 """
 
 from __future__ import annotations
 
-import base64
 import json
+import re
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlparse
+from xml.etree import ElementTree
 
 import requests
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.publish_requests import RESULT_PREFIX, PublishRequest, RequestRefusedError, requester_from
+from wap_ingest.core.errors import ConfigError, InfrastructureError
+from wap_ingest.core.publish_requests import (
+    RESULT_PREFIX,
+    SIGNED_HEADER,
+    IdentityProof,
+    PublishRequest,
+    RequestRefusedError,
+)
 
-from .aws_errors import SQS, aws_error
-from .http import json_object
-from .nessie_errors import error_for, unavailable
-from .s3_reports import S3ReportStore
-from .verdicts import Verdict
+from .aws_errors import S3, SQS, Failure, aws_error, failure_of
 
-UNVERIFIED = "(unverified: the catalog has no authentication)"
-# 401/403 here judge the requester's token, not the service's: the request is refused (answered), not retried
-_TOKEN_REFUSED = Verdict(RequestRefusedError, "the catalog did not accept the requester's token (expired, or not "
-                         "issued for this catalog)", "run wap publish <branch> again (a fresh token)")
-_REQUESTER_REFUSED: dict[int | str, Verdict] = {401: _TOKEN_REFUSED, 403: _TOKEN_REFUSED}
+STS_BODY = "Action=GetCallerIdentity&Version=2011-06-15"
+CONTENT_TYPE = "application/x-www-form-urlencoded; charset=utf-8"
+_AUTHORIZATION = re.compile(r"AWS4-HMAC-SHA256 Credential=[A-Za-z0-9]+/\d{8}/[a-z0-9-]+/(?P<service>[a-z0-9-]+)/"
+                            r"aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?Signature=[0-9a-f]{64}")
+_AMZ_DATE = re.compile(r"\d{8}T\d{6}Z")
+_AWS_HOSTS = (".amazonaws.com", ".amazonaws.com.cn")
+# STS error codes that judge the request's signature or credentials: a refusal (answered), never a retry
+_RETRIED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "InternalFailure", "ServiceUnavailable"}
 
 
 class SqsPublishRequests:
     def __init__(self, sqs: Any, queue_url: str) -> None:
         self._sqs, self._queue_url = sqs, queue_url
 
-    def send(self, request: PublishRequest) -> None:
+    def send(self, request: PublishRequest) -> str:
+        """The message id SQS gave the request."""
         try:
-            self._sqs.send_message(QueueUrl=self._queue_url, MessageBody=request.to_body())
+            sent = self._sqs.send_message(QueueUrl=self._queue_url, MessageBody=request.to_body())
         except (ClientError, BotoCoreError) as exc:
             raise aws_error(exc, service=SQS, doing=f"sending the publish request for {request.branch!r} to",
                             resource=self._queue_url, setting="WAP_PUBLISH_QUEUE_URL (the ingest queue's URL)") from exc
+        return str(sent.get("MessageId", ""))
+
+
+def queue_name_of(queue: str) -> str:
+    """The queue's name from its URL (https://sqs.<region>.amazonaws.com/<account>/<name>) or ARN."""
+    return queue.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+
+def operator_credentials(region: str) -> Any:
+    """The caller's AWS credentials (boto3's chain: environment, profile, SSO, instance role), frozen."""
+    import boto3
+
+    found = boto3.Session(region_name=region).get_credentials()
+    if found is None:
+        raise ConfigError("wap publish: no AWS credentials to sign the publish request with. Fix: assume the "
+                          "operator role (aws sts assume-role, or a profile with role_arn = <prefix>-operator's ARN; "
+                          "docs/deploy.md, \"How an operator publishes\") and run it again.")
+    return found.get_frozen_credentials()
+
+
+class StsRequesters:
+    """Who asks, as STS says: `sign` on the operator's machine, `identify` in the service. `endpoint` is the STS
+    endpoint both use (the region's, or AWS_ENDPOINT_URL's locally); `credentials` gives the signer's (operator)."""
+
+    def __init__(self, endpoint: str, region: str, *, timeout: float, session: requests.Session | None = None,
+                 credentials: Callable[[], Any] | None = None) -> None:
+        self.endpoint, self._region, self._timeout = endpoint.rstrip("/"), region, timeout
+        self._http = session or requests.Session()
+        self._credentials = credentials or (lambda: operator_credentials(region))
+
+    @property
+    def url(self) -> str:
+        return f"{self.endpoint}/"
+
+    @property
+    def is_aws(self) -> bool:
+        return (urlparse(self.endpoint).hostname or "").endswith(_AWS_HOSTS)
+
+    def sign(self, request: PublishRequest) -> PublishRequest:
+        """The request with its proof: a GetCallerIdentity request signed with the caller's credentials, its
+        signature covering the request's digest (SIGNED_HEADER). The secret key is used here and sent nowhere."""
+        digest = request.digest()
+        signed = AWSRequest(method="POST", url=self.url, data=STS_BODY,
+                            headers={"Content-Type": CONTENT_TYPE, SIGNED_HEADER: digest})
+        SigV4Auth(self._credentials(), "sts", self._region).add_auth(signed)
+        return request.signed(IdentityProof(
+            endpoint=self.endpoint, digest=digest, authorization=str(signed.headers["Authorization"]),
+            amz_date=str(signed.headers["X-Amz-Date"]), security_token=signed.headers.get("X-Amz-Security-Token")))
+
+    def actor(self, caller_arn: str) -> str:
+        """What the decision log records: the ARN STS gave; said to be unverified when the STS is not AWS's (the
+        local stack's moto answers from the access key without checking the signature, unless IAM is enforced)."""
+        return caller_arn if self.is_aws else f"{caller_arn} (unverified: the STS at {self.endpoint} is not AWS's)"
+
+    def identify(self, request: PublishRequest) -> str:
+        """The signer's ARN, as STS answers the signed request the proof holds for the digest computed here."""
+        proof = request.proof
+        if proof is None:
+            raise RequestRefusedError(f"request {request.request_id} is not signed.")
+        if proof.endpoint.rstrip("/") != self.endpoint:
+            raise RequestRefusedError(
+                f"request {request.request_id} was signed for the STS endpoint {proof.endpoint}, and this service "
+                f"verifies signatures at {self.endpoint}. Fix: run wap publish with AWS_REGION={self._region} (the "
+                f"service's region).")
+        match = _AUTHORIZATION.fullmatch(proof.authorization.strip())
+        signed = match["signed"].split(";") if match else []
+        if match is None or match["service"] != "sts" or not _AMZ_DATE.fullmatch(proof.amz_date) or \
+                not {"host", "x-amz-date", SIGNED_HEADER.lower()} <= set(signed):
+            raise RequestRefusedError(
+                f"request {request.request_id}'s proof is not an STS request signed over the request's digest "
+                f"(SigV4 for sts, with {SIGNED_HEADER} among its signed headers). Fix: run wap publish again.")
+        headers = {"Content-Type": CONTENT_TYPE, SIGNED_HEADER: request.digest(), "X-Amz-Date": proof.amz_date,
+                   "Authorization": proof.authorization.strip(), "Accept": "text/xml"}
+        if proof.security_token:
+            headers["X-Amz-Security-Token"] = proof.security_token
+        try:
+            answer = self._http.post(self.url, data=STS_BODY, headers=headers, timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise InfrastructureError(f"verifying publish request {request.request_id}: STS at {self.endpoint} did "
+                                      f"not answer ({type(exc).__name__}); the request is retried. Fix: if it "
+                                      f"persists, check the function's network access to STS.") from exc
+        return _caller_from(answer, request.request_id, self.endpoint)
+
+
+def _text(root: ElementTree.Element, name: str) -> str:
+    for element in root.iter():
+        if element.tag == name or element.tag.endswith("}" + name):
+            return (element.text or "").strip()
+    return ""
+
+
+def _caller_from(answer: requests.Response, request_id: str, endpoint: str) -> str:
+    try:
+        root = ElementTree.fromstring(answer.content)
+    except ElementTree.ParseError:
+        root = ElementTree.Element("none")
+    if answer.status_code == 200 and _text(root, "Arn"):
+        return _text(root, "Arn")
+    code, message = _text(root, "Code") or f"HTTP {answer.status_code}", _text(root, "Message")
+    if answer.status_code >= 500 or answer.status_code == 429 or code in _RETRIED or answer.status_code == 200:
+        raise InfrastructureError(f"verifying publish request {request_id}: STS at {endpoint} answered {code} "
+                                  f"({message or answer.reason}); the request is retried.")
+    raise RequestRefusedError(
+        f"STS did not accept request {request_id}'s signature ({code}: {message or answer.reason}): it was changed "
+        f"after it was signed, signed more than 15 minutes ago, or with credentials that are no longer valid. "
+        f"Nothing was published. Fix: run wap publish again.")
 
 
 class S3RequestResults:
-    """The answers, one JSON object per request id, kept by the audit reports' store under `wap-requests/`."""
+    """The claims and answers, one JSON object each per request id, under `wap-requests/` in the lake bucket."""
 
     def __init__(self, s3: Any, bucket: str) -> None:
-        self._store = S3ReportStore(s3, bucket, prefix=f"{RESULT_PREFIX}/", what="the publish request's answer")
+        self._s3, self._bucket = s3, bucket
+
+    def _key(self, name: str) -> str:
+        return f"{RESULT_PREFIX}/{name}.json"  # request ids are alphanumeric (core.publish_requests)
 
     def uri(self, request_id: str) -> str:
-        return self._store.uri(request_id)
+        return f"s3://{self._bucket}/{self._key(request_id)}"
 
-    def put(self, request_id: str, answer: dict[str, Any]) -> None:
-        self._store.save(request_id, answer)
+    def _put_once(self, name: str, document: dict[str, Any], what: str) -> bool:
+        try:
+            self._s3.put_object(Bucket=self._bucket, Key=self._key(name), IfNoneMatch="*",
+                                Body=json.dumps(document, indent=2, default=str).encode(),
+                                ContentType="application/json")
+        except (ClientError, BotoCoreError) as exc:
+            if failure_of(exc) is Failure.PRECONDITION:  # If-None-Match: one was written first
+                return False
+            raise aws_error(exc, service=S3, doing=f"writing {what}", resource=f"s3://{self._bucket}/"
+                            f"{self._key(name)}", setting="LAKE_BUCKET") from exc
+        return True
+
+    def _get(self, name: str, what: str) -> dict[str, Any] | None:
+        try:
+            body = self._s3.get_object(Bucket=self._bucket, Key=self._key(name))["Body"].read()
+        except (ClientError, BotoCoreError) as exc:
+            if failure_of(exc) is Failure.MISSING:
+                return None
+            raise aws_error(exc, service=S3, doing=f"reading {what}", resource=f"s3://{self._bucket}/"
+                            f"{self._key(name)}", setting="LAKE_BUCKET") from exc
+        document = json.loads(body)
+        return document if isinstance(document, dict) else None
+
+    def claim(self, request_id: str, message_id: str) -> str:
+        """The message id holding the request's claim: this one if it claimed it now (or had before)."""
+        what = f"the claim of publish request {request_id}"
+        claimed = {"request_id": request_id, "message_id": message_id,
+                   "claimed_at": datetime.now(UTC).isoformat()}
+        if self._put_once(f"{request_id}.claim", claimed, what):
+            return message_id
+        holder = (self._get(f"{request_id}.claim", what) or {}).get("message_id")
+        if not isinstance(holder, str) or not holder:  # a concurrent claim not readable yet: try again later
+            raise InfrastructureError(f"{what} exists but could not be read yet; the message is retried.")
+        return holder
+
+    def put_once(self, request_id: str, answer: dict[str, Any]) -> bool:
+        """Write the answer; False (nothing written) when the request already has one."""
+        return self._put_once(request_id, answer, f"the answer to publish request {request_id}")
 
     def get(self, request_id: str) -> dict[str, Any] | None:
-        return self._store.load(request_id)
+        return self._get(request_id, f"the answer to publish request {request_id}")
 
     def wait(self, request_id: str, timeout: float, *, sleep: Callable[[float], None] = time.sleep,
              clock: Callable[[], float] = time.monotonic) -> dict[str, Any] | None:
@@ -69,50 +231,3 @@ class S3RequestResults:
             if answer is not None or clock() >= deadline:
                 return answer
             sleep(2.0)
-
-
-def claims_of(token: str) -> dict[str, Any]:
-    """A JWT's payload, not verified here (the catalog verified the token first)."""
-    parts = token.split(".")
-    if len(parts) != 3:
-        raise RequestRefusedError("the request's token is not a JWT. Fix: send it with `wap publish` and an "
-                                  "operator client configured (WAP_NESSIE_*).")
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except ValueError as exc:
-        raise RequestRefusedError("the request's token has an unreadable payload.") from exc
-    if not isinstance(claims, dict):
-        raise RequestRefusedError("the request's token has an unreadable payload.")
-    return claims
-
-
-class CatalogRequesters:
-    """Who asks, as the catalog sees it. `authenticated`: the service itself talks to a catalog with authentication
-    (then every request must carry a token the catalog accepts)."""
-
-    def __init__(self, endpoint: str, *, authenticated: bool, allowed_roles: tuple[str, ...], timeout: float,
-                 session: requests.Session | None = None) -> None:
-        self._endpoint, self._authenticated = endpoint.rstrip("/"), authenticated
-        self._allowed, self._timeout = allowed_roles, timeout
-        self._http = session or requests.Session()
-
-    def identify(self, request: PublishRequest) -> str:
-        if not self._authenticated:
-            return f"{request.claimed_actor or 'unknown'} {UNVERIFIED}"
-        if request.token is None:
-            raise RequestRefusedError(
-                f"the publish request for {request.branch!r} carries no access token, and the catalog requires one. "
-                f"Fix: configure your operator client (WAP_NESSIE_TOKEN_ENDPOINT, WAP_NESSIE_CLIENT_ID, ...) and "
-                f"run wap publish again.")
-        url = f"{self._endpoint}/api/v2/config"
-        doing = f"checking the requester of {request.branch!r}"
-        try:
-            response = self._http.get(url, headers={"Authorization": f"Bearer {request.token}"},
-                                      timeout=self._timeout)
-        except requests.RequestException as exc:
-            raise unavailable(self._endpoint, doing, exc) from exc
-        if response.status_code >= 400:
-            payload = json_object(response)
-            raise error_for(response.status_code, payload.get("errorCode"), str(payload.get("message") or ""),
-                            doing=doing, endpoint=self._endpoint, special=_REQUESTER_REFUSED)
-        return requester_from(claims_of(request.token), self._allowed)

@@ -9,6 +9,7 @@ secret, so that a bad setting fails at start-up with its fix."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -20,7 +21,7 @@ from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.metrics import record_maintenance
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.oauth2 import ClientCredentials, TokenProvider
-from wap_ingest.adapters.publish_requests import CatalogRequesters, S3RequestResults
+from wap_ingest.adapters.publish_requests import S3RequestResults, StsRequesters, queue_name_of
 from wap_ingest.adapters.s3 import S3ObjectStore
 from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.spark_maintenance import SparkTableMaintainer
@@ -28,7 +29,6 @@ from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_
 from wap_ingest.adapters.spark_sql_guard import check_custom_sql
 from wap_ingest.adapters.spark_writer import SparkIcebergWriter
 from wap_ingest.adapters.sqs import SqsRetries
-from wap_ingest.catalog_authz import OPERATOR, SERVICE, scope_for
 from wap_ingest.config import Settings
 from wap_ingest.core.audits import AuditSuites
 from wap_ingest.core.branches import digest_from_branch
@@ -40,7 +40,7 @@ from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import AuditReport, IngestOutcome, JobRun, SourceObject, TableRef
 from wap_ingest.core.pipeline import MaintenancePorts, PipelineConfig, Ports, Result, Transactions, maintain_table
 from wap_ingest.core.ports import DecisionLog, EventSink, Notifier
-from wap_ingest.core.publish_requests import PublishRequest, serve
+from wap_ingest.core.publish_requests import PublishRequest, answer_request
 from wap_ingest.core.review import (
     Decision,
     HistoryEntry,
@@ -199,11 +199,12 @@ class Service:
         return EventBridgeSink(builders.boto3_client("events", self.settings), bus) if bus else None
 
     @cached_property
-    def requesters(self) -> CatalogRequesters:
+    def requesters(self) -> StsRequesters:
+        """Who asks for a publish, through STS: the operator's `wap publish` signs with it, the service verifies
+        with it (the region's STS endpoint, or the local stack's)."""
         settings = self.settings
-        return CatalogRequesters(settings.nessie_endpoint, authenticated=settings.nessie_auth is not None,
-                                 allowed_roles=(scope_for(OPERATOR), scope_for(SERVICE)),
-                                 timeout=settings.http_timeout)
+        endpoint = str(builders.boto3_client("sts", settings).meta.endpoint_url)
+        return StsRequesters(endpoint, settings.aws_region, timeout=settings.http_timeout)
 
     # --- use cases ----------------------------------------------------------------------------------
 
@@ -263,14 +264,18 @@ class Service:
         return discard_branch(self.catalog, branch, reason=reason, actor=actor, decisions=self.decisions,
                               source_of=self.source_of)
 
-    def answer(self, request: PublishRequest) -> dict[str, Any]:
-        """An operator's publish request (wap_ingest.core.publish_requests), served with the service's own catalog
-        role: who asks checked by the catalog, the branch re-audited here, merged; the answer is written to the
-        lake bucket for the waiting `wap publish`. An infrastructure failure raises (the message is retried)."""
-        answer = serve(request, identify=self.requesters.identify, publish=lambda req, actor: self.publish(
-            req.branch, reason=req.reason, actor=actor, reaudit=req.reaudit))
-        self.results.put(request.request_id, answer)
-        return answer
+    def answer(self, request: PublishRequest, message_id: str, queue_arn: str | None = None) -> dict[str, Any]:
+        """An operator's publish request (wap_ingest.core.publish_requests) that arrived as SQS message
+        `message_id` on `queue_arn`, served with the service's own catalog role: claimed for this message (a
+        replay is refused), its age and signature checked, its signer named by STS and checked against
+        WAP_PUBLISH_PRINCIPALS, the branch re-audited here and merged; the answer is written once to the lake
+        bucket for the waiting `wap publish`. An infrastructure failure raises (the message is retried)."""
+        requesters = self.requesters
+        return answer_request(
+            request, message_id, ledger=self.results, identify=requesters.identify,
+            allowed=self.settings.publish_principals, now=time.time(),
+            queue=queue_name_of(queue_arn) if queue_arn else None, describe=requesters.actor,
+            publish=lambda req, actor: self.publish(req.branch, reason=req.reason, actor=actor, reaudit=req.reaudit))
 
     def history(self, table: TableRef, limit: int = 100) -> list[HistoryEntry]:
         return history_for(self.catalog, self.decisions, table, main=self.settings.main_branch, limit=limit)

@@ -93,7 +93,7 @@ class _Messages:
             if isinstance(request, Unreadable):
                 _refuse(self.svc, message, request.reason)
             elif isinstance(request, PublishRequest):
-                self.answers.append(on_publish_request(self.svc, request, message.message_id))
+                self.answers.append(on_publish_request(self.svc, request, message.message_id, message.queue_arn))
             else:
                 self._settle(message)
         except WapError:

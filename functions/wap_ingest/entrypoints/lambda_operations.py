@@ -56,17 +56,21 @@ def on_schedule(svc: Service) -> dict[str, Any]:
     return {"maintained": [r.to_dict() for r in results if not isinstance(r, Exception)]}
 
 
-def on_publish_request(svc: Service, request: PublishRequest, message_id: str) -> dict[str, Any]:
-    """Serve an operator's publish request (Service.answer writes the answer where `wap publish` waits). A refusal
-    is an answer; an infrastructure failure raises, so its message is retried like a file's."""
+def on_publish_request(svc: Service, request: PublishRequest, message_id: str,
+                       queue_arn: str | None = None) -> dict[str, Any]:
+    """Serve an operator's publish request (Service.answer claims it for this message, checks its signature and
+    age, and writes the answer once where `wap publish` waits). A refusal is an answer (a replay's is logged, not
+    written); an infrastructure failure raises, so its message is retried like a file's."""
     logger.append_keys(request_id=request.request_id, branch=request.branch, correlation_id=message_id)
     try:
-        answer = svc.answer(request)
+        answer = svc.answer(request, message_id, queue_arn)
     except Exception as exc:
         logger.error("publish request failed", extra={"error": str(exc), "error_type": type(exc).__name__})
         raise
     finally:
         logger.remove_keys(["request_id", "branch", "correlation_id"])
-    logger.info("publish request answered", extra={"action": answer.get("action"), "actor": answer.get("actor"),
-                                                   "request_id": request.request_id, "branch": request.branch})
-    return {k: answer.get(k) for k in ("request_id", "branch", "action", "actor", "merged_hash")}
+    logger.info("publish request answered", extra={
+        "action": answer.get("action"), "actor": answer.get("actor"), "request_id": request.request_id,
+        "branch": request.branch, "written": answer.get("written"),
+        **({"error": answer["error"]} if answer.get("action") == "refused" else {})})
+    return {k: answer.get(k) for k in ("request_id", "branch", "action", "actor", "merged_hash", "written")}

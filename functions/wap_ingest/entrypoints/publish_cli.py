@@ -1,16 +1,18 @@
 """`wap publish BRANCH` when WAP_PUBLISH_QUEUE_URL is set: ask the service to publish (the operator holds no write
-on `main`; wap_ingest.core.publish_requests says why), wait for its answer, print it like a direct publish."""
+on `main`; wap_ingest.core.publish_requests says why), wait for its answer, print it like a direct publish.
+
+The request is signed with the operator's AWS credentials (the operator role) through STS and carries no token:
+adapters/publish_requests.StsRequesters."""
 
 from __future__ import annotations
 
 import argparse
-import getpass
 import os
 import sys
 from typing import Any
 from urllib.parse import urlparse
 
-from wap_ingest.adapters.publish_requests import SqsPublishRequests
+from wap_ingest.adapters.publish_requests import SqsPublishRequests, queue_name_of
 from wap_ingest.bootstrap import Service, boto3_client
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE, PublishRequest
@@ -32,20 +34,18 @@ def publish_queue_url() -> str | None:
 
 def ask_service(args: argparse.Namespace, svc: Service, queue_url: str) -> dict[str, Any] | None:
     """Send the request and wait for the answer (None: none within --wait seconds)."""
-    tokens = svc.tokens
-    request = PublishRequest(
-        branch=args.branch, reason=args.reason, reaudit=args.reaudit,
-        token=tokens.token() if tokens is not None else None,
-        claimed_actor=None if tokens is not None else (os.environ.get("WAP_ACTOR") or getpass.getuser()),
-    )
+    request = svc.requesters.sign(PublishRequest(branch=args.branch, reason=args.reason, reaudit=args.reaudit,
+                                                 queue=queue_name_of(queue_url)))
     results = svc.results
     SqsPublishRequests(boto3_client("sqs", svc.settings), queue_url).send(request)
-    print(f"asked the service to publish {args.branch} (request {request.request_id}); waiting up to "
-          f"{args.wait:g} s for its answer at {results.uri(request.request_id)}", file=sys.stderr)
+    print(f"asked the service to publish {args.branch} (request {request.request_id}, valid for "
+          f"{request.expires_at - request.issued_at} s); waiting up to {args.wait:g} s for its answer at "
+          f"{results.uri(request.request_id)}", file=sys.stderr)
     answer = results.wait(request.request_id, args.wait)
     if answer is None:
         print(f"wap: no answer to request {request.request_id} within {args.wait:g} s. The request stays on the "
-              f"queue and is answered at {results.uri(request.request_id)}; see the function's logs (locally: wap "
+              f"queue until the service answers it at {results.uri(request.request_id)} (refused as expired once "
+              f"its {request.expires_at - request.issued_at} s have passed); see the function's logs (locally: wap "
               f"stack status). Nothing is published until then.", file=sys.stderr)
         return None
     return _FIELDS | answer

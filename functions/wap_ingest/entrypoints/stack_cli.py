@@ -15,6 +15,7 @@ from wap_ingest.catalog_authz import OPERATOR, ROLES
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_ingest.local.auth import auth_enabled, role_environment
+from wap_ingest.local.aws_roles import PEOPLE, role_credentials
 from wap_ingest.local.iam import OPERATOR as IAM_OPERATOR
 from wap_ingest.local.iam import iam_enabled, principal_environment
 from wap_ingest.local.image import DEFAULT_IMAGE
@@ -225,10 +226,12 @@ def cmd_env(args: argparse.Namespace) -> int:
               "wap stack up --auth", file=sys.stderr)
         return 2
     environment = stack_environment(state) | role_environment(config.state_dir, args.role or "service")
-    if args.role == OPERATOR:  # with --iam: the operator's keys (infra/iam/operator-policy.json)
-        environment |= principal_environment(config.state_dir, IAM_OPERATOR)
     if args.role == OPERATOR and state.queue_url:  # the operator publishes by asking the service (catalog_authz)
         environment[QUEUE_VARIABLE] = state.queue_url
+    if args.role == OPERATOR and iam_enabled(config.state_dir):  # --iam: the operator user's keys (its policy)
+        environment |= principal_environment(config.state_dir, IAM_OPERATOR)
+    elif args.role in PEOPLE:  # a person's AWS identity: the stack's role wap-<role>, assumed (local/aws_roles.py)
+        environment |= role_credentials(state.moto_url, state.region, args.role)
     for name, value in environment.items():
         print(f"export {name}={shlex.quote(value)}")
     return 0

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
+from wap_ingest.core.publish_requests import PRINCIPALS_VARIABLE
 from wap_ingest.local.auth import role_environment
+from wap_ingest.local.aws_roles import publish_principals
 from wap_ingest.local.components import (
     ACCESS_KEY,
     ALERT_CHANNEL,
@@ -36,7 +38,9 @@ from wap_ingest.local.components import (
     process_name,
 )
 from wap_ingest.local.config import StackConfig
-from wap_ingest.local.iam import ADMIN, principal_environment
+from wap_ingest.local.iam import ADMIN, iam_enabled, principal_environment
+from wap_ingest.local.iam import OPERATOR as IAM_OPERATOR
+from wap_ingest.local.iam import user_for as iam_user_for
 
 
 def invoke_url(port: int) -> str:
@@ -246,6 +250,8 @@ def stack_environment(state: StackState) -> dict[str, str]:
         "LAKE_BUCKET": state.lake_bucket,
         "NESSIE_ENDPOINT": state.nessie_url,
         "WAP_STACK_DIR": str(state.state_dir),
+        # the function serves the operator role's publish requests (and the operator user's, with --iam)
+        PRINCIPALS_VARIABLE: publish_principals(iam_user_for(IAM_OPERATOR) if iam_enabled(state.state_dir) else None),
     }
     if state.slack_url:
         env |= {"WAP_SLACK_BASE_URL": state.slack_url, "SLACK_TOKEN": SINK_TOKEN, "SLACK_CHANNEL": ALERT_CHANNEL}
