@@ -15,6 +15,7 @@ from wap_ingest.core.alerts import Alert, AlertKind
 from wap_ingest.core.audits import suites_from
 from wap_ingest.core.errors import CatalogUnavailableError, ObjectStoreUnavailableError
 from wap_ingest.core.ingest import LargeFiles
+from wap_ingest.core.job_failures import JobRunsExhaustedError
 from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports
 from wap_ingest.core.ports import LargeFileJobs, Notifier
@@ -255,9 +256,15 @@ def test_an_emr_run_that_failed_is_resubmitted_or_alerted_when_it_cannot_be(worl
     event = fixture("emr_job_run_failed.json")
     assert world.invoke(event) == {"job_run": "run-1", "state": "FAILED", "resubmitted": "run-2"}
     assert jobs.ended == [("00app", "run-1")]
-    jobs.fail_with = ObjectStoreUnavailableError("S3 is down")
-    assert world.invoke(event)["error"] == "S3 is down"
+    jobs.fail_with = JobRunsExhaustedError("EMR job runs for s3://source/t/big.parquet failed 3 time(s)")
+    assert world.invoke(event)["error"].startswith("EMR job runs for s3://source/t/big.parquet failed 3 time(s)")
     [alert] = world.notifier.alerts
     assert "run-1 ended and was not resubmitted" in alert.title
+    # Any other failure fails the invocation: Lambda retries the event (and the schedule's sweep is the backstop),
+    # rather than a transient error being alerted as final.
+    jobs.fail_with = ObjectStoreUnavailableError("S3 is down")
+    with pytest.raises(ObjectStoreUnavailableError, match="S3 is down"):
+        world.invoke(event)
+    assert len(world.notifier.alerts) == 1
     event["detail"]["state"] = "SUCCESS"
-    assert world.invoke(event)["resubmitted"] is None and len(jobs.ended) == 2  # a success is left alone
+    assert world.invoke(event)["resubmitted"] is None and len(jobs.ended) == 3  # a success is left alone
