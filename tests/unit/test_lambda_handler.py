@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, rows_on
+from tests.fakes import FakeCatalog, FakeJobs, FakeObjectStore, FakeWriter, rows_on
 from wap_ingest.bootstrap import Service
 from wap_ingest.config import Settings
 from wap_ingest.core.alerts import Alert, AlertKind
@@ -210,6 +210,41 @@ def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_on
     results.append(CatalogUnavailableError("nessie down"))
     with pytest.raises(Exception, match="maintenance failed for 1 of 2 tables: nessie down"):
         world.invoke({"wap_maintain": "all"})
+
+
+def test_the_schedule_resubmits_a_failed_emr_run_no_event_told_of_then_maintains(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = FakeJobs()
+    world.service = world.service.replaced(large_files=LargeFiles(jobs, 1000))
+    big = SourceObject("source", "customer_data_log/big.parquet", etag="e1")
+    first = jobs.submit(big, TableRef("wap", "customer_data_log"))
+    jobs.end(first)  # FAILED, and EMR's state-change event never reached the function
+    monkeypatch.setattr(Service, "maintain", lambda self, table, **kw: [])
+
+    answer = world.invoke({"wap_maintain": "all"})
+
+    [again] = answer["emr_sweep"]["resubmitted"]
+    assert (again["failed_run"], again["object"], again["attempt"]) == (first.job_run_id, big.uri, 2)
+    assert [r.job_run_id for r in jobs.runs()] == [again["new_run"]] and answer["maintained"] == []
+    assert world.invoke({"wap_maintain": "all"})["emr_sweep"]["resubmitted"] == []  # once: the new run lives
+    # The event arriving late finds the new run: nothing is started twice.
+    assert world.invoke(fixture("emr_job_run_failed.json") | {"detail": {
+        "applicationId": "app-fake", "jobRunId": first.job_run_id, "state": "FAILED"}})["resubmitted"] is None
+    assert jobs.attempts == {("wap.customer_data_log", big.identity): 2}
+
+
+def test_a_sweep_that_fails_fails_the_schedule_after_maintenance_ran(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = FakeJobs()
+    world.service = world.service.replaced(large_files=LargeFiles(jobs, 1000))
+    monkeypatch.setattr(jobs, "sweep", lambda: (_ for _ in ()).throw(ObjectStoreUnavailableError("S3 is down")))
+    maintained: list[Any] = []
+    monkeypatch.setattr(Service, "maintain", lambda self, table, **kw: maintained.append(table) or [])
+
+    with pytest.raises(Exception, match="the EMR sweep: S3 is down"):  # Lambda retries the schedule's event
+        world.invoke({"wap_maintain": "all"})
+
+    assert maintained == [None]
 
 
 @pytest.mark.parametrize("shape", ["s3", "eventbridge", "sqs"])
