@@ -346,3 +346,24 @@ def test_a_record_changed_since_it_was_read_is_not_overwritten(s3: Any) -> None:
     assert records.replace(first, {"attempt": 3}) is None  # a writer that read the first version loses
     stored = records.read("wap-emr/t/x.json")
     assert stored is not None and stored.body == {"attempt": 2} and stored.etag == second.etag
+
+
+def test_a_run_refused_for_its_audits_waits_for_the_sweep_or_a_redelivery_not_its_event(
+    emr: tuple[Any, Stubber], s3: Any
+) -> None:
+    """Resubmitting at once would use up the attempts in minutes, before `make emr-artifacts` could fix them."""
+    jobs, stub = jobs_with(emr, s3, FakeNotifier()), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    put_record(s3, {"final_state": "FAILED", "outcome": "failed", "refused": "audits",
+                    "message": "the audits file it loaded is not the function's"})
+    expect_tags(stub, "run-1", "FAILED", TAGS)
+
+    assert jobs.run_ended(APP, "run-1") is None  # EMR's state change: no new run
+
+    expect_start(stub, "run-2", attempt=2)
+    [again] = jobs.sweep().resubmitted
+    assert again.new_run == "run-2" and "refused" not in record(s3)
+    put_record(s3, {"final_state": "FAILED", "refused": "audits", "message": "still not the function's"})
+    expect_start(stub, "run-3", attempt=3)
+    assert jobs.submit(SOURCE, TABLE).job_run_id == "run-3"  # a redelivery (`wap ingest`) resubmits too

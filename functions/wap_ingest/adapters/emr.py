@@ -60,7 +60,7 @@ __all__ = ["RECORD_PREFIX", "EmrServerlessJobs", "digest_of", "parse_submit_para
 
 RequestFor = Callable[[SourceObject, TableRef, int], dict[str, Any]]  # (object version, table, attempt) -> request
 _RUN_KEYS = ("job_run_id", "job_run_arn", "submitted_at", "state", "final_state", "outcome", "branch", "rows",
-             "message", "finished_at", "timeout_minutes")  # one run's: moved to `previous_runs` on a resubmission
+             "message", "finished_at", "timeout_minutes", "refused")  # one run's: dropped on a resubmission
 _RACES = 5  # conditional writes lost in a row before giving up (the next event or sweep settles it)
 
 
@@ -122,7 +122,7 @@ class EmrServerlessJobs(LargeFileJobs):
                 claimed = self._records.create(key, fresh)
                 step = _Step(again=True) if claimed is None else self._start(claimed, source, table)
             else:
-                step = self._settle(stored, source, table, sweeping=False)
+                step = self._settle(stored, source, table, by="delivery")
             if step.exhausted is not None:
                 raise JobRunsExhaustedError(step.exhausted)
             if not step.again and step.run is not None:
@@ -153,7 +153,7 @@ class EmrServerlessJobs(LargeFileJobs):
             if found is None:
                 log.warning("job run %s ended; its record has no object version: the sweep skips it too", job_run_id)
                 return None
-            step = self._settle(stored, *found, sweeping=False)
+            step = self._settle(stored, *found, by="event")
             if step.marked and step.exhausted is not None:
                 raise JobRunsExhaustedError(step.exhausted)
             if not step.again:
@@ -188,7 +188,7 @@ class EmrServerlessJobs(LargeFileJobs):
             found = None if stored is None else _source_and_table(stored.body)
             if stored is None or found is None:
                 return None  # gone (an operator deleted it), or a record without its object version
-            step = self._settle(stored, *found, sweeping=True)
+            step = self._settle(stored, *found, by="sweep")
             if step.again:
                 continue
             if step.marked and step.exhausted is not None and step.recovered is not None:
@@ -198,10 +198,13 @@ class EmrServerlessJobs(LargeFileJobs):
 
     # --- one decision for all three ------------------------------------------------------------------
 
-    def _settle(self, stored: Stored, source: SourceObject, table: TableRef, *, sweeping: bool) -> _Step:
+    def _settle(self, stored: Stored, source: SourceObject, table: TableRef, *, by: str) -> _Step:
+        """`by`: the path looking (`event`: EMR's state change, `delivery`: the file's event, `sweep`)."""
         record, now = stored.body, self._clock()
         verdict, failed = recorded_verdict(record, now), None
-        if verdict is Verdict.FAILED:  # the job itself recorded an infrastructure failure (and exited 1)
+        if verdict is Verdict.REFUSED and by == "event":  # its artefacts wait for `make emr-artifacts`: the sweep
+            return _Step(run=self._run_from(record, already=True))  # (or a redelivery) resubmits it, not at once
+        if verdict in (Verdict.FAILED, Verdict.REFUSED):  # the job itself recorded its failure (and exited 1)
             failed = self._failed(record, "FAILED", str(record.get("message") or "the job recorded a failure"))
         elif verdict is None:
             state, details = self._engine_state(record)
@@ -213,20 +216,20 @@ class EmrServerlessJobs(LargeFileJobs):
                 failed = self._failed(record, "CANCELLED", overdue_details(record, state, now))
         if verdict is Verdict.EXHAUSTED:
             return _Step(run=self._run_from(record, already=True), exhausted=str(record.get("exhausted_message")))
-        if verdict in (Verdict.DONE, Verdict.LIVE) or (verdict is Verdict.UNSUBMITTED and sweeping):
+        if verdict in (Verdict.DONE, Verdict.LIVE) or (verdict is Verdict.UNSUBMITTED and by == "sweep"):
             return _Step(run=self._run_from(record, already=True))
         if failed is None:  # claimed and never submitted (a delivery's start in flight, or one that died)
             return self._start(stored, source, table)
-        return self._resubmit(stored, source, table, failed, sweeping=sweeping)
+        return self._resubmit(stored, source, table, failed, by=by)
 
     def _resubmit(self, stored: Stored, source: SourceObject, table: TableRef, failed: FailedRun, *,
-                  sweeping: bool) -> _Step:
+                  by: str) -> _Step:
         record, now = stored.body, _iso(self._clock())
         attempt = int(record.get("attempt") or 1)
         earlier = [*record.get("previous_runs", []), {
             "job_run_id": failed.job_run_id, "state": failed.state, "state_details": failed.details,
             "log": failed.log, "submitted_at": record.get("submitted_at"), "attempt": attempt,
-            "outcome": record.get("outcome"), "message": record.get("message")}]
+            "outcome": record.get("outcome"), "message": record.get("message"), "refused": record.get("refused")}]
         if attempt >= self._max_attempts:
             runs = [FailedRun(str(r["job_run_id"]), str(r["state"]), str(r.get("state_details") or ""), r.get("log"))
                     for r in earlier]
@@ -243,7 +246,7 @@ class EmrServerlessJobs(LargeFileJobs):
         kept = {k: v for k, v in record.items() if k not in _RUN_KEYS}
         claimed = self._records.replace(stored, kept | {
             "attempt": attempt + 1, "previous_runs": earlier, "resubmitted_at": now,
-            "resubmitted_by": "sweep" if sweeping else "event"})
+            "resubmitted_by": by})
         if claimed is None:
             return _Step(again=True)  # another path claimed this attempt first: it resubmits
         log.warning("job run %s for %s %s (%s): resubmitting, attempt %d of %d", failed.job_run_id, source.uri,
@@ -252,7 +255,7 @@ class EmrServerlessJobs(LargeFileJobs):
         if step.run is not None and not step.again:
             self._alert(alert_for_resubmission(source, table.qualified, failed, attempt=attempt + 1,
                                                max_attempts=self._max_attempts, new_run_id=step.run.job_run_id,
-                                               swept=sweeping))
+                                               swept=by == "sweep"))
             return _Step(run=step.run, recovered=Recovered(source.uri, table.qualified, failed.job_run_id,
                                                            failed.state, attempt + 1, step.run.job_run_id))
         return step

@@ -92,28 +92,28 @@ def alert_for_exhausted(job_run_id: str, message: str) -> Alert:
 
 
 
-def suite_mismatch_message(what: str, *, job_run_id: str, expected: str, found: str, audits_file: str) -> str:
+def suite_mismatch_message(what: str, *, job_run_id: str, expected: str, found: str, audits_file: str,
+                           again: str) -> str:
     """The job's audits file is not the one the function audits with (`expected`: the digest its request carries).
-    `what`: the job's work (`s3://b/k into ns.t`, `the maintenance of ns.t`)."""
+    `what`: the job's work (`s3://b/k into ns.t`, `the maintenance of ns.t`); `again`: how it runs once fixed."""
     return (f"EMR job run {job_run_id} refused {what} before doing anything: the audits file it loaded "
             f"({audits_file}, sha256 {found}) is not the function's (sha256 {expected}), so it would audit with other "
             f"rules than the function's. Nothing was read or written; main is untouched. Fix: `make emr-artifacts` "
-            f"(uploads the function's audits.yml with the job's artefacts to WAP_EMR_ARTIFACTS); the failed run is "
-            f"then resubmitted by its state-change event or the scheduled sweep (up to WAP_EMR_MAX_ATTEMPTS runs; "
-            f"past them, delete its record and redrive as that alert says).")
+            f"(uploads the function's audits.yml with the job's artefacts to WAP_EMR_ARTIFACTS); then {again}.")
 
 
-def alert_for_suite_mismatch(what: str, *, job_run_id: str, expected: str, found: str, audits_file: str) -> Alert:
+def alert_for_suite_mismatch(what: str, *, job_run_id: str, expected: str, found: str, audits_file: str,
+                             again: str) -> Alert:
     e = mrkdwn_escape
     return Alert(
         kind=AlertKind.INFRASTRUCTURE,
         title=f":rotating_light: EMR job run {e(job_run_id)} refused to run: its audits.yml is not the function's",
         summary="Not a data problem: the job's artefacts carry another audits file than the function's, so the job "
-                "stopped before reading anything (main is untouched). Upload the function's with `make "
-                "emr-artifacts`; the failed run is then resubmitted.",
+                f"stopped before reading anything (main is untouched). Upload the function's with `make "
+                f"emr-artifacts`; then {e(again)}.",
         fields=(("Job", e(what)), ("Job run", e(job_run_id)), ("Function's audits (sha256)", e(expected)),
                 ("Job's audits (sha256)", e(found))),
         details=(e(suite_mismatch_message(what, job_run_id=job_run_id, expected=expected, found=found,
-                                          audits_file=audits_file)),),
+                                          audits_file=audits_file, again=again)),),
         commands=(("Upload the function's audits file with the job's artefacts", "make emr-artifacts"),),
     )

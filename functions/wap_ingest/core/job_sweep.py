@@ -7,6 +7,8 @@ they all take the same decision from the same record.
 | marked exhausted (its last allowed run failed and was alerted) | - | EXHAUSTED: an operator acts |
 | an outcome the job recorded (`final_state` SUCCESS) | - | DONE (even if the engine later says FAILED) |
 | the job's own report of a failure (`final_state` FAILED) | - | FAILED |
+| the job refused to run: its audits file was not the function's (`refused`) | - | REFUSED: resubmitted by the sweep
+  or a redelivery, not at once by EMR's state-change event (the artefacts wait for `make emr-artifacts`) |
 | no run yet (claimed, or a resubmission claimed) | - | UNSUBMITTED (STALE once older than `STALE_CLAIM`) |
 | a run | FAILED, CANCELLED, or the run no longer exists | FAILED |
 | a run | SUCCESS | DONE |
@@ -36,14 +38,11 @@ class Verdict(enum.Enum):
     EXHAUSTED = "exhausted"
     DONE = "done"
     FAILED = "failed"
+    REFUSED = "refused"
     OVERDUE = "overdue"
     LIVE = "live"
     UNSUBMITTED = "unsubmitted"
     STALE = "stale"  # claimed long ago and never submitted: the claimer died between the claim and the run
-
-    @property
-    def needs_a_new_run(self) -> bool:
-        return self in (Verdict.FAILED, Verdict.OVERDUE)
 
 
 def recorded_verdict(record: Mapping[str, Any], now: datetime) -> Verdict | None:
@@ -53,7 +52,7 @@ def recorded_verdict(record: Mapping[str, Any], now: datetime) -> Verdict | None
     if record.get("final_state") == SUCCEEDED:
         return Verdict.DONE
     if record.get("final_state") == "FAILED" and record.get("job_run_id"):
-        return Verdict.FAILED
+        return Verdict.REFUSED if record.get("refused") else Verdict.FAILED
     if not record.get("job_run_id"):
         claimed = _time(record.get("resubmitted_at") or record.get("claimed_at"))
         return Verdict.STALE if claimed is None or now - claimed > STALE_CLAIM else Verdict.UNSUBMITTED

@@ -63,7 +63,7 @@ def _job_run_id() -> str:
     return os.environ.get("EMR_SERVERLESS_JOB_RUN_ID") or os.environ.get("WAP_EMR_JOB_RUN_ID") or "local"
 
 
-def _refusal(settings: Settings, expected: str | None, what: str) -> str | None:
+def _refusal(settings: Settings, expected: str | None, what: str, again: str) -> str | None:
     """Why this job must not run (its audits file is not the function's), alerted; None when it is the same."""
     try:
         found = audits_digest(settings.audits_file)
@@ -74,7 +74,7 @@ def _refusal(settings: Settings, expected: str | None, what: str) -> str | None:
     expected = expected or "(none: the request carries no --audits-digest; it was sent by an older function)"
     job_run_id = _job_run_id()
     facts = {"what": what, "job_run_id": job_run_id, "expected": expected, "found": found,
-             "audits_file": str(settings.audits_file)}
+             "audits_file": str(settings.audits_file), "again": again}
     message = suite_mismatch_message(**facts)
     log.error("%s", message)
     try:
@@ -89,7 +89,8 @@ def _maintain(name: str, expected_digest: str | None) -> int:
     settings = Settings.from_env()
     table = table_ref_from(name, default_namespace=settings.namespace, source="--maintain")
     job_run_id = _job_run_id()
-    refused = _refusal(settings, expected_digest, f"the maintenance of {table}")
+    refused = _refusal(settings, expected_digest, f"the maintenance of {table}",
+                       f"the next schedule maintains it (at once: `wap maintain {table.qualified}`)")
     if refused is not None:
         print(json.dumps({"job_run_id": job_run_id, "table": table.qualified, "error": refused}), flush=True)
         return 1
@@ -112,11 +113,13 @@ def main(argv: list[str] | None = None) -> int:
                           version_id=args.version_id)
     table = table_ref_from(args.table, default_namespace=settings.namespace, source="--table")
     job_run_id = _job_run_id()
-    refused = _refusal(settings, args.audits_digest, f"{source.uri} into {table}")
+    refused = _refusal(settings, args.audits_digest, f"{source.uri} into {table}",
+                       f"the daily sweep resubmits the refused run (at once: `wap ingest {source.uri} --table "
+                       f"{table.qualified}`), up to WAP_EMR_MAX_ATTEMPTS runs")
     if refused is not None:
         _record(settings, table, source, {
             "final_state": "FAILED", "outcome": OutcomeStatus.FAILED.value, "message": refused, "branch": None,
-            "rows": None, "finished_at": _now()})
+            "rows": None, "finished_at": _now(), "refused": "audits"})
         print(json.dumps({"job_run_id": job_run_id, "object": source.uri, "status": "failed", "message": refused}),
               flush=True)
         return 1
