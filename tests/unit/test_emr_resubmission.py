@@ -367,3 +367,19 @@ def test_a_run_refused_for_its_audits_waits_for_the_sweep_or_a_redelivery_not_it
     put_record(s3, {"final_state": "FAILED", "refused": "audits", "message": "still not the function's"})
     expect_start(stub, "run-3", attempt=3)
     assert jobs.submit(SOURCE, TABLE).job_run_id == "run-3"  # a redelivery (`wap ingest`) resubmits too
+
+
+def test_one_record_the_sweep_cannot_read_never_stops_the_others(emr: tuple[Any, Stubber], s3: Any) -> None:
+    jobs, stub = jobs_with(emr, s3, FakeNotifier()), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    s3.put_object(Bucket=LAKE, Key="wap-emr/wap.orders/0000.json", Body=b"{not json")  # sorted first
+    s3.put_object(Bucket=LAKE, Key="wap-emr/wap.orders/0001.json", Body=b'{"table": "wap.orders"}')
+    expect_state(stub, "run-1", "FAILED", DIED)
+    expect_start(stub, "run-2", attempt=2)
+
+    report = jobs.sweep()
+
+    assert [r.new_run for r in report.resubmitted] == ["run-2"] and report.checked == 3
+    assert [e.split(": ")[0] for e in report.errors] == [f"s3://{LAKE}/wap-emr/wap.orders/0000.json",
+                                                         f"s3://{LAKE}/wap-emr/wap.orders/0001.json"]

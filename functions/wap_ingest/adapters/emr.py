@@ -171,9 +171,10 @@ class EmrServerlessJobs(LargeFileJobs):
             checked += 1
             try:
                 recovered = self._sweep_one(key)
-            except WapError as exc:
-                log.error("the sweep could not settle %s: %s", self._records.uri(key), exc)
-                errors.append(f"{self._records.uri(key)}: {exc}")
+            except Exception as exc:  # this record's own failure (an outage, a malformed record): the others go on
+                log.error("the sweep could not settle %s: %s", self._records.uri(key), exc,
+                          exc_info=not isinstance(exc, WapError))
+                errors.append(f"{self._records.uri(key)}: {type(exc).__name__}: {exc}")
                 continue
             if recovered is not None:
                 (resubmitted if recovered.new_run else exhausted).append(recovered)
