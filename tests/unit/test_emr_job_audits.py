@@ -85,3 +85,15 @@ def test_the_maintenance_job_refuses_another_suite_too(job: dict[str, Any], caps
     assert "the maintenance of wap.orders" in printed["error"] and job["found"] in printed["error"]
     [alert] = job["notifier"].alerts
     assert ("Job", "the maintenance of wap.orders") in alert.fields
+
+
+def test_a_run_the_sweep_replaced_never_writes_over_its_successors_record(
+    job: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run found hung past its limit was cancelled and resubmitted (the record names the new run): if it still
+    ends, its result is not recorded over the new run's."""
+    monkeypatch.setenv("WAP_EMR_JOB_RUN_ID", "run-0")  # the record names run-1
+    assert emr_job.main(["--bucket", "source", "--key", SOURCE.key, "--table", "wap.orders", "--etag", "e1",
+                         "--size", str(SOURCE.size), "--audits-digest", job["expected"]]) == 1
+    record = json.loads(job["s3"].get_object(Bucket="lake", Key=record_key(TABLE, SOURCE))["Body"].read())
+    assert record["job_run_id"] == "run-1" and "final_state" not in record
