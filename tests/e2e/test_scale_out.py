@@ -144,7 +144,9 @@ def test_a_table_above_its_emr_threshold_is_maintained_by_the_emr_job(
     [sent] = json.loads(capsys.readouterr().out)["results"]
     assert sent["status"] == "sent to EMR" and sent["before"]["data_files"] == 3, sent
     [run] = wait_for(lambda: job_runs(stack_env, f"wap-maintain-wap.{table}"), "the maintenance job run")
-    assert run["jobDriver"]["sparkSubmit"]["entryPointArguments"] == ["--maintain", f"wap.{table}"]
+    suite = audits_digest(Settings.from_env(stack_env).audits_file)  # the job checks it maintains with this suite
+    assert run["jobDriver"]["sparkSubmit"]["entryPointArguments"] == ["--maintain", f"wap.{table}",
+                                                                      "--audits-digest", suite]
     [done] = wait_for(lambda: [e for e in ops(capsys, "history", table)["entries"] if e["action"] == "maintained"],
                       "the maintenance merged by the job", timeout=400)
     assert "3 -> 1 data files" in done["how"]
