@@ -8,12 +8,11 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tests.fake_catalog import FakeCatalog, Rows
+from tests.fake_jobs import FakeJobs
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import Alert
 from wap_ingest.core.downstream import DownstreamEvent
@@ -32,7 +31,6 @@ from wap_ingest.core.models import (
     AppendResult,
     DecisionRecord,
     FileFormat,
-    JobRun,
     MeasurementPlan,
     Measurements,
     Quarantined,
@@ -43,7 +41,6 @@ from wap_ingest.core.models import (
 from wap_ingest.core.ports import (
     DecisionLog,
     EventSink,
-    LargeFileJobs,
     Notifier,
     ObjectStore,
     ReportStore,
@@ -327,44 +324,6 @@ class FakeNotifier(Notifier):
             return False
         self.alerts.append(alert)
         return True
-
-
-class FakeJobs(LargeFileJobs):
-    """EMR Serverless in memory, as EmrServerlessJobs: one run per object version and table, newest first."""
-
-    def __init__(self, max_attempts: int = 3) -> None:
-        self.started: dict[tuple[str, str], JobRun] = {}  # (table, object version) -> its latest run
-        self.attempts: dict[tuple[str, str], int] = {}  # (table, object version) -> runs started
-        self.refuse: Exception | None = None  # the engine refuses the next submissions with it
-        self.max_attempts = max_attempts
-        self._count = 0
-
-    def end(self, run: JobRun, state: str = "FAILED") -> None:
-        """The engine ends a run without an outcome (driver lost, out of memory, timeout: FAILED; CANCELLED)."""
-        for key, found in self.started.items():
-            if found.job_run_id == run.job_run_id:
-                self.started[key] = replace(found, state=state)
-
-    def submit(self, source: SourceObject, table: TableRef) -> JobRun:
-        key = (table.qualified, source.identity)
-        if (found := self.started.get(key)) is not None:
-            if found.state not in ("FAILED", "CANCELLED"):
-                return replace(found, already_submitted=True)
-            if self.attempts[key] >= self.max_attempts:
-                raise InfrastructureError(f"EMR job runs for {source.uri} into {table} failed {self.attempts[key]} "
-                                          "time(s), the most allowed; not resubmitted again")
-        if self.refuse is not None:
-            raise self.refuse
-        self._count += 1
-        run = JobRun(f"fake-run-{self._count:06d}", "app-fake", SourceObject(source.bucket, source.key),
-                     table.qualified, "SUBMITTED", datetime.now(UTC).isoformat(timespec="microseconds"))
-        self.started[key] = run
-        self.attempts[key] = self.attempts.get(key, 0) + 1
-        return run
-
-    def runs(self, table: TableRef | None = None) -> list[JobRun]:
-        mine = [r for r in self.started.values() if table is None or r.table == table.qualified]
-        return sorted(mine, key=lambda r: r.submitted_at, reverse=True)
 
 
 def run_one(source: SourceObject, **kwargs: Any) -> Any:

@@ -1,12 +1,19 @@
-"""The EMR Serverless job request for one large file, made from the Settings (a pure function): the entry point
-and its arguments, the pinned jars, the Python archive and package, the catalog settings without credentials,
-and the driver's environment, which names the secret parameters and never holds a secret.
+"""The EMR Serverless job request for one large file, made from the Settings (deterministic: the same settings,
+audits file, object version and attempt, the same request): the entry point and its arguments, the pinned jars, the
+Python archive and package, the catalog settings without credentials, and the driver's environment, which names the
+secret parameters and never holds a secret.
+
+The job audits with the audits file shipped in its artefacts (`spark.files`), the function with its own: the request
+carries the function's digest of it (`--audits-digest`), and the job compares it with the file it loaded before doing
+anything (entrypoints/emr_job.py), so a large file is never audited against other rules than the function's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from wap_ingest.adapters.emr import digest_of
@@ -23,6 +30,14 @@ AUDITS = "audits.yml"
 EXECUTION_TIMEOUT_MINUTES = 180
 # Spark settings that describe the local process, not the cluster's (EMR sizes its own driver and disks).
 _LOCAL_ONLY = ("spark.jars", "spark.driver.memory", "spark.local.dir", "spark.driver.extraJavaOptions")
+
+
+def audits_digest(path: Path) -> str:
+    """The sha256 of the audits file's bytes (`make emr-artifacts` copies it byte for byte)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ConfigError(f"audits file {path}: cannot be read ({exc}). Fix: check WAP_AUDITS_FILE.") from exc
 
 
 def job_environment(settings: Settings) -> dict[str, str]:
@@ -90,6 +105,7 @@ def job_request(settings: Settings, emr: EmrSettings, source: SourceObject, tabl
     for flag, value in (("--size", source.size), ("--etag", source.etag), ("--version-id", source.version_id)):
         if value is not None:
             arguments += [flag, str(value).strip('"')]
+    arguments += ["--audits-digest", audits_digest(settings.audits_file)]
     conf = job_spark_conf(settings, emr)
     digest = digest_of(source)
     return {
@@ -131,7 +147,8 @@ def maintenance_request_for(settings: Settings, table: TableRef, day: str) -> di
         "name": f"wap-maintain-{table.qualified}-{day}",
         "jobDriver": {"sparkSubmit": {
             "entryPoint": f"{emr.artifacts}/{ENTRY_POINT}",
-            "entryPointArguments": ["--maintain", table.qualified],
+            "entryPointArguments": ["--maintain", table.qualified, "--audits-digest",
+                                    audits_digest(settings.audits_file)],
             "sparkSubmitParameters": " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in conf.items()),
         }},
         "configurationOverrides": {"monitoringConfiguration": {"s3MonitoringConfiguration": {"logUri": emr.logs}}},

@@ -126,3 +126,36 @@ def test_a_run_that_died_is_resubmitted_until_the_attempts_are_used_up(engine: E
     with pytest.raises(InfrastructureError, match="failed 3 time"):
         jobs.submit(source, table)  # three runs is the default most
     assert [r.job_run_id for r in jobs.runs(table)] == [third.job_run_id]
+
+
+def test_the_sweep_resubmits_a_run_that_died_with_no_event_once_and_reports_it_exhausted_once(
+    engine: Engine,
+) -> None:
+    jobs, table, source = engine(False), TableRef("wap", "orders"), version(f"orders/swept-{uuid.uuid4().hex}.parquet")
+
+    def swept() -> tuple[list[Any], list[Any]]:
+        report = jobs.sweep()
+        return ([r for r in report.resubmitted if r.uri == source.uri],
+                [r for r in report.exhausted if r.uri == source.uri])
+
+    first = jobs.submit(source, table)
+    engine.end(first)  # no state-change event, no redelivery
+
+    [again], [] = swept()
+
+    assert (again.failed_run, again.attempt) == (first.job_run_id, 2) and again.new_run not in (None, first.job_run_id)
+    assert swept() == ([], [])  # the new run is alive: not resubmitted twice
+    assert jobs.submit(source, table).job_run_id == again.new_run  # nor by a late redelivery of the event
+    [second] = jobs.runs(table)
+    engine.end(second)
+    third = jobs.submit(source, table)  # this time the redelivery comes first: the sweep finds the new run
+    assert third.job_run_id not in (first.job_run_id, second.job_run_id) and swept() == ([], [])
+    engine.end(third)
+
+    [], [exhausted] = swept()
+
+    assert (exhausted.failed_run, exhausted.new_run, exhausted.attempt) == (third.job_run_id, None, 3)
+    assert swept() == ([], [])  # reported (and alerted) once
+    with pytest.raises(InfrastructureError, match="failed 3 time"):
+        jobs.submit(source, table)
+    assert [r.job_run_id for r in jobs.runs(table)] == [third.job_run_id]

@@ -84,6 +84,8 @@ NOT_EXERCISED = {
     "function staged under wap-staging/ (adapters/s3.py `copy_to`); this run's large file was read in place",
     ("emr-job", "WriteJobLogs", "s3:PutObject"): "EMR Serverless writes the driver's logs to the run's logUri as the "
     "job role; the local run keeps them on disk",
+    ("function", "CancelStuckLargeFileJobs", "emr-serverless:CancelJobRun"): "the sweep cancels only a run hung past "
+    "its limit (tests/integration/test_emr_sweep.py runs that path); no run hangs here",
 }
 
 

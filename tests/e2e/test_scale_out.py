@@ -3,6 +3,7 @@ runner runs it with spark-submit), and a burst of small files in batches."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import random
@@ -15,8 +16,11 @@ import pytest
 from tests.conftest import LARGE_FILE_BYTES, Lake
 from tests.downstream import about_object, events_about
 from tests.e2e.test_event_path import alerts_about, table_rows, wait_for
-from wap_ingest.adapters.emr import parse_submit_parameters
-from wap_ingest.emr_request import ENTRY_POINT
+from wap_ingest.adapters.emr import parse_submit_parameters, record_key
+from wap_ingest.adapters.emr_records import EmrRecords
+from wap_ingest.config import Settings
+from wap_ingest.core.models import SourceObject, TableRef
+from wap_ingest.emr_request import AUDITS, ENTRY_POINT, audits_digest
 from wap_ingest.entrypoints.cli import main
 from wap_ingest.entrypoints.ops_schema import SCHEMAS
 from wap_ingest.local.state import StackState
@@ -140,11 +144,53 @@ def test_a_table_above_its_emr_threshold_is_maintained_by_the_emr_job(
     [sent] = json.loads(capsys.readouterr().out)["results"]
     assert sent["status"] == "sent to EMR" and sent["before"]["data_files"] == 3, sent
     [run] = wait_for(lambda: job_runs(stack_env, f"wap-maintain-wap.{table}"), "the maintenance job run")
-    assert run["jobDriver"]["sparkSubmit"]["entryPointArguments"] == ["--maintain", f"wap.{table}"]
+    suite = audits_digest(Settings.from_env(stack_env).audits_file)  # the job checks it maintains with this suite
+    assert run["jobDriver"]["sparkSubmit"]["entryPointArguments"] == ["--maintain", f"wap.{table}",
+                                                                      "--audits-digest", suite]
     [done] = wait_for(lambda: [e for e in ops(capsys, "history", table)["entries"] if e["action"] == "maintained"],
                       "the maintenance merged by the job", timeout=400)
     assert "3 -> 1 data files" in done["how"]
     assert table_rows(lake, f"wap.{table}") == 6_000
+
+
+def test_a_job_whose_audits_file_is_not_the_functions_refuses_until_fixed_then_the_sweep_publishes_it(
+    lake: Lake, local_stack: StackState, stack_env: dict[str, str], table_name: str,
+) -> None:
+    """The artefacts carry yesterday's audits.yml (`make emr-artifacts` not run after a change): the job refuses
+    before reading the file and says why; its run is FAILED, not consumed: once the artefacts are fixed, the
+    schedule's sweep (no EventBridge locally: no event ever tells of the failed run) resubmits it and it publishes."""
+    settings = Settings.from_env(stack_env)
+    assert settings.emr is not None
+    bucket, _, key = f"{settings.emr.artifacts}/{AUDITS}".removeprefix("s3://").partition("/")
+    functions = lake.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    assert hashlib.sha256(functions).hexdigest() == audits_digest(settings.audits_file)  # as the stack uploaded it
+    stale = functions + b"\n# yesterday's rules\n"
+    lake.s3.put_object(Bucket=bucket, Key=key, Body=stale)
+    try:
+        lake.drop(f"{table_name}/suite.csv", csv_bytes(60_000))
+        [alert] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/suite.csv"), "the job's refusal",
+                           timeout=400)
+    finally:
+        lake.s3.put_object(Bucket=bucket, Key=key, Body=functions)  # `make emr-artifacts`
+    text = alert["text"]
+    assert "refused to run: its audits.yml is not the function's" in text and "make emr-artifacts" in text
+    assert audits_digest(settings.audits_file) in text and hashlib.sha256(stale).hexdigest() in text
+    head = lake.s3.head_object(Bucket=stack_env["SOURCE_BUCKET"], Key=f"{table_name}/suite.csv")
+    source = SourceObject(stack_env["SOURCE_BUCKET"], f"{table_name}/suite.csv", etag=head["ETag"].strip('"'),
+                          version_id=head.get("VersionId"))
+    records = EmrRecords(lake.s3, stack_env["LAKE_BUCKET"])
+    refused = wait_for(lambda: (r := records.read(record_key(TableRef("wap", table_name), source))) and
+                       r.body.get("final_state") == "FAILED" and r.body, "the refusal in the record")
+    assert "not the function's" in refused["message"] and table_rows(lake, f"wap.{table_name}") is None
+
+    report = lake.service.sweep_job_runs()
+
+    assert report is not None
+    [again] = [r for r in report.resubmitted if r.uri == source.uri]
+    assert (again.failed_run, again.attempt) == (refused["job_run_id"], 2)
+    assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "the file on main", timeout=400) == 60_000
+    [earlier] = records.read(record_key(TableRef("wap", table_name), source)).body["previous_runs"]  # type: ignore[union-attr]
+    assert earlier["job_run_id"] == refused["job_run_id"] and "not the function's" in earlier["message"]
 
 
 def test_a_burst_of_200_small_files_publishes_every_good_file_exactly_once(

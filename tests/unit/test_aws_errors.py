@@ -364,7 +364,7 @@ def _decision_record(code: str, status: int) -> None:
 def _emr_submit(code: str, status: int) -> None:
     s3 = client("s3")
     with Stubber(s3) as claims:
-        claims.add_response("put_object", {})  # the claim, then its release when the submission failed
+        claims.add_response("put_object", {"ETag": "\"e1\""})  # the claim, then its release when the submission failed
         claims.add_response("delete_object", {})
         _jobs(stubbed("emr-serverless", "start_job_run", code, status), s3).submit(SOURCE_OBJECT, TableRef("wap", "o"))
 

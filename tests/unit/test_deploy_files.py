@@ -40,6 +40,8 @@ JUSTIFIED_WILDCARDS = {
     "ReadSourceObjects": "objects of the source bucket (any key may land there)",
     "ReadWriteLakeWarehouse": "objects under the lake bucket's warehouse/ prefix only",
     "FollowLargeFileJobs": "job runs of our EMR application (run ids are made by EMR)",
+    "CancelStuckLargeFileJobs": "job runs of our EMR application (run ids are made by EMR): the sweep cancels one "
+    "still running long past its limit before resubmitting it",
     "ReadJobArtifacts": "objects under the lake bucket's emr/artifacts/ prefix only",
     "WriteJobLogs": "objects under the lake bucket's emr/logs/ prefix only",
     "StagingCopiesRecordsAndReports": "objects under the lake bucket's wap-staging/, wap-emr/ and wap-reports/ "

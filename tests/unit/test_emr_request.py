@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,9 @@ def test_the_request_carries_the_job_and_is_deterministic(env: dict[str, str]) -
     assert len(request["clientToken"]) <= 64
     driver = request["jobDriver"]["sparkSubmit"]
     assert driver["entryPoint"] == "s3://lake/emr/artifacts/emr_job.py"
+    suite = hashlib.sha256(b"tables: {}\n").hexdigest()  # the function's audits file: the job must load the same
     assert driver["entryPointArguments"] == ["--bucket", "source", "--key", "orders/big.csv", "--table", "wap.orders",
-                                             "--size", str(5 * 1024**3), "--etag", "abc"]
+                                             "--size", str(5 * 1024**3), "--etag", "abc", "--audits-digest", suite]
     conf = parse_submit_parameters(driver["sparkSubmitParameters"])
     assert conf["spark.jars"].split(",") == [
         "s3://lake/emr/artifacts/jars/iceberg-aws-bundle-1.11.0.jar",

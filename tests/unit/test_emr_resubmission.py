@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -242,3 +242,144 @@ def test_run_ended_ignores_other_applications_superseded_runs_and_successes(
     expect_tags(stub, "run-9", "FAILED", {"project": "wap-lake"})  # not one of ours
     assert jobs.run_ended(APP, "run-9") is None
     assert notifier.alerts == []
+
+
+# --- the scheduled sweep (core/job_sweep.py decides, for the event path and the sweep alike) ---------------------
+
+def expect_running(stub: Stubber, run_id: str) -> None:
+    expect_state(stub, run_id, "RUNNING", "Job is running.")
+
+
+def put_record(s3: Any, changes: dict[str, Any]) -> None:
+    s3.put_object(Bucket=LAKE, Key=record_key(TABLE, SOURCE), Body=json.dumps(record(s3) | changes).encode())
+
+
+def test_the_sweep_resubmits_a_run_that_failed_with_no_event_and_says_so(emr: tuple[Any, Stubber], s3: Any) -> None:
+    notifier = FakeNotifier()
+    jobs, stub = jobs_with(emr, s3, notifier), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    expect_state(stub, "run-1", "FAILED", DIED)  # no state-change event reached the function
+    expect_start(stub, "run-2", attempt=2)
+
+    report = jobs.sweep()
+
+    [again] = report.resubmitted
+    assert (report.checked, again.failed_run, again.new_run, again.attempt, again.uri) == (
+        1, "run-1", "run-2", 2, SOURCE.uri)
+    kept = record(s3)
+    assert (kept["job_run_id"], kept["attempt"], kept["resubmitted_by"]) == ("run-2", 2, "sweep")
+    [alert] = notifier.alerts
+    assert "resubmitted (attempt 2 of 3)" in alert.title and "The scheduled sweep found it" in alert.summary
+
+
+def test_the_sweep_leaves_alone_a_live_run_a_done_one_and_an_exhausted_one(emr: tuple[Any, Stubber], s3: Any) -> None:
+    notifier = FakeNotifier()
+    jobs, stub = jobs_with(emr, s3, notifier), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    expect_running(stub, "run-1")  # submitted just now: well within its limit
+    assert jobs.sweep().resubmitted == ()
+    put_record(s3, {"final_state": "SUCCESS", "outcome": "published"})  # the job recorded its outcome
+    assert jobs.sweep().resubmitted == ()  # no call to EMR at all: the Stubber has nothing queued
+    put_record(s3, {"final_state": None, "exhausted_at": "2026-11-24T00:00:00+00:00"})
+    assert jobs.sweep() == type(jobs.sweep())(checked=1)
+    assert notifier.alerts == []
+
+
+def test_a_failure_the_job_recorded_is_resubmitted_and_a_recorded_outcome_never_is(
+    emr: tuple[Any, Stubber], s3: Any
+) -> None:
+    """The job records its own infrastructure failure before it exits 1 (EMR then says FAILED; moto keeps SUCCESS);
+    a recorded outcome is final even if EMR later reports the run FAILED (it died after recording)."""
+    notifier = FakeNotifier()
+    jobs, stub = jobs_with(emr, s3, notifier), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    put_record(s3, {"final_state": "FAILED", "outcome": "failed", "message": "Nessie answered 503"})
+    expect_start(stub, "run-2", attempt=2)  # no get_job_run: the record says it
+
+    [again] = jobs.sweep().resubmitted
+
+    assert again.new_run == "run-2" and record(s3)["previous_runs"][0]["message"] == "Nessie answered 503"
+    assert "final_state" not in record(s3)  # the new run's record has no end yet
+    put_record(s3, {"final_state": "SUCCESS", "outcome": "published"})
+    expect_tags(stub, "run-2", "FAILED", TAGS)
+    assert jobs.run_ended(APP, "run-2") is None and len(notifier.alerts) == 1
+
+
+def test_a_run_still_going_long_past_its_limit_is_cancelled_and_resubmitted(
+    emr: tuple[Any, Stubber], s3: Any
+) -> None:
+    now = [datetime(2026, 11, 24, 8, 0, tzinfo=UTC)]
+    jobs = EmrServerlessJobs(emr[0], s3, lake_bucket=LAKE, application_id=APP, clock=lambda: now[0],
+                             request_for=lambda *a: request_for(*a) | {"executionTimeoutMinutes": 180},
+                             notifier=FakeNotifier())
+    stub = emr[1]
+    stub.add_response("start_job_run", {"applicationId": APP, "jobRunId": "run-1", "arn": arn("run-1")})
+    jobs.submit(SOURCE, TABLE)
+    now[0] += timedelta(minutes=180 + 59)  # past its limit, within the grace: EMR is ending it
+    expect_running(stub, "run-1")
+    assert jobs.sweep().resubmitted == ()
+    now[0] += timedelta(minutes=2)
+    expect_running(stub, "run-1")
+    stub.add_response("cancel_job_run", {"applicationId": APP, "jobRunId": "run-1"},
+                      {"applicationId": APP, "jobRunId": "run-1"})
+    stub.add_response("start_job_run", {"applicationId": APP, "jobRunId": "run-2", "arn": arn("run-2")})
+
+    [again] = jobs.sweep().resubmitted
+
+    assert (again.failed_run, again.state, again.new_run) == ("run-1", "CANCELLED", "run-2")
+    [earlier] = record(s3)["previous_runs"]
+    assert earlier["state_details"].startswith("still RUNNING 241 minutes after its submission, past its limit of "
+                                               "180 minutes")
+
+
+def test_a_record_changed_since_it_was_read_is_not_overwritten(s3: Any) -> None:
+    from wap_ingest.adapters.emr_records import EmrRecords
+
+    records = EmrRecords(s3, LAKE)
+    first = records.create("wap-emr/t/x.json", {"attempt": 1})
+    assert first is not None and records.create("wap-emr/t/x.json", {"attempt": 9}) is None  # claimed once
+    second = records.replace(first, {"attempt": 2})
+    assert second is not None
+    assert records.replace(first, {"attempt": 3}) is None  # a writer that read the first version loses
+    stored = records.read("wap-emr/t/x.json")
+    assert stored is not None and stored.body == {"attempt": 2} and stored.etag == second.etag
+
+
+def test_a_run_refused_for_its_audits_waits_for_the_sweep_or_a_redelivery_not_its_event(
+    emr: tuple[Any, Stubber], s3: Any
+) -> None:
+    """Resubmitting at once would use up the attempts in minutes, before `make emr-artifacts` could fix them."""
+    jobs, stub = jobs_with(emr, s3, FakeNotifier()), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    put_record(s3, {"final_state": "FAILED", "outcome": "failed", "refused": "audits",
+                    "message": "the audits file it loaded is not the function's"})
+    expect_tags(stub, "run-1", "FAILED", TAGS)
+
+    assert jobs.run_ended(APP, "run-1") is None  # EMR's state change: no new run
+
+    expect_start(stub, "run-2", attempt=2)
+    [again] = jobs.sweep().resubmitted
+    assert again.new_run == "run-2" and "refused" not in record(s3)
+    put_record(s3, {"final_state": "FAILED", "refused": "audits", "message": "still not the function's"})
+    expect_start(stub, "run-3", attempt=3)
+    assert jobs.submit(SOURCE, TABLE).job_run_id == "run-3"  # a redelivery (`wap ingest`) resubmits too
+
+
+def test_one_record_the_sweep_cannot_read_never_stops_the_others(emr: tuple[Any, Stubber], s3: Any) -> None:
+    jobs, stub = jobs_with(emr, s3, FakeNotifier()), emr[1]
+    expect_start(stub, "run-1", attempt=1)
+    jobs.submit(SOURCE, TABLE)
+    s3.put_object(Bucket=LAKE, Key="wap-emr/wap.orders/0000.json", Body=b"{not json")  # sorted first
+    s3.put_object(Bucket=LAKE, Key="wap-emr/wap.orders/0001.json", Body=b'{"table": "wap.orders"}')
+    expect_state(stub, "run-1", "FAILED", DIED)
+    expect_start(stub, "run-2", attempt=2)
+
+    report = jobs.sweep()
+
+    assert [r.new_run for r in report.resubmitted] == ["run-2"] and report.checked == 3
+    assert [e.split(": ")[0] for e in report.errors] == [f"s3://{LAKE}/wap-emr/wap.orders/0000.json",
+                                                         f"s3://{LAKE}/wap-emr/wap.orders/0001.json"]

@@ -19,6 +19,7 @@ from wap_ingest.core.alerts import AlertKind
 from wap_ingest.core.dry_run import DryRunStatus, audit_without_publishing
 from wap_ingest.core.ingest import LargeFiles
 from wap_ingest.core.models import SourceObject
+from wap_ingest.emr_request import audits_digest
 from wap_ingest.entrypoints import lambda_handler
 
 TABLE = "wap.customer_data_log"
@@ -110,7 +111,9 @@ def test_the_emr_job_refuses_another_bucket(world: World, monkeypatch: pytest.Mo
     for name, value in {"LAKE_BUCKET": "lake", "NESSIE_ENDPOINT": "http://127.0.0.1:1",
                         "WAP_AUDITS_FILE": str(world.service.settings.audits_file)}.items():
         monkeypatch.setenv(name, value)
-    code = emr_job.main(["--bucket", "lake", "--key", "customer_data_log/a.parquet", "--table", TABLE])
+    suite = audits_digest(world.service.settings.audits_file)  # the function's audits file: the job's is the same
+    code = emr_job.main(["--bucket", "lake", "--key", "customer_data_log/a.parquet", "--table", TABLE,
+                         "--audits-digest", suite])
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0 and printed["status"] == "invalid" and "not a source bucket" in printed["message"]
     assert world.objects.heads == []  # type: ignore[attr-defined]

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, rows_on
+from tests.fakes import FakeCatalog, FakeJobs, FakeObjectStore, FakeWriter, rows_on
 from wap_ingest.bootstrap import Service
 from wap_ingest.config import Settings
 from wap_ingest.core.alerts import Alert, AlertKind
 from wap_ingest.core.audits import suites_from
 from wap_ingest.core.errors import CatalogUnavailableError, ObjectStoreUnavailableError
 from wap_ingest.core.ingest import LargeFiles
+from wap_ingest.core.job_failures import JobRunsExhaustedError
 from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports
 from wap_ingest.core.ports import LargeFileJobs, Notifier
@@ -215,6 +216,41 @@ def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_on
         world.invoke({"wap_maintain": "all"})
 
 
+def test_the_schedule_resubmits_a_failed_emr_run_no_event_told_of_then_maintains(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = FakeJobs()
+    world.service = world.service.replaced(large_files=LargeFiles(jobs, 1000))
+    big = SourceObject("source", "customer_data_log/big.parquet", etag="e1")
+    first = jobs.submit(big, TableRef("wap", "customer_data_log"))
+    jobs.end(first)  # FAILED, and EMR's state-change event never reached the function
+    monkeypatch.setattr(Service, "maintain", lambda self, table, **kw: [])
+
+    answer = world.invoke({"wap_maintain": "all"})
+
+    [again] = answer["emr_sweep"]["resubmitted"]
+    assert (again["failed_run"], again["object"], again["attempt"]) == (first.job_run_id, big.uri, 2)
+    assert [r.job_run_id for r in jobs.runs()] == [again["new_run"]] and answer["maintained"] == []
+    assert world.invoke({"wap_maintain": "all"})["emr_sweep"]["resubmitted"] == []  # once: the new run lives
+    # The event arriving late finds the new run: nothing is started twice.
+    assert world.invoke(fixture("emr_job_run_failed.json") | {"detail": {
+        "applicationId": "app-fake", "jobRunId": first.job_run_id, "state": "FAILED"}})["resubmitted"] is None
+    assert jobs.attempts == {("wap.customer_data_log", big.identity): 2}
+
+
+def test_a_sweep_that_fails_fails_the_schedule_after_maintenance_ran(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = FakeJobs()
+    world.service = world.service.replaced(large_files=LargeFiles(jobs, 1000))
+    monkeypatch.setattr(jobs, "sweep", lambda: (_ for _ in ()).throw(ObjectStoreUnavailableError("S3 is down")))
+    maintained: list[Any] = []
+    monkeypatch.setattr(Service, "maintain", lambda self, table, **kw: maintained.append(table) or [])
+
+    with pytest.raises(Exception, match="the EMR sweep: S3 is down"):  # Lambda retries the schedule's event
+        world.invoke({"wap_maintain": "all"})
+
+    assert maintained == [None]
+
+
 @pytest.mark.parametrize("shape", ["s3", "eventbridge", "sqs"])
 def test_a_redelivered_event_of_every_shape_is_a_duplicate_found_in_the_ledger(world: World, shape: str) -> None:
     """Exactly once through each entry point of the function: the second delivery finds the ledger entry the first
@@ -259,9 +295,15 @@ def test_an_emr_run_that_failed_is_resubmitted_or_alerted_when_it_cannot_be(worl
     event = fixture("emr_job_run_failed.json")
     assert world.invoke(event) == {"job_run": "run-1", "state": "FAILED", "resubmitted": "run-2"}
     assert jobs.ended == [("00app", "run-1")]
-    jobs.fail_with = ObjectStoreUnavailableError("S3 is down")
-    assert world.invoke(event)["error"] == "S3 is down"
+    jobs.fail_with = JobRunsExhaustedError("EMR job runs for s3://source/t/big.parquet failed 3 time(s)")
+    assert world.invoke(event)["error"].startswith("EMR job runs for s3://source/t/big.parquet failed 3 time(s)")
     [alert] = world.notifier.alerts
     assert "run-1 ended and was not resubmitted" in alert.title
+    # Any other failure fails the invocation: Lambda retries the event (and the schedule's sweep is the backstop),
+    # rather than a transient error being alerted as final.
+    jobs.fail_with = ObjectStoreUnavailableError("S3 is down")
+    with pytest.raises(ObjectStoreUnavailableError, match="S3 is down"):
+        world.invoke(event)
+    assert len(world.notifier.alerts) == 1
     event["detail"]["state"] = "SUCCESS"
-    assert world.invoke(event)["resubmitted"] is None and len(jobs.ended) == 2  # a success is left alone
+    assert world.invoke(event)["resubmitted"] is None and len(jobs.ended) == 3  # a success is left alone

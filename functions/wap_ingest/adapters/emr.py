@@ -2,14 +2,18 @@
 
 A large file becomes one job run whose entry point (wap_ingest/entrypoints/emr_job.py, uploaded by
 `make emr-artifacts`) runs the same pipeline in the cluster. At most once per object version, twice over:
-- a record in the lake bucket (`wap-emr/<table>/<digest>.json`), created with If-None-Match so only one
-  delivery of the event submits, and updated with the job run id (what `wap branches`/`wap history` show);
+- a record in the lake bucket (`wap-emr/<table>/<digest>.json`, adapters/emr_records.py), created with If-None-Match
+  so only one delivery of the event submits, and changed only with If-Match on the ETag read (so of two writers that
+  read the same record, one wins and the other reads it again);
 - a client token derived from the object version and the attempt, so a retried submission after a crash between
   the two steps is deduplicated by EMR itself.
-A run that died on the infrastructure (FAILED or CANCELLED: driver lost, out of memory, timeout) recorded no
-outcome: the next delivery of the event finds its state with `get_job_run`, submits the file again (attempt n+1,
-a new client token; the record keeps the attempt count and the earlier runs) and alerts through the Notifier,
-up to `max_attempts` runs; then it raises, with the fix, and the event ends in the dead-letter queue.
+A run that died on the infrastructure (FAILED or CANCELLED: driver lost, out of memory, timeout), or that is still
+going long past its limit, recorded no outcome. Three paths notice it and take the same decision from the record
+(core/job_sweep.py): EMR's state-change event (`run_ended`), a redelivery of the file's event (`submit`), and the
+scheduled sweep (`sweep`), so recovery never rests on one event. The first to claim the next attempt in the record
+(a conditional write) submits the file again (attempt n+1, a new client token; the record keeps the earlier runs)
+and alerts; the others find the new run. After `max_attempts` runs the record is marked exhausted, once, and the
+one that marked it alerts (the event path raises, with the fix; the sweep sends the alert).
 The request carries no secret: the job reads the Slack token and the Nessie client secret from their
 parameters (SSM / Secrets Manager) at start, as the function does.
 """
@@ -17,10 +21,10 @@ parameters (SSM / Secrets Manager) at start, as the function does.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,23 +33,35 @@ from botocore.exceptions import BotoCoreError, ClientError
 from wap_ingest.core.alerts import Alert, plain_text
 from wap_ingest.core.errors import InfrastructureError, WapError
 from wap_ingest.core.job_failures import (
-    FAILED_STATES,
     FailedRun,
+    JobRunsExhaustedError,
+    alert_for_exhausted,
     alert_for_resubmission,
     exhausted_message,
     run_log_for,
 )
+from wap_ingest.core.job_sweep import (
+    Recovered,
+    SweepReport,
+    Verdict,
+    engine_verdict,
+    overdue_details,
+    recorded_verdict,
+)
 from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.ports import LargeFileJobs, Notifier
 
-from .aws_errors import EMR_SERVERLESS, S3, Failure, aws_error, failure_of
+from .aws_errors import EMR_SERVERLESS, Failure, aws_error, failure_of
+from .emr_records import RECORD_PREFIX, EmrRecords, Stored
 
 log = logging.getLogger(__name__)
 
-RECORD_PREFIX = "wap-emr"
+__all__ = ["RECORD_PREFIX", "EmrServerlessJobs", "digest_of", "parse_submit_parameters", "record_key"]
+
 RequestFor = Callable[[SourceObject, TableRef, int], dict[str, Any]]  # (object version, table, attempt) -> request
 _RUN_KEYS = ("job_run_id", "job_run_arn", "submitted_at", "state", "final_state", "outcome", "branch", "rows",
-             "message", "finished_at")  # what belongs to one run, moved to `previous_runs` on a resubmission
+             "message", "finished_at", "timeout_minutes", "refused")  # one run's: dropped on a resubmission
+_RACES = 5  # conditional writes lost in a row before giving up (the next event or sweep settles it)
 
 
 def digest_of(source: SourceObject) -> str:
@@ -67,55 +83,58 @@ def parse_submit_parameters(parameters: str) -> dict[str, str]:
     return conf
 
 
+@dataclass(frozen=True)
+class _Step:
+    """What looking at a record came to."""
+
+    run: JobRun | None = None  # the run the record names now (the one just started, or the existing one)
+    again: bool = False  # a conditional write was lost: read the record again
+    recovered: Recovered | None = None  # a failed run resubmitted (new_run) or, just now, marked exhausted
+    exhausted: str | None = None  # the record is exhausted: the message with the fix
+    marked: bool = False  # this call marked it exhausted (it alerts; the others do not)
+
+
 class EmrServerlessJobs(LargeFileJobs):
     def __init__(self, emr_client: Any, s3_client: Any, *, lake_bucket: str, application_id: str,
-                 request_for: RequestFor, max_attempts: int = 3, notifier: Notifier | None = None) -> None:
+                 request_for: RequestFor, max_attempts: int = 3, notifier: Notifier | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         """`request_for` makes the `start_job_run` arguments for one object version and attempt
         (wap_ingest.emr_request); `notifier` hears of failed runs (None: the log)."""
-        self._emr, self._s3, self._bucket = emr_client, s3_client, lake_bucket
+        self._emr, self._records = emr_client, EmrRecords(s3_client, lake_bucket)
         self._application_id, self._request_for = application_id, request_for
         self._max_attempts, self._notifier = max_attempts, notifier
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    # --- the three paths -----------------------------------------------------------------------------
 
     def submit(self, source: SourceObject, table: TableRef) -> JobRun:
+        """A delivery of the file's event: claim and start the first run, or settle the recorded one (a failed
+        run is resubmitted; an exhausted one raises, with the fix)."""
         key = record_key(table, source)
-        record: dict[str, Any] = {"object": source.uri, "bucket": source.bucket, "key": source.key,
-                                  "identity": source.identity, "table": table.qualified, "size": source.size,
-                                  "etag": source.etag, "version_id": source.version_id,
-                                  "application_id": self._application_id, "claimed_at": _now(), "attempt": 1}
-        failed: FailedRun | None = None
-        if not self._claim(key, record):
-            existing = self._read(key)
-            if existing is not None and existing.get("job_run_id"):
-                failed = self._failure_of(existing)
-                if failed is None:
-                    log.info("%s was already submitted as job run %s", source.uri, existing["job_run_id"])
-                    return self._run_from(existing, already=True)
-                record = self._next_attempt(key, existing, failed, source, table)
+        fresh: dict[str, Any] = {"object": source.uri, "bucket": source.bucket, "key": source.key,
+                                 "identity": source.identity, "table": table.qualified, "size": source.size,
+                                 "etag": source.etag, "version_id": source.version_id,
+                                 "application_id": self._application_id, "claimed_at": _iso(self._clock()),
+                                 "attempt": 1}
+        stored: Stored | None = None
+        for _ in range(_RACES):
+            if stored is None:  # no record (yet, or any more): claim the version
+                claimed = self._records.create(key, fresh)
+                step = _Step(again=True) if claimed is None else self._start(claimed, source, table)
             else:
-                record = existing or record  # claimed earlier, submission not recorded: submit (the token dedupes)
-        attempt = int(record.get("attempt") or 1)
-        request = self._request_for(source, table, attempt)
-        try:
-            started = self._emr.start_job_run(**request)
-        except (ClientError, BotoCoreError) as exc:
-            self._release(key, record)
-            raise aws_error(exc, service=EMR_SERVERLESS, doing=f"submitting {source.uri} into {table} (attempt "
-                            f"{attempt}) to", resource=f"application {self._application_id}",
-                            setting="WAP_EMR_APPLICATION_ID and WAP_EMR_EXECUTION_ROLE_ARN") from exc
-        record |= {"job_run_id": started["jobRunId"], "job_run_arn": started.get("arn"), "submitted_at": _now(),
-                   "state": "SUBMITTED", "log_uri": _log_uri(request)}
-        self._write(key, record)
-        if failed is not None:
-            self._alert(alert_for_resubmission(source, table.qualified, failed, attempt=attempt,
-                                               max_attempts=self._max_attempts, new_run_id=str(started["jobRunId"])))
-        return self._run_from(record, already=False)
-
-    # --- a run that died -----------------------------------------------------------------------------
+                step = self._settle(stored, source, table, by="delivery")
+            if step.exhausted is not None:
+                raise JobRunsExhaustedError(step.exhausted)
+            if not step.again and step.run is not None:
+                return step.run
+            stored = self._records.read(key)
+        raise InfrastructureError(f"the EMR record of {source.uri} ({self._records.uri(key)}) kept changing while "
+                                  "this delivery read it; the retried event settles it.")
 
     def run_ended(self, application_id: str, job_run_id: str) -> JobRun | None:
         """EMR says a run ended (its state-change event): if it is the recorded run of a large file and it failed,
-        resubmit it now (with the alert, within the cap: `submit` decides), instead of waiting for a redelivery.
-        None when there is nothing to do (another application's run, a superseded run, or one that succeeded)."""
+        resubmit it now (the new run), or raise when this call found its last allowed run failed. None when there is
+        nothing to do (another application's run, a superseded or successful run, one already handled)."""
         if application_id != self._application_id:
             return None
         try:
@@ -126,21 +145,153 @@ class EmrServerlessJobs(LargeFileJobs):
         table, digest = tags.get("wap:table"), tags.get("wap:object-digest")
         if not table or not digest:
             return None
-        record = self._read(f"{RECORD_PREFIX}/{table}/{digest}.json")
-        if record is None or record.get("job_run_id") != job_run_id:
-            return None
-        source = SourceObject(bucket=str(record["bucket"]), key=str(record["key"]), size=record.get("size"),
-                              etag=record.get("etag"), version_id=record.get("version_id"))
-        if source.identity != record.get("identity"):  # a record written before versions were kept in it
-            log.warning("job run %s ended; its record has no object version: its redelivery resubmits it", job_run_id)
-            return None
-        namespace, _, name = str(record["table"]).partition(".")
-        run = self.submit(source, TableRef(namespace, name))  # reads the run's state: resubmits only a failed one
-        return None if run.already_submitted else run
+        for _ in range(_RACES):
+            stored = self._records.read(f"{RECORD_PREFIX}/{table}/{digest}.json")
+            if stored is None or stored.body.get("job_run_id") != job_run_id:
+                return None  # not ours, or superseded: the path that resubmitted it alerted
+            found = _source_and_table(stored.body)
+            if found is None:
+                log.warning("job run %s ended; its record has no object version: the sweep skips it too", job_run_id)
+                return None
+            step = self._settle(stored, *found, by="event")
+            if step.marked and step.exhausted is not None:
+                raise JobRunsExhaustedError(step.exhausted)
+            if not step.again:
+                return step.run if step.recovered is not None else None
+        return None  # it keeps changing: others are at it
 
-    def _failure_of(self, record: dict[str, Any]) -> FailedRun | None:
-        """The recorded run, if it ended without success (the engine's state, read now); None while it runs or
-        when it succeeded (then this delivery is a duplicate)."""
+    def sweep(self) -> SweepReport:
+        """The schedule's look at every record: a run that failed or was cancelled (whether or not its event came),
+        or that is still going long past its limit, is resubmitted (within the allowed attempts, with the
+        resubmission alert) or, past them, marked exhausted and alerted once."""
+        checked, errors = 0, []
+        resubmitted: list[Recovered] = []
+        exhausted: list[Recovered] = []
+        for key in self._records.listed():
+            checked += 1
+            try:
+                recovered = self._sweep_one(key)
+            except Exception as exc:  # this record's own failure (an outage, a malformed record): the others go on
+                log.error("the sweep could not settle %s: %s", self._records.uri(key), exc,
+                          exc_info=not isinstance(exc, WapError))
+                errors.append(f"{self._records.uri(key)}: {type(exc).__name__}: {exc}")
+                continue
+            if recovered is not None:
+                (resubmitted if recovered.new_run else exhausted).append(recovered)
+        report = SweepReport(checked, tuple(resubmitted), tuple(exhausted), tuple(errors))
+        log.info("EMR sweep: %d record(s), %d resubmitted, %d exhausted, %d error(s)", checked, len(resubmitted),
+                 len(exhausted), len(errors), extra={"emr_sweep": report.to_dict()})
+        return report
+
+    def _sweep_one(self, key: str) -> Recovered | None:
+        for _ in range(_RACES):
+            stored = self._records.read(key)
+            found = None if stored is None else _source_and_table(stored.body)
+            if stored is None or found is None:
+                return None  # gone (an operator deleted it), or a record without its object version
+            step = self._settle(stored, *found, by="sweep")
+            if step.again:
+                continue
+            if step.marked and step.exhausted is not None and step.recovered is not None:
+                self._alert(alert_for_exhausted(step.recovered.failed_run, step.exhausted))
+            return step.recovered
+        raise InfrastructureError("the record kept changing while the sweep read it; the next sweep settles it")
+
+    # --- one decision for all three ------------------------------------------------------------------
+
+    def _settle(self, stored: Stored, source: SourceObject, table: TableRef, *, by: str) -> _Step:
+        """`by`: the path looking (`event`: EMR's state change, `delivery`: the file's event, `sweep`)."""
+        record, now = stored.body, self._clock()
+        verdict, failed = recorded_verdict(record, now), None
+        if verdict is Verdict.REFUSED and by == "event":  # its artefacts wait for `make emr-artifacts`: the sweep
+            return _Step(run=self._run_from(record, already=True))  # (or a redelivery) resubmits it, not at once
+        if verdict in (Verdict.FAILED, Verdict.REFUSED):  # the job itself recorded its failure (and exited 1)
+            failed = self._failed(record, "FAILED", str(record.get("message") or "the job recorded a failure"))
+        elif verdict is None:
+            state, details = self._engine_state(record)
+            verdict = engine_verdict(record, state, now)
+            if verdict is Verdict.FAILED:
+                failed = self._failed(record, state, details)
+            elif verdict is Verdict.OVERDUE:
+                self._cancel(record)
+                failed = self._failed(record, "CANCELLED", overdue_details(record, state, now))
+        if verdict is Verdict.EXHAUSTED:
+            return _Step(run=self._run_from(record, already=True), exhausted=str(record.get("exhausted_message")))
+        if verdict in (Verdict.DONE, Verdict.LIVE) or (verdict is Verdict.UNSUBMITTED and by == "sweep"):
+            return _Step(run=self._run_from(record, already=True))
+        if failed is None:  # claimed and never submitted (a delivery's start in flight, or one that died)
+            return self._start(stored, source, table)
+        return self._resubmit(stored, source, table, failed, by=by)
+
+    def _resubmit(self, stored: Stored, source: SourceObject, table: TableRef, failed: FailedRun, *,
+                  by: str) -> _Step:
+        record, now = stored.body, _iso(self._clock())
+        attempt = int(record.get("attempt") or 1)
+        earlier = [*record.get("previous_runs", []), {
+            "job_run_id": failed.job_run_id, "state": failed.state, "state_details": failed.details,
+            "log": failed.log, "submitted_at": record.get("submitted_at"), "attempt": attempt,
+            "outcome": record.get("outcome"), "message": record.get("message"), "refused": record.get("refused")}]
+        if attempt >= self._max_attempts:
+            runs = [FailedRun(str(r["job_run_id"]), str(r["state"]), str(r.get("state_details") or ""), r.get("log"))
+                    for r in earlier]
+            message = exhausted_message(source, table.qualified, runs, max_attempts=self._max_attempts,
+                                        record_uri=self._records.uri(stored.key))
+            marked = self._records.replace(stored, record | {
+                "exhausted_at": now, "state": failed.state, "state_details": failed.details,
+                "exhausted_message": message})
+            if marked is None:
+                return _Step(again=True)
+            log.error("%s", message)
+            return _Step(run=self._run_from(marked.body, already=True), exhausted=message, marked=True,
+                         recovered=Recovered(source.uri, table.qualified, failed.job_run_id, failed.state, attempt))
+        kept = {k: v for k, v in record.items() if k not in _RUN_KEYS}
+        claimed = self._records.replace(stored, kept | {
+            "attempt": attempt + 1, "previous_runs": earlier, "resubmitted_at": now,
+            "resubmitted_by": by})
+        if claimed is None:
+            return _Step(again=True)  # another path claimed this attempt first: it resubmits
+        log.warning("job run %s for %s %s (%s): resubmitting, attempt %d of %d", failed.job_run_id, source.uri,
+                    failed.state, failed.details, attempt + 1, self._max_attempts)
+        step = self._start(claimed, source, table, restore=stored.body)
+        if step.run is not None and not step.again:
+            self._alert(alert_for_resubmission(source, table.qualified, failed, attempt=attempt + 1,
+                                               max_attempts=self._max_attempts, new_run_id=step.run.job_run_id,
+                                               swept=by == "sweep"))
+            return _Step(run=step.run, recovered=Recovered(source.uri, table.qualified, failed.job_run_id,
+                                                           failed.state, attempt + 1, step.run.job_run_id))
+        return step
+
+    def _start(self, claimed: Stored, source: SourceObject, table: TableRef,
+               restore: dict[str, Any] | None = None) -> _Step:
+        """Start the run of the claimed attempt and record it. `restore`: the record before the claim, put back
+        when EMR refuses (the failed run stays for the next event or sweep)."""
+        record = claimed.body
+        attempt = int(record.get("attempt") or 1)
+        request = self._request_for(source, table, attempt)
+        try:
+            started = self._emr.start_job_run(**request)
+        except (ClientError, BotoCoreError) as exc:
+            self._release(claimed, restore)
+            raise aws_error(exc, service=EMR_SERVERLESS, doing=f"submitting {source.uri} into {table} (attempt "
+                            f"{attempt}) to", resource=f"application {self._application_id}",
+                            setting="WAP_EMR_APPLICATION_ID and WAP_EMR_EXECUTION_ROLE_ARN") from exc
+        run_id = str(started["jobRunId"])
+        written = self._records.replace(claimed, record | {
+            "job_run_id": run_id, "job_run_arn": started.get("arn"), "submitted_at": _iso(self._clock()),
+            "state": "SUBMITTED", "log_uri": _log_uri(request), "timeout_minutes": request.get(
+                "executionTimeoutMinutes")})
+        if written is not None:
+            return _Step(run=self._run_from(written.body, already=False))
+        now = self._records.read(claimed.key)  # the same attempt started elsewhere meanwhile (EMR dedupes its token)
+        if now is not None and now.body.get("job_run_id") == run_id:
+            return _Step(run=self._run_from(now.body, already=True))
+        log.warning("job run %s duplicates the run recorded for %s: cancelling it", run_id, source.uri)
+        self._cancel({"application_id": self._application_id, "job_run_id": run_id})
+        return _Step(again=True)
+
+    # --- the engine ----------------------------------------------------------------------------------
+
+    def _engine_state(self, record: dict[str, Any]) -> tuple[str, str]:
         app, run_id = str(record["application_id"]), str(record["job_run_id"])
         try:
             run = self._emr.get_job_run(applicationId=app, jobRunId=run_id)["jobRun"]
@@ -148,30 +299,19 @@ class EmrServerlessJobs(LargeFileJobs):
             if failure_of(exc) is not Failure.NO_RESOURCE:
                 raise aws_error(exc, service=EMR_SERVERLESS, doing="reading the state of",
                                 resource=f"job run {run_id} (application {app})") from exc
-            run = {"state": "CANCELLED", "stateDetails": f"the job run no longer exists ({exc})"}
-        state = str(run.get("state"))
-        if state not in FAILED_STATES:
-            return None
-        return FailedRun(run_id, state, str(run.get("stateDetails") or ""),
-                         run_log_for(record.get("log_uri"), app, run_id))
+            return "CANCELLED", f"the job run no longer exists ({exc})"
+        return str(run.get("state")), str(run.get("stateDetails") or "")
 
-    def _next_attempt(self, key: str, record: dict[str, Any], failed: FailedRun, source: SourceObject,
-                      table: TableRef) -> dict[str, Any]:
-        """The record for the next run, or the error (with the fix) when the allowed runs are used up."""
-        earlier = [*record.get("previous_runs", []), {
-            "job_run_id": failed.job_run_id, "state": failed.state, "state_details": failed.details,
-            "log": failed.log, "submitted_at": record.get("submitted_at"), "attempt": record.get("attempt") or 1}]
-        attempt = int(record.get("attempt") or 1)
-        if attempt >= self._max_attempts:
-            runs = [FailedRun(str(r["job_run_id"]), str(r["state"]), str(r.get("state_details") or ""),
-                              r.get("log")) for r in earlier]
-            raise InfrastructureError(exhausted_message(source, table.qualified, runs,
-                                                        max_attempts=self._max_attempts,
-                                                        record_uri=f"s3://{self._bucket}/{key}"))
-        log.warning("job run %s for %s %s (%s): resubmitting, attempt %d of %d", failed.job_run_id, source.uri,
-                    failed.state, failed.details, attempt + 1, self._max_attempts)
-        kept = {k: v for k, v in record.items() if k not in _RUN_KEYS}
-        return kept | {"attempt": attempt + 1, "previous_runs": earlier}
+    def _failed(self, record: dict[str, Any], state: str, details: str) -> FailedRun:
+        app, run_id = str(record["application_id"]), str(record["job_run_id"])
+        return FailedRun(run_id, state, details, run_log_for(record.get("log_uri"), app, run_id))
+
+    def _cancel(self, record: dict[str, Any]) -> None:
+        """Cancel a run that is stuck past its limit (or a duplicate), so it cannot run beside its resubmission."""
+        try:
+            self._emr.cancel_job_run(applicationId=record["application_id"], jobRunId=record["job_run_id"])
+        except (ClientError, BotoCoreError) as exc:  # it ended meanwhile, or EMR refuses: the job dedupes on main
+            log.warning("job run %s could not be cancelled: %s", record["job_run_id"], exc)
 
     def _alert(self, alert: Alert) -> None:
         if self._notifier is None:
@@ -182,66 +322,32 @@ class EmrServerlessJobs(LargeFileJobs):
         except Exception:  # an alert outage never changes the submission
             log.exception("the alert about a failed job run could not be sent")
 
+    def _release(self, claimed: Stored, restore: dict[str, Any] | None) -> None:
+        """EMR refused the start: a first claim is dropped (the retried event claims again); a resubmission's claim
+        is put back as it was (the failed run stays for the next event or sweep); anything else stays (stale, the
+        sweep submits it)."""
+        try:
+            if restore is not None:
+                self._records.replace(claimed, restore)
+            elif int(claimed.body.get("attempt") or 1) == 1 and not claimed.body.get("previous_runs"):
+                self._records.delete(claimed.key)
+        except WapError as exc:
+            log.warning("the claim could not be released (the next event or sweep finds it): %s", exc)
+
+    # --- what `wap branches` shows -------------------------------------------------------------------
+
     def runs(self, table: TableRef | None = None) -> list[JobRun]:
         prefix = f"{RECORD_PREFIX}/{table.qualified}/" if table else f"{RECORD_PREFIX}/"
         found = []
-        try:
-            for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self._bucket,
-                                                                           Prefix=prefix):
-                for item in page.get("Contents", []):
-                    record = self._read(item["Key"])
-                    if record is not None and record.get("job_run_id"):
-                        found.append(self._run_from(record, already=False, refresh=True))
-        except (ClientError, BotoCoreError) as exc:
-            raise aws_error(exc, service=S3, doing="listing the EMR job records in",
-                            resource=f"s3://{self._bucket}/{prefix}", setting="LAKE_BUCKET") from exc
+        for key in self._records.listed(prefix):
+            stored = self._records.read(key)
+            if stored is not None and stored.body.get("job_run_id"):
+                found.append(self._run_from(stored.body, already=False, refresh=True))
         return sorted(found, key=lambda r: r.submitted_at, reverse=True)
-
-    # --- the record ----------------------------------------------------------------------------------
-
-    def _claim(self, key: str, record: dict[str, Any]) -> bool:
-        try:
-            self._s3.put_object(Bucket=self._bucket, Key=key, Body=json.dumps(record).encode(),
-                                IfNoneMatch="*", ContentType="application/json")
-            return True
-        except (ClientError, BotoCoreError) as exc:
-            if failure_of(exc) is Failure.PRECONDITION:  # If-None-Match: another delivery claimed it first
-                return False
-            raise self._record_error(exc, "claiming the EMR submission at", key) from exc
-
-    def _read(self, key: str) -> dict[str, Any] | None:
-        try:
-            body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
-        except (ClientError, BotoCoreError) as exc:
-            if failure_of(exc) is Failure.MISSING:
-                return None
-            raise self._record_error(exc, "reading the EMR submission record", key) from exc
-        value = json.loads(body)
-        return value if isinstance(value, dict) else None
-
-    def _write(self, key: str, record: dict[str, Any]) -> None:
-        try:
-            self._s3.put_object(Bucket=self._bucket, Key=key, Body=json.dumps(record).encode(),
-                                ContentType="application/json")
-        except (ClientError, BotoCoreError) as exc:
-            raise self._record_error(exc, "recording the EMR submission at", key) from exc
-
-    def _record_error(self, exc: ClientError | BotoCoreError, doing: str, key: str) -> WapError:
-        return aws_error(exc, service=S3, doing=doing, resource=f"s3://{self._bucket}/{key}", setting="LAKE_BUCKET")
-
-    def _release(self, key: str, record: dict[str, Any]) -> None:
-        """The first submission failed: drop the claim so the retried event submits again. (A resubmission leaves
-        the record as it was: the failed run is still there for the next delivery to find.)"""
-        if not record.get("job_run_id") and not record.get("previous_runs"):
-            try:
-                self._s3.delete_object(Bucket=self._bucket, Key=key)
-            except (ClientError, BotoCoreError) as exc:
-                log.warning("the claim could not be released (the retried event finds and submits it): %s",
-                            self._record_error(exc, "releasing the claim", key))
 
     def _run_from(self, record: dict[str, Any], *, already: bool, refresh: bool = False) -> JobRun:
         state = str(record.get("final_state") or record.get("state") or "SUBMITTED")
-        if refresh and not record.get("final_state"):
+        if refresh and not record.get("final_state") and not record.get("exhausted_at"):
             try:
                 run = self._emr.get_job_run(applicationId=record["application_id"], jobRunId=record["job_run_id"])
                 state = str(run["jobRun"]["state"])
@@ -250,10 +356,20 @@ class EmrServerlessJobs(LargeFileJobs):
                     exc, service=EMR_SERVERLESS, doing="reading the state of",
                     resource=f"job run {record['job_run_id']} (application {record['application_id']})"))
         source = SourceObject(bucket=str(record["bucket"]), key=str(record["key"]))
-        return JobRun(job_run_id=str(record["job_run_id"]), application_id=str(record["application_id"]),
+        return JobRun(job_run_id=str(record.get("job_run_id") or ""), application_id=str(record["application_id"]),
                       source=source, table=str(record["table"]), state=state,
                       submitted_at=str(record.get("submitted_at") or record.get("claimed_at")),
                       already_submitted=already, outcome=record.get("outcome"), branch=record.get("branch"))
+
+
+def _source_and_table(record: dict[str, Any]) -> tuple[SourceObject, TableRef] | None:
+    """The object version and table a record is about; None for a record written before versions were kept."""
+    source = SourceObject(bucket=str(record["bucket"]), key=str(record["key"]), size=record.get("size"),
+                          etag=record.get("etag"), version_id=record.get("version_id"))
+    if source.identity != record.get("identity"):
+        return None
+    namespace, _, name = str(record["table"]).partition(".")
+    return source, TableRef(namespace, name)
 
 
 def _log_uri(request: dict[str, Any]) -> str | None:
@@ -262,6 +378,5 @@ def _log_uri(request: dict[str, Any]) -> str | None:
     return str(uri) if uri else None
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")  # runs sort newest first by it, even within a second
-
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds")  # runs sort newest first by it, even within a second

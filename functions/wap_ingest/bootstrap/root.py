@@ -35,6 +35,7 @@ from wap_ingest.core.branches import digest_from_branch
 from wap_ingest.core.dry_run import DryRun, audit_branch, audit_without_publishing
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
+from wap_ingest.core.job_sweep import SweepReport
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import AuditReport, IngestOutcome, JobRun, SourceObject, TableRef
@@ -171,7 +172,8 @@ class Service:
             default_namespace=settings.namespace, main_branch=settings.main_branch,
             source_buckets=settings.source_buckets, refused_buckets=frozenset({settings.lake_bucket}),
             staging_budget_bytes=settings.staging_budget_bytes, max_inflation=settings.max_inflation,
-            free_bytes=builders.free_bytes_in(settings.work_dir / "downloads"),
+            # the local disk guards only what is staged there: a copy staged in S3 (the EMR job) is the store's
+            free_bytes=None if settings.stage == "s3" else builders.free_bytes_in(settings.work_dir / "downloads"),
             abandoned_after_seconds=settings.abandoned_branch_seconds,
         )
 
@@ -286,6 +288,10 @@ class Service:
     def prune(self, stale: list[OpenBranch], *, dry_run: bool, reason: str, actor: str) -> Pruned:
         return prune_branches(self.catalog, stale, dry_run=dry_run, decisions=self.decisions, reason=reason,
                               actor=actor)
+
+    def sweep_job_runs(self) -> SweepReport | None:
+        """The schedule's sweep of the large files' job runs (adapters/emr.py); None when EMR is not configured."""
+        return None if self.large_files is None else self.large_files.jobs.sweep()
 
     def job_runs(self, table: TableRef | None = None) -> list[JobRun]:
         """The large files' EMR job runs (none when EMR is not configured)."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from .alerts import Alert
 from .formats import FormatOptions
+from .job_sweep import SweepReport
 from .layout import Layout
 from .ledger import LedgerEntry
 from .maintenance import MaintenanceSettings, MaintenanceWork, TableHealth
@@ -235,6 +236,11 @@ class LargeFileJobs(ABC):
         """The engine says a run ended: resubmit it if it was a recorded file's run and failed (the new run), else
         None. An engine without such notices keeps this default: a failed run is resubmitted by its redelivery."""
         return None
+
+    def sweep(self) -> SweepReport:
+        """The schedule's look at every recorded run: resubmit the failed, cancelled and overdue ones (or alert them
+        once their attempts are used up), whether or not an event told of them. Default: nothing recorded."""
+        return SweepReport()
 
 
 class ObjectStore(ABC):

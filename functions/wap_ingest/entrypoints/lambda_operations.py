@@ -1,6 +1,7 @@
 """The function's small handlers, one per request that is not a file to ingest (adapters/inbound.py reads them):
-the dead-letter queue's alarm, a large file's EMR run that ended, the maintenance schedule, and an operator's publish
-request (an SQS message among the files: answered by its record handler, see lambda_objects.py)."""
+the dead-letter queue's alarm, a large file's EMR run that ended, the schedule (the sweep of the EMR runs, then
+maintenance), and an operator's publish request (an SQS message among the files: answered by its record handler, see
+lambda_objects.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from typing import Any
 from wap_ingest.adapters.inbound import Alarms, JobStateChange
 from wap_ingest.bootstrap import Service
 from wap_ingest.core.dead_letters import alert_for_alarm
-from wap_ingest.core.errors import InfrastructureError, WapError
-from wap_ingest.core.job_failures import alert_for_exhausted
+from wap_ingest.core.errors import WapError
+from wap_ingest.core.job_failures import JobRunsExhaustedError, alert_for_exhausted
 from wap_ingest.core.publish_requests import PublishRequest
 from wap_ingest.entrypoints.lambda_observability import logger
 
 
 class MaintenanceFailedError(WapError):
-    """The schedule maintained every table, and some failed; Lambda should retry the event."""
+    """The schedule swept the EMR runs and maintained every table, and some of it failed; Lambda retries the event
+    (both are idempotent)."""
 
 
 def on_alarms(svc: Service, request: Alarms) -> dict[str, Any]:
@@ -30,30 +32,44 @@ def on_alarms(svc: Service, request: Alarms) -> dict[str, Any]:
 
 
 def on_job_state(svc: Service, change: JobStateChange) -> dict[str, Any]:
-    """A large file's EMR run ended: a failed one is resubmitted now, with its alert (the adapter's), or, past the
-    allowed attempts, alerted as final (it waits for an operator: the fix is in the alert)."""
+    """A large file's EMR run ended: a failed one is resubmitted now, with its alert (the adapter's), or, when this
+    was its last allowed run, alerted as final (it waits for an operator: the fix is in the alert). Any other error
+    fails the invocation: Lambda retries the event, and the schedule's sweep finds the run if every retry fails."""
     run_id, state = change.job_run_id, change.state
     logger.info("job run ended", extra={"job_run_id": run_id, "state": state})
     if svc.large_files is None or state not in ("FAILED", "CANCELLED"):
         return {"job_run": run_id, "state": state, "resubmitted": None}
     try:
         again = svc.large_files.jobs.run_ended(change.application_id, run_id)
-    except InfrastructureError as exc:
-        logger.error("job run could not be resubmitted", extra={"job_run_id": run_id, "error": str(exc)})
+    except JobRunsExhaustedError as exc:
+        logger.error("job run not resubmitted: its attempts are used up", extra={"job_run_id": run_id,
+                                                                                 "error": str(exc)})
         svc.notifier.notify(alert_for_exhausted(run_id, str(exc)))
         return {"job_run": run_id, "state": state, "resubmitted": None, "error": str(exc)}
     return {"job_run": run_id, "state": state, "resubmitted": again.job_run_id if again else None}
 
 
 def on_schedule(svc: Service) -> dict[str, Any]:
-    """The schedule: every table on main (each logged and counted by Service.maintain); a table that failed fails
-    the invocation, after the others ran."""
+    """The schedule: first the sweep of the large files' EMR runs (a failed, cancelled or overdue run is resubmitted
+    or, past its attempts, alerted, whether or not its state-change event came: adapters/emr.py), then every table on
+    main (each logged and counted by Service.maintain). What failed fails the invocation, after the rest ran."""
+    failures: list[str] = []
+    try:
+        swept = svc.sweep_job_runs()
+    except Exception as exc:  # the listing itself failed: maintenance still runs, and the invocation fails
+        logger.exception("the EMR sweep failed", extra={"error": str(exc)})
+        swept, failures = None, [f"the EMR sweep: {exc}"]
+    if swept is not None:
+        logger.info("EMR runs swept", extra={"emr_sweep": swept.to_dict()})
+        failures += [f"the EMR sweep: {error}" for error in swept.errors]
     results = svc.maintain(None)
     failed = [str(r) for r in results if isinstance(r, Exception)]
     if failed:
-        raise MaintenanceFailedError(f"maintenance failed for {len(failed)} of {len(results)} tables: "
-                                     f"{'; '.join(failed)}")
-    return {"maintained": [r.to_dict() for r in results if not isinstance(r, Exception)]}
+        failures.append(f"maintenance failed for {len(failed)} of {len(results)} tables: {'; '.join(failed)}")
+    if failures:
+        raise MaintenanceFailedError("; ".join(failures))
+    answer: dict[str, Any] = {"maintained": [r.to_dict() for r in results if not isinstance(r, Exception)]}
+    return answer if swept is None else {"emr_sweep": swept.to_dict(), **answer}
 
 
 def on_publish_request(svc: Service, request: PublishRequest, message_id: str,
