@@ -58,9 +58,9 @@ def ingest_with_service(service: Any, bucket: str, key: str, warm_key: str) -> d
     store, downloads = service.objects, []
     download = store.download
 
-    def timed_download(source: Any, directory: Path) -> Path:
+    def timed_download(source: Any, directory: Path, *stop: Any) -> Path:
         started = time.perf_counter()
-        path = download(source, directory)
+        path = download(source, directory, *stop)
         downloads.append(time.perf_counter() - started)
         return Path(path)
 

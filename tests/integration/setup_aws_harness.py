@@ -318,7 +318,7 @@ def assert_created(moto_url: str, names: ResourceNames, state: dict[str, Any]) -
     assert operator["trust"]["Statement"][0]["Condition"] == {"StringEquals": {"sts:RoleSessionName":
                                                                                "${aws:username}"}}
     operator_policy = _statements(operator["policies"][f"{names.operator_role}-policy"])
-    assert operator_policy["AskTheServiceToPublish"]["Resource"] == queue["QueueArn"]
+    assert operator_policy["AskTheServiceToPublishAndRedrive"]["Resource"] == queue["QueueArn"]
 
     for parameter in state["parameters"].values():
         assert parameter is not None and parameter["Type"] == "SecureString"

@@ -23,7 +23,7 @@ import boto3
 import pytest
 from moto.backends import get_backend
 
-from tests.conftest import AUDITS
+from tests.conftest import AUDITS, parquet_bytes
 from tests.integration.setup_aws_harness import ACCOUNT
 from wap_ingest.adapters.emr import record_key
 from wap_ingest.adapters.inbound import JobStateChange
@@ -73,7 +73,7 @@ class Lake:
         return Service(Settings.from_env(self.env))
 
     def drop(self) -> SourceObject:
-        self.s3.put_object(Bucket=self.env["SOURCE_BUCKET"], Key=KEY, Body=b"PAR1" + b"x" * 5000)
+        self.s3.put_object(Bucket=self.env["SOURCE_BUCKET"], Key=KEY, Body=parquet_bytes(400))  # weighed: real
         return SourceObject(self.env["SOURCE_BUCKET"], KEY)
 
     def runs(self) -> list[dict[str, Any]]:

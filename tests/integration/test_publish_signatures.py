@@ -10,7 +10,9 @@ the service before STS is asked (tests/unit/test_publish_requests.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +38,7 @@ class Aws:
     operator: ReadOnlyCredentials  # a session of the operator role, named alice
     carol: ReadOnlyCredentials  # an IAM user's access key
     admin: ReadOnlyCredentials  # may do anything (the bucket's calls)
+    suffix: str = ""  # of the users' names (moto's in-process backends are shared by the session's servers)
 
     def requesters(self, credentials: ReadOnlyCredentials | None = None) -> StsRequesters:
         return StsRequesters(self.url, "us-east-1", timeout=10, credentials=lambda: credentials or self.operator)
@@ -57,22 +60,26 @@ def aws() -> Iterator[Aws]:
                                 aws_secret_access_key="testing")
 
         iam = client("iam")
-        iam.create_role(RoleName="wap-operator", AssumeRolePolicyDocument=json.dumps({
-            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                                                   "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}))
+        # moto's backends are the process's, shared with every in-process server of the session: the role may be
+        # there already, and the users get names of their own
+        with contextlib.suppress(iam.exceptions.EntityAlreadyExistsException):
+            iam.create_role(RoleName="wap-operator", AssumeRolePolicyDocument=json.dumps({
+                "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                       "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}))
         session = client("sts").assume_role(RoleArn=ROLE, RoleSessionName="alice")["Credentials"]
-        keys = {}
+        keys, suffix = {}, uuid.uuid4().hex[:8]
         for user in ("carol", "admin"):
-            iam.create_user(UserName=user)
-            made = iam.create_access_key(UserName=user)["AccessKey"]
+            iam.create_user(UserName=f"{user}-{suffix}")
+            made = iam.create_access_key(UserName=f"{user}-{suffix}")["AccessKey"]
             keys[user] = ReadOnlyCredentials(made["AccessKeyId"], made["SecretAccessKey"], None)
-        iam.put_user_policy(UserName="admin", PolicyName="all", PolicyDocument=json.dumps({
+        iam.put_user_policy(UserName=f"admin-{suffix}", PolicyName="all", PolicyDocument=json.dumps({
             "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
-        client("s3").create_bucket(Bucket="lake")
+        with contextlib.suppress(Exception):  # already made by an earlier in-process server of the session
+            client("s3").create_bucket(Bucket="lake")
         requests.post(f"{url}/moto-api/reset-auth", data=b"0", timeout=10).raise_for_status()
         try:
             yield Aws(url, ReadOnlyCredentials(session["AccessKeyId"], session["SecretAccessKey"],
-                                               session["SessionToken"]), keys["carol"], keys["admin"])
+                                               session["SessionToken"]), keys["carol"], keys["admin"], suffix)
         finally:
             requests.post(f"{url}/moto-api/reset-auth", data=b"inf", timeout=10)
     finally:
@@ -88,7 +95,7 @@ def test_sts_names_the_operator_role_session_and_the_user_that_signed(aws: Aws) 
     signed = aws.requesters().sign(a_request())
     assert aws.requesters().identify(signed) == "arn:aws:sts::123456789012:assumed-role/wap-operator/alice"
     by_carol = aws.requesters(aws.carol).sign(a_request())
-    assert aws.requesters().identify(by_carol) == "arn:aws:iam::123456789012:user/carol"
+    assert aws.requesters().identify(by_carol) == f"arn:aws:iam::123456789012:user/carol-{aws.suffix}"
     assert aws.operator.secret_key not in by_carol.to_body() + signed.to_body()
 
 

@@ -42,6 +42,7 @@ pytestmark = pytest.mark.stack
 
 ENV_KEYS = {
     "WAP_EMR_APPLICATION_ID",
+    "WAP_PUBLISH_PRINCIPALS",  # who the stack's function serves publish requests for
     "WAP_EVENT_BUS",  # downstream events, and the queue a rule on that bus delivers them to
     "WAP_STACK_DOWNSTREAM_QUEUE_URL",
     "WAP_EMR_EXECUTION_ROLE_ARN",

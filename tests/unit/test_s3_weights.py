@@ -75,3 +75,14 @@ def test_other_files_weigh_what_they_are_stored_as_and_nothing_is_read() -> None
     reads = Ranges(b"a,b\n1,2\n")
     assert weigh(source("t/a.csv", reads.body), FileFormat.CSV, reads).processed == len(reads.body)
     assert reads.asked == []
+
+
+def test_a_gzip_trailer_that_disagrees_with_the_probe_is_not_believed() -> None:
+    raw = text(300_000)
+    body = gzip.compress(raw)
+    damaged = body[:-4] + (0xFFFFFFF0).to_bytes(4, "little")  # a truncated or damaged file's last bytes: anything
+    weight = weigh(source("t/a.csv.gz", damaged), FileFormat.CSV, Ranges(damaged))
+    assert weight.how == "gzip probe" and weight.processed < len(raw) * 4  # the probe's estimate, not 4 GiB
+    truncated = body[:40]  # smaller than a probe: what its start inflates to, left to the engine to call incomplete
+    weight = weigh(source("t/b.csv.gz", truncated), FileFormat.CSV, Ranges(truncated))
+    assert weight.stored == 40 and weight.processed < 4000

@@ -24,6 +24,7 @@ BZIP2_PROBE_BYTES = 1024 * 1024  # bzip2 emits nothing before a whole block (up 
 CHUNK = 16 * 1024  # a bzip2 probe's feeding step: its ratio is measured at the chunk where output appeared
 PROBE_CAP = 64 * 1024 * 1024  # decompressed output a probe stops at (a ratio of 1,024 at most is measured)
 FOOTER_TAIL = 64 * 1024  # a Parquet file's tail read first (its footer is usually smaller)
+TRAILER_AGREES = 8.0  # how far gzip's ISIZE may be from the probe's estimate to be believed
 
 Read = Callable[[str], bytes]  # an HTTP Range header value -> the bytes of exactly the version
 
@@ -45,12 +46,13 @@ def weigh(source: SourceObject, fmt: FileFormat, read: Read) -> Weight:
 def _gzip(source: SourceObject, stored: int, read: Read) -> Weight:
     probed = _probed(source, stored, read(f"bytes=0-{min(stored, PROBE_BYTES) - 1}"),
                      zlib.decompressobj(16 + zlib.MAX_WBITS), "gzip probe")
-    if stored < 18 or probed.how.endswith("(whole file)"):
+    if stored <= PROBE_BYTES:  # the whole file was probed: what it inflated to (or a truncated file's start)
         return probed
     trailer = int.from_bytes(read(f"bytes={stored - 4}-{stored - 1}")[-4:], "little")
-    # ISIZE is the last member's size modulo 2**32: believed only when it is not below what the start inflates to
-    if trailer >= probed.processed or trailer >= stored:
-        return Weight(stored, max(trailer, probed.processed), "gzip trailer")
+    # ISIZE is the last member's size modulo 2**32, and a truncated or damaged file's last bytes are anything: it is
+    # believed only when it agrees with the probe's ratio within TRAILER_AGREES (else the probe's estimate stands)
+    if probed.processed / TRAILER_AGREES <= trailer <= probed.processed * TRAILER_AGREES:
+        return Weight(stored, max(trailer, stored), "gzip trailer")
     return probed
 
 
