@@ -38,7 +38,7 @@ def run(bench: Bench) -> dict[str, Any]:
         data = baseline.read(INBOX, key)
 
         def service_audit(table: TableRef = table, source: SourceObject = source) -> float:
-            name = run_branch_name(RunKind.FILE, table, source.identity, started=time.time())
+            name = run_branch_name(RunKind.FILE, table, source.identity, started=time.time(), default_namespace="wap")
             branch = catalog.create_branch(name, catalog.reference_hash("main"))
             appended = writer.append(WriteSpec(table, branch.name, MeasurementPlan()), source,
                                      FileFormat.PARQUET).snapshot

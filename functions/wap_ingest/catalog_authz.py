@@ -11,7 +11,7 @@ resource server `nessie` with the scopes `service`, `operator` and `reader` give
 - service (the function and the EMR job): read everything; create, commit to and delete `wap-*` branches;
   merge into `main`. The only role that writes `main`.
 - operator: read everything; delete `wap-*` branches; create, write and delete a dry run's own branches
-  (`wap audit`: `wap-<ns>-<table>-<digest>-d<start>x<token>`, core.branches), which are never merged; publish a
+  (`wap audit`: `wap-[<ns>.]<table>-<digest>-d<start>x<token>`, core.branches), which are never merged; publish a
   reviewed `wap-*` branch by asking the service
   (`wap publish` with WAP_PUBLISH_QUEUE_URL: wap_ingest.core.publish_requests), which checks the operator's signed
   request through AWS STS, re-audits the branch and merges it. The operator holds no write on `main`.
@@ -45,7 +45,7 @@ WAP_BRANCH_OPS = ("CREATE_REFERENCE", "COMMIT_CHANGE_AGAINST_REFERENCE", "CREATE
                   "DELETE_ENTITY", "DELETE_REFERENCE")
 # A dry run's branch (core.branches.run_branch_name with RunKind.DRY_RUN), as a CEL (RE2) pattern: the operator may
 # write exactly these, and nothing merges them (merging needs commit rights on main, the service's alone).
-DRY_RUN_BRANCH = "^wap-[a-z_][a-z0-9_]*-[a-z_][a-z0-9_]*-[0-9a-f]{16}-d[0-9]+x[0-9a-f]+$"
+DRY_RUN_BRANCH = "^wap-([a-z_][a-z0-9_]*[.])?[a-z_][a-z0-9_]*-[0-9a-f]{16}-d[0-9]+x[0-9a-f]+$"
 
 
 def scope_for(role: str) -> str:

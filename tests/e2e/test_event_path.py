@@ -132,4 +132,4 @@ def test_warm_invocations_reuse_one_service_and_spark_session(lake: Lake, local_
     outcomes = [e for e in lines if e["message"] == "outcome" and table_name in e.get("object_key", "")]
     assert len(outcomes) == 2 and all(e["cold_start"] is False for e in outcomes)
     published = [e for e in lines if e["message"].startswith("published") and table_name in e.get("object_key", "")]
-    assert all(e["table"] == f"wap.{table_name}" and e["branch"].startswith("wap-wap-") for e in published)
+    assert all(e["table"] == f"wap.{table_name}" and e["branch"].startswith(f"wap-{table_name}-") for e in published)

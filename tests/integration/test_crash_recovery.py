@@ -36,7 +36,7 @@ def test_a_run_killed_at_each_step_is_recovered_by_redelivery(
     lake.service.ingest(lake.put(f"{table_name}/earlier.parquet", parquet_bytes(4)))  # the table exists
     source = lake.put(f"{table_name}/victim.parquet", parquet_bytes(9))
     kill_at(step, tmp_path / "reached", source.bucket, [source.key])
-    prefix = f"wap-wap-{table_name}-"
+    prefix = f"wap-{table_name}-"
     expected_main = 4 + (9 if step == "after_merge" else 0)
     assert lake.count(f"wap.{table_name}") == expected_main
     assert len([b for b in lake.wap_branches() if b.startswith(prefix)]) == 1  # the attempt the kill left
@@ -81,7 +81,7 @@ def test_a_batch_killed_at_each_step_leaves_nothing_the_redelivery_does_not_clea
     bad = lake.put(f"{table_name}/bad.parquet", parquet_bytes(5, nulls=2))
     sources = [*good, bad]
     kill_at(step, tmp_path / "reached", lake.inbox_bucket, [s.key for s in sources])
-    prefix = f"wap-wap-{table_name}-"
+    prefix = f"wap-{table_name}-"
     assert lake.count(f"wap.{table_name}") == 4 + 5 * on_main_at_kill
     assert [b for b in lake.wap_branches() if b.startswith(prefix)]  # the kill left a branch behind
 

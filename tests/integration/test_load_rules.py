@@ -120,9 +120,9 @@ def test_a_load_killed_mid_run_leaves_a_branch_the_next_run_removes(lake: Lake, 
     lake.put(f"_pending/{second}/a.parquet", parquet_bytes(7))
     load = manifest(lake, run, [f"_pending/{first}/a.parquet", f"_pending/{second}/a.parquet"])
     kill_at("after_append:1", tmp_path / "reached", load.bucket, [load.key])  # type: ignore[attr-defined]
-    left = [b for b in lake.wap_branches() if b.startswith(f"wap-wap-{first}-")]
+    left = [b for b in lake.wap_branches() if b.startswith(f"wap-{first}-")]
     assert len(left) == 1 and parse_branch(left[0]).kind is RunKind.LOAD  # type: ignore[union-attr]
     outcome = lake.service.ingest(load)  # the manifest's event, redelivered
     assert outcome.status is OutcomeStatus.PUBLISHED, outcome.message
     assert lake.count(f"wap.{first}") == 6 and lake.count(f"wap.{second}") == 7
-    assert [b for b in lake.wap_branches() if b.startswith((f"wap-wap-{first}-", f"wap-wap-{second}-"))] == []
+    assert [b for b in lake.wap_branches() if b.startswith((f"wap-{first}-", f"wap-{second}-"))] == []

@@ -79,7 +79,7 @@ def test_two_hundred_small_files_are_compacted_with_the_same_rows_and_a_faster_s
     assert compacted.scan_after < compacted.scan_before
     # the ingestion kept the metadata bounded (over 2 x 20 snapshots: trimmed to 20); the maintenance left 20
     assert before.snapshots <= 40 and after.snapshots <= 20
-    assert not [b for b in lake.wap_branches() if b.startswith(f"wap-wap-{compacted.table}-")]
+    assert not [b for b in lake.wap_branches() if b.startswith(f"wap-{compacted.table}-")]
 
 
 def test_a_redelivery_after_maintenance_is_a_duplicate_found_in_the_ledger(compacted: Compacted, lake: Lake) -> None:
@@ -136,7 +136,7 @@ def test_maintenance_under_a_concurrent_ingestion_retries_and_keeps_its_rows(lak
     assert lake.count(f"wap.{table_name}") == 33
     found = lake.service.ports.catalog.find_published("main", ref, [raced.outcome.source.identity])
     assert found[raced.outcome.source.identity].rows == 9
-    assert not [b for b in lake.wap_branches() if b.startswith(f"wap-wap-{table_name}-")]
+    assert not [b for b in lake.wap_branches() if b.startswith(f"wap-{table_name}-")]
 
 
 def test_a_dry_run_and_a_table_with_nothing_to_do_change_nothing(lake: Lake, table_name: str) -> None:
@@ -153,4 +153,4 @@ def test_a_dry_run_and_a_table_with_nothing_to_do_change_nothing(lake: Lake, tab
     quiet = configured(lake, table_name, {"min_input_files": 50})
     (idle,) = quiet.maintain(TableRef("wap", table_name))
     assert isinstance(idle, MaintenanceReport) and idle.status == "nothing to do" and lake.main_hash() == main
-    assert not [b for b in lake.wap_branches() if b.startswith(f"wap-wap-{table_name}-")]
+    assert not [b for b in lake.wap_branches() if b.startswith(f"wap-{table_name}-")]

@@ -209,7 +209,7 @@ def rejected_branch(state: StackState, env: dict[str, str], table: str) -> str:
     catalog = catalog_for(Settings.from_env(env))
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
-        for branch in catalog.list_branches(f"wap-wap-{table}-"):
+        for branch in catalog.list_branches(f"wap-{table}-"):
             head = catalog.head_commit(branch.name)
             if head is not None and lineage.PENDING_MESSAGE in head.properties:
                 return branch.name
@@ -414,4 +414,4 @@ def test_operator_runs_a_dry_run_under_the_catalog_rules(auth_stack: tuple[Stack
     assert catalog.reference_hash("main") == main
     assert catalog.list_branches("wap-") == [b for b in catalog.list_branches("wap-") if table not in b.name]
     with pytest.raises(WapError, match="403"):  # only a dry run's own branches
-        catalog.create_branch(f"wap-wap-{table}-0123456789abcdef-f1x0a1b2c3d", main)
+        catalog.create_branch(f"wap-{table}-0123456789abcdef-f1x0a1b2c3d", main)

@@ -70,7 +70,7 @@ def test_file_with_nulls_is_rejected_branch_kept_main_unchanged(lake: Lake) -> N
     assert outcome.status is OutcomeStatus.REJECTED
     assert lake.catalog.refs["main"] == main_before
     assert outcome.branch and outcome.branch.startswith(
-        f"wap-wap-customer_data_log-{identity_digest(outcome.source.identity)}-f")
+        f"wap-customer_data_log-{identity_digest(outcome.source.identity)}-f")
     assert lake.wap_branches() == [outcome.branch]
     assert len(rows_on(lake.catalog, outcome.branch, TABLE)) == 13
     assert outcome.report is not None
@@ -154,7 +154,7 @@ def test_failure_to_clean_up_names_the_branch(lake: Lake, monkeypatch: pytest.Mo
     with pytest.raises(CatalogUnavailableError) as info:
         lake.run(lake.put("customer_data_log/a.parquet", rows(2)))
     assert "could not be deleted and is left open" in str(info.value)
-    assert "wap-wap-customer_data_log-" in str(info.value)
+    assert "wap-customer_data_log-" in str(info.value)
 
 
 def test_merge_conflict_is_retried_on_a_fresh_branch(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -193,7 +193,7 @@ def test_an_empty_earlier_attempt_is_replaced(lake: Lake) -> None:
     src = lake.put("customer_data_log/a.parquet", rows(2))
     main_hash = lake.catalog.ensure_namespace("main", "wap")
     lake.catalog.create_branch(run_branch_name(RunKind.FILE, TableRef("wap", "customer_data_log"), src.identity,
-                                                started=0), main_hash)
+                                                started=0, default_namespace="wap"), main_hash)
     assert lake.run(src).status is OutcomeStatus.PUBLISHED
     assert lake.wap_branches() == []
 
@@ -256,7 +256,7 @@ def test_crash_after_branch_creation_starts_afresh(lake: Lake) -> None:
     src = lake.put("customer_data_log/a.parquet", rows(2))
     base = lake.catalog.ensure_namespace("main", "wap")
     lake.catalog.create_branch(run_branch_name(RunKind.FILE, TableRef("wap", "customer_data_log"), src.identity,
-                                                started=0), base)
+                                                started=0, default_namespace="wap"), base)
     lake.catalog.commit("main", {"unrelated": 1})  # main moved meanwhile
     assert lake.run(src).status is OutcomeStatus.PUBLISHED
     assert len(rows_on(lake.catalog, "main", TABLE)) == 2 and lake.wap_branches() == []

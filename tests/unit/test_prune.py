@@ -25,18 +25,18 @@ def catalog_with(ages: dict[str, timedelta]) -> FakeCatalog:
 def test_filters_by_table_and_age_oldest_first() -> None:
     catalog = catalog_with({"wap-wap-orders-aa-1": timedelta(days=20), "wap-wap-orders-bb-1": timedelta(hours=1),
                             "wap-wap-users-cc-1": timedelta(days=30), "wap-scratch": timedelta(days=99)})
-    everything = open_branches(catalog, now=NOW)
+    everything = open_branches(catalog, now=NOW, default_namespace="wap")
     assert [b.name for b in everything] == ["wap-wap-users-cc-1", "wap-wap-orders-aa-1", "wap-wap-orders-bb-1"]
     assert everything[0].age(NOW) == timedelta(days=30)
-    orders = open_branches(catalog, now=NOW, table=TableRef("wap", "orders"))
+    orders = open_branches(catalog, now=NOW, default_namespace="wap", table=TableRef("wap", "orders"))
     assert [b.name for b in orders] == ["wap-wap-orders-aa-1", "wap-wap-orders-bb-1"]
-    old = open_branches(catalog, now=NOW, older_than=timedelta(days=14))
+    old = open_branches(catalog, now=NOW, default_namespace="wap", older_than=timedelta(days=14))
     assert [b.name for b in old] == ["wap-wap-users-cc-1", "wap-wap-orders-aa-1"]
 
 
 def test_prune_deletes_at_the_listed_hash_and_leaves_moved_branches() -> None:
     catalog = catalog_with({"wap-wap-orders-aa-1": timedelta(days=20), "wap-wap-users-cc-1": timedelta(days=30)})
-    stale = open_branches(catalog, now=NOW, older_than=timedelta(days=14))
+    stale = open_branches(catalog, now=NOW, default_namespace="wap", older_than=timedelta(days=14))
     assert prune_branches(catalog, stale, dry_run=True).discarded == tuple(stale)
     assert catalog.find_branch("wap-wap-orders-aa-1") is not None  # a dry run changes nothing
     catalog.commit("wap-wap-orders-aa-1", {"late": 1})  # someone wrote to it after it was listed

@@ -119,12 +119,13 @@ def test_publishing_twice_or_after_an_interrupted_publish_is_a_no_op() -> None:
 
 def test_discard_is_recorded_and_publishing_it_afterwards_says_who_discarded_it() -> None:
     catalog, log = lake(), FakeDecisionLog()
-    decision = discard_branch(catalog, BRANCH, reason="resent", actor="ann", decisions=log, source_of=source_of)
+    decision = discard_branch(catalog, BRANCH, default_namespace="wap", reason="resent", actor="ann", decisions=log,
+                              source_of=source_of)
     assert decision.recorded_at == "memory://1" and catalog.find_branch(BRANCH) is None
     [record] = log.records
     assert (record.branch, record.action, record.actor, record.source) == (
         BRANCH, "discarded", "ann", "s3://inbox/orders/bad.parquet")
-    assert discard_branch(catalog, BRANCH, reason="x", actor="bob", decisions=log).already
+    assert discard_branch(catalog, BRANCH, default_namespace="wap", reason="x", actor="bob", decisions=log).already
     with pytest.raises(BranchNotFoundError, match=r"was discarded by ann .*resent.*wap ingest s3://inbox/orders"):
         publish_branch(tx(catalog), BRANCH, reason="ok", actor="bob", source_of=source_of, reaudit=None, decisions=log)
 
@@ -134,7 +135,7 @@ def test_history_merges_publications_and_discards_newest_first() -> None:
     publish_branch(tx(catalog), BRANCH, reason="ok", actor="ann", source_of=source_of, reaudit=None)
     other = "wap-wap-orders-0123456789abcdef-0002"
     catalog.create_branch(other, catalog.reference_hash("main"))
-    discard_branch(catalog, other, reason="bad file", actor="bob", decisions=log)
+    discard_branch(catalog, other, default_namespace="wap", reason="bad file", actor="bob", decisions=log)
     entries = history_for(catalog, log, TABLE)
     assert [(e.action, e.how, e.branch) for e in entries] == [("discarded", "by hand", other),
                                                               ("published", "reviewed", BRANCH)]
@@ -144,7 +145,7 @@ def test_history_merges_publications_and_discards_newest_first() -> None:
 def test_prune_records_each_discard() -> None:
     catalog, log = lake(), FakeDecisionLog()
     catalog.times[catalog.reference_hash(BRANCH)] = datetime.now(UTC) - timedelta(days=30)
-    stale = open_branches(catalog, now=datetime.now(UTC), older_than=timedelta(days=14))
+    stale = open_branches(catalog, default_namespace="wap", now=datetime.now(UTC), older_than=timedelta(days=14))
     pruned = prune_branches(catalog, stale, dry_run=False, decisions=log, reason="pruned: older than 14d",
                             actor="ops")
     assert [b.name for b in pruned.discarded] == [BRANCH] and pruned.unrecorded == ()

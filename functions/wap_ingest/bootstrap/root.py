@@ -264,6 +264,7 @@ class Service:
 
     def discard(self, branch: str, *, reason: str, actor: str) -> Decision:
         return discard_branch(self.catalog, branch, reason=reason, actor=actor, decisions=self.decisions,
+                              default_namespace=self.settings.namespace,
                               source_of=self.source_of)
 
     def answer(self, request: PublishRequest, message_id: str, queue_arn: str | None = None) -> dict[str, Any]:
@@ -283,7 +284,8 @@ class Service:
         return history_for(self.catalog, self.decisions, table, main=self.settings.main_branch, limit=limit)
 
     def branches(self, table: TableRef | None = None, older_than: timedelta | None = None) -> list[OpenBranch]:
-        return open_branches(self.catalog, now=datetime.now(UTC), table=table, older_than=older_than)
+        return open_branches(self.catalog, now=datetime.now(UTC), default_namespace=self.settings.namespace,
+                             table=table, older_than=older_than)
 
     def prune(self, stale: list[OpenBranch], *, dry_run: bool, reason: str, actor: str) -> Pruned:
         return prune_branches(self.catalog, stale, dry_run=dry_run, decisions=self.decisions, reason=reason,

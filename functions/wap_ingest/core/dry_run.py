@@ -1,7 +1,7 @@
 """The audit without the publish, on the one pipeline: `wap audit` (a dry run of a file) and the re-audit of a
 branch before `wap publish`.
 
-A dry run writes the file to a throw-away branch of its own kind (`wap-<ns>-<table>-<digest>-d<start>x<token>`,
+A dry run writes the file to a throw-away branch of its own kind (`wap-[<ns>.]<table>-<digest>-d<start>x<token>`,
 core.branches; the catalog's rules let the roles that may run it create and write exactly those), audits it,
 deletes the branch, and sends no alert.
 """

@@ -58,15 +58,16 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def wap_table(name: str) -> TableRef:
-    table = table_from_branch(name)
+def wap_table(name: str, default_namespace: str) -> TableRef:
+    table = table_from_branch(name, default_namespace)
     if table is None:
-        raise CatalogError(f"{name!r} is not a WAP branch (wap-<namespace>-<table>-<digest>); refusing to touch it.")
+        raise CatalogError(f"{name!r} is not a WAP branch (wap-[<namespace>.]<table>-<digest>-...); refusing to "
+                           f"touch it.")
     return table
 
 
-def wap_branch(catalog: CatalogBranches, name: str) -> tuple[Branch, TableRef]:
-    table = wap_table(name)
+def wap_branch(catalog: CatalogBranches, name: str, default_namespace: str) -> tuple[Branch, TableRef]:
+    table = wap_table(name, default_namespace)
     branch = catalog.find_branch(name)
     if branch is None:
         raise BranchNotFoundError(
@@ -127,7 +128,7 @@ def publish_branch(
     file it carries ride the merge, whoever asked for it). `reaudit=None` skips the re-audit and then needs a
     reason."""
     catalog, main = transactions.catalog, transactions.config.main_branch
-    table = wap_table(name)
+    table = wap_table(name, transactions.config.default_namespace)
     if reaudit is None and not (reason or "").strip():
         raise CatalogError(
             f"publishing {name!r} without re-auditing it (--no-reaudit) publishes rows whose audit failed: say why "
@@ -203,10 +204,11 @@ def discard_branch(
     reason: str,
     actor: str,
     decisions: DecisionLog,
+    default_namespace: str,
     source_of: SourceOf | None = None,
 ) -> Decision:
     """Delete the branch, then record the decision (a record is only written for a branch really deleted)."""
-    table = wap_table(name)
+    table = wap_table(name, default_namespace)
     if not reason.strip():
         raise CatalogError(f"say why {name!r} is discarded: --reason '...' (it is recorded)")
     branch = catalog.find_branch(name)
@@ -320,12 +322,13 @@ class OpenBranch:
 
 
 def open_branches(
-    catalog: CatalogBranches, *, now: datetime, table: TableRef | None = None, older_than: timedelta | None = None
+    catalog: CatalogBranches, *, now: datetime, default_namespace: str, table: TableRef | None = None,
+    older_than: timedelta | None = None,
 ) -> list[OpenBranch]:
     """The open WAP branches, optionally of one table and older than a threshold, oldest first."""
     found = []
     for branch in catalog.list_branches(f"{BRANCH_PREFIX}-"):
-        owner = table_from_branch(branch.name)
+        owner = table_from_branch(branch.name, default_namespace)
         if owner is None or (table is not None and owner != table):
             continue
         try:

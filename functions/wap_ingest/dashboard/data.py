@@ -94,7 +94,7 @@ class TableView:
 
 def table_list(sources: Sources) -> list[tuple[TableRef, int]]:
     """Every table on `main` in the namespace, and any table only open branches hold, with its open-branch count."""
-    branches = open_branches(sources.catalog, now=datetime.now(UTC))
+    branches = open_branches(sources.catalog, now=datetime.now(UTC), default_namespace=sources.namespace)
     counts: dict[TableRef, int] = dict.fromkeys(sources.reader.tables(sources.namespace, sources.main), 0)
     for branch in branches:
         counts[branch.table] = counts.get(branch.table, 0) + 1
@@ -135,7 +135,8 @@ def table_view(sources: Sources, table: TableRef, *, now: datetime | None = None
     main_rows, main_nulls = (None, None) if main is None else main
     history = sources.reader.row_history(table, sources.main)
     points = tuple((datetime.fromtimestamp(ms / 1000, UTC), rows) for ms, rows in history)
-    opened = list(reversed(open_branches(sources.catalog, now=now, table=table)))  # newest first
+    opened = list(reversed(open_branches(sources.catalog, now=now, default_namespace=sources.namespace,
+                                         table=table)))  # newest first
     branches = tuple(branch_view(sources, b, main_nulls, now) for b in opened)
     loads = [_load_for(e) for e in history_for(sources.catalog, sources.decisions, table, main=sources.main,
                                                limit=LATEST_LOADS)]

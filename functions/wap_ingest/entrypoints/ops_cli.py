@@ -115,7 +115,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     svc = operations()
-    branch, table = wap_branch(svc.catalog, args.branch)
+    branch, table = wap_branch(svc.catalog, args.branch, svc.settings.namespace)
     changes = svc.reader.branch_changes(table, branch.name)
     on_main = svc.reader.row_count(table, svc.settings.main_branch)
     source = changes.summary.get(lineage.BUCKET, "?") + "/" + changes.summary.get(lineage.KEY, "?")

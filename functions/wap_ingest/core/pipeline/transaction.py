@@ -150,7 +150,8 @@ class Transactions:
 
     def __init__(self, catalog: CatalogBranches, config: PipelineConfig, guards: Guards | None = None) -> None:
         self.catalog, self.config, self.guards = catalog, config, guards or Guards()
-        self.branches = RunBranches(catalog, clock=config.clock, abandoned_after=config.abandoned_after_seconds)
+        self.branches = RunBranches(catalog, clock=config.clock, abandoned_after=config.abandoned_after_seconds,
+                                    default_namespace=config.default_namespace)
 
     def run(self, work: Work, watch: Stopwatch | None = None) -> Ended:
         """Run `work` to its end: published, kept, discarded or found on main. Raises what the work raised (after
@@ -162,7 +163,8 @@ class Transactions:
                 main_hash, missing = self._main(work)
                 if not self._left_to_do(work):
                     return Ended("on main", attempt)
-                name = run_branch_name(work.kind, work.tables()[0], work.about(), started=self.config.clock())
+                name = run_branch_name(work.kind, work.tables()[0], work.about(), started=self.config.clock(),
+                                       default_namespace=self.config.default_namespace)
                 branch = self.catalog.create_branch(name, main_hash)
             try:
                 with watch.stage("branch"):  # a new namespace reaches main only with the audited rows, merged
@@ -245,9 +247,10 @@ class Transactions:
         and its rows cannot be merged without overwriting others' (the operator re-ingests instead)."""
         run = parse_branch(name)
         if run is None:
-            raise CatalogError(f"{name!r} is not a WAP branch (wap-<namespace>-<table>-<digest>-...); refusing to "
-                               f"touch it.")
-        tables = sorted({f.table for f in merge.files} | {run.table}, key=lambda t: t.qualified)
+            raise CatalogError(f"{name!r} is not a WAP branch (wap-[<namespace>.]<table>-<digest>-...); refusing "
+                               f"to touch it.")
+        tables = sorted({f.table for f in merge.files} | {run.table_in(self.config.default_namespace)},
+                        key=lambda t: t.qualified)
         about = [*(f.identity for f in merge.files)]
         found: dict[str, ledger.LedgerEntry] = {}
         for table in tables:
