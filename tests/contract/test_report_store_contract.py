@@ -23,7 +23,7 @@ def reports(request: pytest.FixtureRequest) -> Iterator[ReportStore]:
 
 
 def branch() -> str:
-    return f"wap-wap-orders-{uuid.uuid4().hex[:16]}-a1b2c3d4"
+    return f"wap-orders-{uuid.uuid4().hex[:16]}-a1b2c3d4"
 
 
 def test_a_saved_report_loads_back_as_json(reports: ReportStore) -> None:

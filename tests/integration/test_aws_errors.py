@@ -87,10 +87,10 @@ def test_an_empty_manifest_is_the_files_fault_not_an_outage(s3: Any, bucket: str
 
 def test_the_service_own_objects(s3: Any, bucket: str) -> None:
     reports = S3ReportStore(s3, bucket)
-    assert reports.load("wap-wap-t-none-1") is None  # NoSuchKey: no report kept
+    assert reports.load("wap-t-none-1") is None  # NoSuchKey: no report kept
     with pytest.raises(ConfigError, match=r"the bucket does not exist.*Fix: check LAKE_BUCKET"):
-        S3ReportStore(s3, f"{bucket}-none").save("wap-wap-t-abc-1", {})
-    record = DecisionRecord("wap.t", "wap-wap-t-abc-1", "discarded", "r", "op", "2027-01-15T08:00:00+00:00")
+        S3ReportStore(s3, f"{bucket}-none").save("wap-t-abc-1", {})
+    record = DecisionRecord("wap.t", "wap-t-abc-1", "discarded", "r", "op", "2027-01-15T08:00:00+00:00")
     log = S3DecisionLog(s3, bucket)
     log.record(record)
     with pytest.raises(CatalogError, match=r"never overwritten.*PreconditionFailed"):  # If-None-Match refused
@@ -100,7 +100,7 @@ def test_the_service_own_objects(s3: Any, bucket: str) -> None:
 
 def test_what_a_setting_names_does_not_exist(stack_env: dict[str, str], s3: Any) -> None:
     queue = f"{stack_env['AWS_ENDPOINT_URL']}/123456789012/no-such-queue"
-    request = PublishRequest(branch="wap-wap-t-abc-1", reason="ok", reaudit=True)
+    request = PublishRequest(branch="wap-t-abc-1", reason="ok", reaudit=True)
     with pytest.raises(ConfigError, match=r"SQS has no such resource.*NonExistentQueue.*WAP_PUBLISH_QUEUE_URL"):
         SqsPublishRequests(aws(stack_env, "sqs"), queue).send(request)
     with pytest.raises(ConfigError, match=r"EventBridge has no such resource.*ResourceNotFoundException"):
@@ -175,7 +175,7 @@ def test_access_denied_is_a_setting_with_the_permission_to_grant(iam: Iam, tmp_p
         store.download(SourceObject("source", "orders/x.csv", 5, None), tmp_path)
     with pytest.raises(ConfigError, match=r"may not sqs:SendMessage.*is not authorized to perform: sqs:SendMessage"):
         SqsPublishRequests(iam.client("sqs", "lister"), f"{iam.url}/123456789012/q").send(
-            PublishRequest(branch="wap-wap-t-abc-1", reason="ok", reaudit=True))
+            PublishRequest(branch="wap-t-abc-1", reason="ok", reaudit=True))
 
 
 def test_unknown_credentials_are_a_setting(iam: Iam) -> None:

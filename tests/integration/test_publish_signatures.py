@@ -87,7 +87,7 @@ def aws() -> Iterator[Aws]:
 
 
 def a_request() -> PublishRequest:
-    return PublishRequest("wap-wap-orders-0123456789abcdef-1a2b3c4d", "nulls expected", reaudit=False,
+    return PublishRequest("wap-orders-0123456789abcdef-1a2b3c4d", "nulls expected", reaudit=False,
                           queue="wap-ingest")
 
 
@@ -104,7 +104,7 @@ def test_a_request_changed_in_flight_with_its_digest_is_refused_by_sts(aws: Aws)
     service sends STS the digest of what it received, which the operator's signature does not cover."""
     signed = aws.requesters().sign(a_request())
     assert signed.proof is not None
-    changed = replace(signed, branch="wap-wap-payments-0123456789abcdef-1a2b3c4d")
+    changed = replace(signed, branch="wap-payments-0123456789abcdef-1a2b3c4d")
     changed = changed.signed(replace(signed.proof, digest=changed.digest()))
     with pytest.raises(RequestRefusedError, match="SignatureDoesNotMatch"):
         aws.requesters().identify(changed)

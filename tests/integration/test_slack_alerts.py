@@ -46,7 +46,7 @@ def rejected() -> IngestOutcome:
         CheckResult("row_count", "rows", CheckStatus.PASSED, "42 rows", ">= 1"),
     ))
     return IngestOutcome(SourceObject("source", "orders/2026/a b.parquet"), OutcomeStatus.REJECTED, table="wap.orders",
-                         branch="wap-wap-orders-0123456789abcdef-a1b2c3d4", rows=42, report=report)
+                         branch="wap-orders-0123456789abcdef-a1b2c3d4", rows=42, report=report)
 
 
 def test_rejection_alert_reaches_slack_with_blocks_and_fallback(sink: tuple[str, Path],
@@ -59,9 +59,9 @@ def test_rejection_alert_reaches_slack_with_blocks_and_fallback(sink: tuple[str,
     [message] = read_messages(record)
     assert message["channel"] == "#data-alerts"
     text = message["text"]
-    for expected in ("wap.orders", "s3://source/orders/2026/a b.parquet", "wap-wap-orders-0123456789abcdef-a1b2c3d4",
+    for expected in ("wap.orders", "s3://source/orders/2026/a b.parquet", "wap-orders-0123456789abcdef-a1b2c3d4",
                      "not_null(customer_id): measured 7 nulls", "Rows: 42",
-                     "wap show wap-wap-orders-0123456789abcdef-a1b2c3d4", "wap publish", "wap discard"):
+                     "wap show wap-orders-0123456789abcdef-a1b2c3d4", "wap publish", "wap discard"):
         assert expected in text
     assert message["blocks"][0]["type"] == "header"
     assert TOKEN not in record.read_text() and TOKEN not in caplog.text
@@ -85,7 +85,7 @@ def test_without_slack_the_alert_goes_to_the_log(caplog: pytest.LogCaptureFixtur
     alert = alert_for_outcome(rejected())
     assert alert is not None
     assert LogNotifier().notify(alert) is True
-    assert "wap-wap-orders-0123456789abcdef-a1b2c3d4" in caplog.text
+    assert "wap-orders-0123456789abcdef-a1b2c3d4" in caplog.text
 
 
 @pytest.mark.stack
@@ -108,7 +108,7 @@ def test_escaped_text_reaches_slack(sink: tuple[str, Path]) -> None:
                     samples=({"email": "<!channel> & <@U123>", "note": "a`b"},)),
     ))
     outcome = IngestOutcome(SourceObject("source", "in/x&y<z>`<!here>.csv"), OutcomeStatus.REJECTED,
-                            table="wap.orders", branch="wap-wap-orders-0123456789abcdef-a1b2c3d4", rows=2,
+                            table="wap.orders", branch="wap-orders-0123456789abcdef-a1b2c3d4", rows=2,
                             report=report)
     alert = alert_for_outcome(outcome)
     assert alert is not None

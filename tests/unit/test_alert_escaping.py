@@ -22,7 +22,7 @@ from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, Ingest
 
 KEYS = ("in/a`b.csv", "in/<!channel>.csv", "in/x&y<z>.csv")
 LOUD = "<!channel> <!here> <@U123ABC> <https://evil.example|click me> `code` ```block``` & &amp;"
-BRANCH = "wap-wap-orders-0123456789abcdef-a1b2c3d4"
+BRANCH = "wap-orders-0123456789abcdef-a1b2c3d4"
 RAW_ENTITY = re.compile(r"&(?!amp;|lt;|gt;)")
 
 

@@ -357,7 +357,7 @@ def _decision_record(code: str, status: int) -> None:
     from wap_ingest.adapters.decision_log import S3DecisionLog
 
     S3DecisionLog(stubbed("s3", "put_object", code, status), "lake").record(DecisionRecord(
-        table="wap.orders", branch="wap-wap-orders-abc-1", action="discarded", reason="r", actor="op",
+        table="wap.orders", branch="wap-orders-abc-1", action="discarded", reason="r", actor="op",
         decided_at="2027-01-15T08:00:00+00:00"))
 
 
@@ -403,7 +403,7 @@ def _publish_request(code: str, status: int) -> None:
     from wap_ingest.core.publish_requests import PublishRequest
 
     SqsPublishRequests(stubbed("sqs", "send_message", code, status), QUEUE).send(
-        PublishRequest(branch="wap-wap-orders-abc-1", reason="ok", reaudit=True))
+        PublishRequest(branch="wap-orders-abc-1", reason="ok", reaudit=True))
 
 
 def _dead_letters(code: str, status: int) -> None:

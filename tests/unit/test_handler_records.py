@@ -114,7 +114,7 @@ def test_the_batch_ingest_raising_fails_the_messages_with_objects_and_nothing_el
 
     monkeypatch.setattr(Service, "ingest_all", ingest_all)
     monkeypatch.setattr(Service, "answer", answer)
-    request = PublishRequest("wap-wap-orders-1", "checked", reaudit=False, request_id="abc123")
+    request = PublishRequest("wap-orders-1", "checked", reaudit=False, request_id="abc123")
     result = world.invoke(sqs_event(s3_body("customer_data_log/a.parquet"), request.to_body(),
                                     json.dumps({"Event": "s3:TestEvent"})))
     assert failures(result) == ["m0"]
@@ -131,7 +131,7 @@ def test_a_publish_request_that_fails_fails_its_message_alone(world: World, monk
 
     monkeypatch.setattr(Service, "answer", answer)
     world.objects.put("source", "customer_data_log/a.parquet", ROWS)
-    request = PublishRequest("wap-wap-orders-1", "checked", reaudit=False, request_id="abc123")
+    request = PublishRequest("wap-orders-1", "checked", reaudit=False, request_id="abc123")
     result = world.invoke(sqs_event(s3_body("customer_data_log/a.parquet"), request.to_body()))
     assert failures(result) == ["m1"]
     assert statuses(result) == {"customer_data_log/a.parquet": "published"} and "requests" not in result

@@ -66,7 +66,7 @@ def test_every_sqs_message_is_read_once_into_its_own_request() -> None:
     assert by_id["m2"] == ObjectVersions(EventKind.S3, ())  # S3's test event announces nothing
     request = by_id["m3"]
     assert isinstance(request, PublishRequest) and (request.branch, request.request_id, request.reaudit) == (
-        "wap-wap-orders-1", "abc123", False)
+        "wap-orders-1", "abc123", False)
 
     reasons = {k: r.reason for k, r in by_id.items() if isinstance(r, Unreadable)}
     assert sorted(reasons) == ["m4", "m5", "m6", "m7", "m8", "m9"]

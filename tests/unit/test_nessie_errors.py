@@ -138,7 +138,7 @@ def test_a_message_names_the_call_the_server_its_answer_and_the_fix() -> None:
 def test_a_branch_deleted_during_a_commit_is_not_found_not_an_outage() -> None:
     """Nessie 0.99's answer to a commit onto a branch a concurrent delivery deleted meanwhile (as it really came)."""
     said = ("java.lang.RuntimeException: Internal reference not found, caused by org.projectnessie.versioned.storage."
-            "common.exceptions.RefNotFoundException: Reference refs/heads/wap-wap-t-abc-1 does not exist")
+            "common.exceptions.RefNotFoundException: Reference refs/heads/wap-t-abc-1 does not exist")
     session = Answering(500, {"status": 500, "reason": "Internal Server Error", "message": said})
     with pytest.raises(BranchNotFoundError, match="deleted while Nessie worked on the request"):
         CALLS["record_published"](NessieBranches(ENDPOINT, session=session))

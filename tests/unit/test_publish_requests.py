@@ -33,7 +33,7 @@ from wap_ingest.core.publish_requests import (
 )
 from wap_ingest.core.review import Decision, ReauditFailedError
 
-BRANCH = "wap-wap-orders-0123456789abcdef-1a2b3c4d"
+BRANCH = "wap-orders-0123456789abcdef-1a2b3c4d"
 QUEUE = "wap-ingest"
 NOW = 1_900_000_000
 STS = "https://sts.us-east-1.amazonaws.com"
@@ -79,7 +79,7 @@ def test_the_message_carries_no_token_or_secret_and_round_trips() -> None:
         PublishRequest.from_body(json.dumps({"kind": "wap.publish-request", "branch": BRANCH, "request_id": "../x"}))
 
 
-@pytest.mark.parametrize("change", [{"branch": "wap-wap-other-0123456789abcdef-1"}, {"reason": "other"},
+@pytest.mark.parametrize("change", [{"branch": "wap-other-0123456789abcdef-1"}, {"reason": "other"},
                                     {"reaudit": True}, {"request_id": "f" * 32}, {"queue": "wap2-ingest"},
                                     {"issued_at": NOW - 1}, {"expires_at": NOW + 900}])
 def test_every_field_is_signed_a_changed_one_is_refused(change: dict[str, Any]) -> None:
@@ -239,7 +239,7 @@ def test_an_altered_copy_claims_nothing_it_can_use() -> None:
     original then is a replay of that id: refused too, and nothing is published."""
     ledger, calls = Ledger(), []
     original = signed()
-    altered = replace(original, branch="wap-wap-other-0123456789abcdef-1")
+    altered = replace(original, branch="wap-other-0123456789abcdef-1")
     for message, req in (("m1", altered), ("m2", original)):
         answer_request(req, message, ledger=ledger, identify=lambda _: ALICE, allowed=(OPERATOR_ROLE,),
                        publish=lambda r, a: calls.append(r.branch) or published(r, a), now=NOW + 5, queue=QUEUE)

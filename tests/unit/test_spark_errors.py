@@ -36,7 +36,7 @@ TEXT_EXAMPLES: dict[Kind, tuple[str, str]] = {  # kind -> (a message the row mus
     Kind.LOST: ("java.lang.IllegalStateException: Cannot call methods on a stopped SparkContext.",
                 "The SparkContext is running"),
     Kind.AUTH: ('OAuth2 error: {"error": "invalid_client"}', "client id is valid_client_x"),
-    Kind.BRANCH_GONE: ("Failed to refresh as ref 'wap-wap-t-1' is no longer valid.",
+    Kind.BRANCH_GONE: ("Failed to refresh as ref 'wap-t-1' is no longer valid.",
                        "ref 'main' is valid"),
     Kind.NOT_PARQUET: ("file:/tmp/x.parquet is not a Parquet file. Expected magic number at tail",
                        "a Parquet file with 3 row groups"),
