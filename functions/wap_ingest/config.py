@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.naming import identifier_from
+from wap_ingest.slack_config import SlackActionSettings, slack_actions_from
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -205,6 +206,7 @@ class Settings:
     retry_base_seconds: float = 30.0  # a failed or deferred message's first retry; doubled per receive
     retry_max_seconds: float = 900.0  # the longest a retry is delayed
     event_bus: str | None = None  # EventBridge bus (name or ARN) for downstream events; None: none are sent
+    slack_actions: SlackActionSettings | None = None  # acting on alerts from Slack; None: no signing secret set
 
     @property
     def nessie_api_v1(self) -> str:
@@ -287,6 +289,7 @@ class Settings:
             retry_base_seconds=_positive(env, "WAP_RETRY_BASE_SECONDS", 30.0, "30"),
             retry_max_seconds=_retry_max(env),
             event_bus=_event_bus(env),
+            slack_actions=slack_actions_from(env),
         )
 
     def spark_jars(self) -> list[Path]:

@@ -35,6 +35,7 @@ from wap_ingest.core.branches import digest_from_branch
 from wap_ingest.core.dry_run import DryRun, audit_branch, audit_without_publishing
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
+from wap_ingest.core.interactions import Answer, Asked, UseCases, answer
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import AuditReport, IngestOutcome, JobRun, SourceObject, TableRef
@@ -55,6 +56,7 @@ from wap_ingest.core.review import (
 from wap_ingest.emr_request import maintenance_request_for
 
 from . import builders
+from .slack import SlackActions
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +272,25 @@ class Service:
             req.branch, reason=req.reason, actor=actor, reaudit=req.reaudit))
         self.results.put(request.request_id, answer)
         return answer
+
+    @cached_property
+    def slack(self) -> SlackActions:
+        """Acting on alerts from Slack: the endpoint's verification and the replies (bootstrap/slack.py)."""
+        return SlackActions(self.settings, lambda: self.s3, lambda: builders.boto3_client("sqs", self.settings))
+
+    def act(self, asked: Asked) -> Answer:
+        """An action asked from an alert in Slack, run with the use cases the `wap` commands run (core.interactions)."""
+        slack = self.slack
+        return answer(asked, UseCases(
+            publish=lambda branch, reason, actor, reaudit: self.publish(branch, reason=reason, actor=actor,
+                                                                        reaudit=reaudit),
+            discard=lambda branch, reason, actor: self.discard(branch, reason=reason, actor=actor),
+            report=self.reports.load,
+            retry=lambda source: self.check().ingest(source),
+            dead_letters=lambda queue: [f"{m.message_id}  received {m.receive_count}x  "
+                                        f"{', '.join(m.objects) or m.body[:120]}"
+                                        for m in slack.dead_letters(queue).peek()],
+            redrive=lambda queue: len(slack.dead_letters(queue).redrive())))
 
     def history(self, table: TableRef, limit: int = 100) -> list[HistoryEntry]:
         return history_for(self.catalog, self.decisions, table, main=self.settings.main_branch, limit=limit)

@@ -36,6 +36,7 @@ from wap_ingest.local.components import (
     process_name,
 )
 from wap_ingest.local.config import StackConfig
+from wap_ingest.local.slack_workspace import LOCAL_OPERATORS, SIGNING_SECRET_PARAMETER
 
 
 def invoke_url(port: int) -> str:
@@ -244,7 +245,9 @@ def stack_environment(state: StackState) -> dict[str, str]:
         "WAP_STACK_DIR": str(state.state_dir),
     }
     if state.slack_url:
-        env |= {"WAP_SLACK_BASE_URL": state.slack_url, "SLACK_TOKEN": SINK_TOKEN, "SLACK_CHANNEL": ALERT_CHANNEL}
+        env |= {"WAP_SLACK_BASE_URL": state.slack_url, "SLACK_TOKEN": SINK_TOKEN, "SLACK_CHANNEL": ALERT_CHANNEL,
+                # acting on alerts from the channel page: the local app's secret (in moto's SSM), who may act
+                "WAP_SLACK_SIGNING_SECRET_PARAMETER": SIGNING_SECRET_PARAMETER, "WAP_SLACK_OPERATORS": LOCAL_OPERATORS}
     if state.max_receives:
         env["WAP_MAX_RECEIVES"] = str(state.max_receives)
     if state.queue_url and state.dead_letter_url:
