@@ -35,7 +35,7 @@ def _inline(text: str) -> str:
             out.append(f'<span class="mention">@{html.escape(inner[1:].split("|")[0])}</span>')
         elif inner.startswith(("http://", "https://")):
             url, _, label = inner.partition("|")
-            out.append(f'<a href="{html.escape(url)}">{html.escape(label or url)}</a>')
+            out.append(f'<a href="{_safe(url)}">{_safe(label or url)}</a>')
         else:
             out.append(_safe(match.group(0)))
         at = match.end()
@@ -55,10 +55,15 @@ def _safe(text: str) -> str:
     return _STRAY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
+_CODE_BLOCK = re.compile(r"```(.*?)```(?!`)", re.S)  # the closing fence: the last three of a run of backticks
+
+
 def mrkdwn(text: str) -> str:
-    parts = text.split("```")
-    return "".join(f"<pre>{_safe(part.strip(chr(10)))}</pre>" if i % 2 else _inline(part)
-                   for i, part in enumerate(parts))
+    out, at = [], 0
+    for match in _CODE_BLOCK.finditer(text):
+        out += [_inline(text[at:match.start()]), f"<pre>{_safe(match.group(1).strip(chr(10)))}</pre>"]
+        at = match.end()
+    return "".join([*out, _inline(text[at:])])
 
 
 def _text(obj: Any) -> str:
@@ -141,7 +146,8 @@ def page(channel: str, user: str) -> str:
 
 
 _PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>{{CHANNEL}} (local Slack)</title><style>
-body{font-family:'DejaVu Sans',Arial,sans-serif;margin:0;background:#f8f8f8;color:#1d1c1d;font-size:14px}
+body{font-family:'DejaVu Sans',Arial,sans-serif;line-height:1.5;margin:0;background:#f8f8f8;color:#1d1c1d;
+font-size:14px}
 .top{background:#3f0e40;color:#fff;padding:10px 18px;display:flex;justify-content:space-between;align-items:center}
 .top h1{font-size:17px;margin:0}#channel{max-width:1100px;margin:12px auto;padding:0 12px}
 .message{background:#fff;border:1px solid #ddd;border-radius:6px;padding:10px 14px;margin:10px 0}
