@@ -29,8 +29,8 @@ from .errors import BadInputError, BranchNotFoundError, ConfigError, Infrastruct
 from .models import AuditReport, IngestOutcome, OutcomeStatus, SourceObject
 from .review import Decision, ReauditFailedError
 
-USER_ID = re.compile(r"[UW][A-Z0-9]{2,20}")
-GROUP_ID = re.compile(r"S[A-Z0-9]{2,20}")
+USER_ID = re.compile(r"[UW][A-Z0-9]{6,20}")
+GROUP_ID = re.compile(r"S[A-Z0-9]{6,20}")
 MAX_SAMPLES = 5
 OPERATORS_VARIABLE = "WAP_SLACK_OPERATORS"
 
