@@ -23,7 +23,16 @@ from wap_ingest.core.alerts import ActionKind, alert_for_outcome, readable
 from wap_ingest.core.branches import identity_digest
 from wap_ingest.core.dead_letters import QueueAlarm, alert_for_alarm
 from wap_ingest.core.errors import CatalogUnavailableError, ConfigError
-from wap_ingest.core.interactions import Answer, Asked, Operators, Person, UseCases, answer, operators_from
+from wap_ingest.core.interactions import (
+    Answer,
+    Asked,
+    Operators,
+    Person,
+    UseCases,
+    answer,
+    decided_by,
+    operators_from,
+)
 from wap_ingest.core.models import (
     AuditReport,
     CheckResult,
@@ -139,7 +148,8 @@ class Lake:
                                                        decisions=self.decisions),
             discard=lambda b, r, a: discard_branch(self.catalog, b, reason=r, actor=a, decisions=self.decisions),
             report=lambda b: {"report": REPORT.to_dict()} if b == BRANCH else None, retry=retry,
-            dead_letters=lambda q: ["m1  received 3x  s3://src/a.csv"], redrive=lambda q: 2)
+            dead_letters=lambda q: ["m1  received 3x  s3://src/a.csv"], redrive=lambda q: 2,
+            decided=lambda b: decided_by(self.catalog, self.decisions, b))
 
 
 def test_discard_records_the_person_and_settles_the_alert() -> None:
@@ -159,8 +169,17 @@ def test_the_second_of_two_decisions_is_told_who_decided_first_and_changes_nothi
     assert late.settled and late.private and "already discarded by alice (Slack U0ALICE01)" in late.private
     assert len(lake.decisions.records) == 1
     publish = answer(Asked(ActionKind.PUBLISH_REVIEWED, BRANCH, BOB, "fine"), lake.cases())
-    assert publish.private and "was discarded by alice (Slack U0ALICE01)" in publish.private
+    assert publish.private == "Nothing done: it was already discarded by alice (Slack U0ALICE01) (bad file)."
+    assert publish.line == "Discarded by alice (Slack U0ALICE01): bad file" and publish.settled
     assert len(lake.decisions.records) == 1 and lake.catalog.publications(TABLE, on="main") == []
+
+
+def test_a_discard_after_a_publish_is_told_who_published() -> None:
+    lake = Lake()
+    answer(Asked(ActionKind.PUBLISH_REVIEWED, BRANCH, BOB, "fine"), lake.cases())
+    late = answer(Asked(ActionKind.DISCARD, BRANCH, ALICE, "bad"), lake.cases())
+    assert late.private == "Nothing done: it was already published by bob (Slack U0BOB0001) (fine)."
+    assert lake.decisions.records == [] and len(lake.catalog.publications(TABLE, on="main")) == 1
 
 
 def test_publish_after_review_merges_with_the_person_as_actor() -> None:

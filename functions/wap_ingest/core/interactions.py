@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from .alerts import ActionKind, mrkdwn_escape, report_lines
 from .errors import BadInputError, BranchNotFoundError, ConfigError, InfrastructureError, WapError
 from .models import AuditReport, IngestOutcome, OutcomeStatus, SourceObject
-from .review import Decision, ReauditFailedError
+from .ports import CatalogBranches, DecisionLog
+from .review import DECISION_PREFIX, Decision, ReauditFailedError, published_on_main, wap_table
 
 USER_ID = re.compile(r"[UW][A-Z0-9]{6,20}")
 GROUP_ID = re.compile(r"S[A-Z0-9]{6,20}")
@@ -113,6 +114,23 @@ class UseCases:
     retry: Callable[[SourceObject], IngestOutcome]  # the object's current version ingested
     dead_letters: Callable[[str], Sequence[str]]  # a dead-letter queue's name: a line per message
     redrive: Callable[[str], int]  # a dead-letter queue's name: messages sent back
+    decided: Callable[[str], Decision | None] = lambda _branch: None  # who settled a branch that is gone, if known
+
+
+def decided_by(catalog: CatalogBranches, decisions: DecisionLog, branch: str, *, main: str = "main"
+               ) -> Decision | None:
+    """Who settled a branch that is gone: the merge that published its rows, or the recorded discard; None if
+    neither is found."""
+    table = wap_table(branch)
+    publication = published_on_main(catalog, table, branch, main)
+    if publication is not None:
+        props = publication.properties
+        return Decision(branch, table, "published", props.get(f"{DECISION_PREFIX}reason", "its audit passed"),
+                        props.get(f"{DECISION_PREFIX}actor", "wap (automatic publish)"), publication.hash, True)
+    for record in decisions.decisions(table, limit=1000):
+        if record.branch == branch:
+            return Decision(branch, table, record.action, record.reason, record.actor, already=True)
+    return None
 
 
 def object_at(uri: str) -> SourceObject:
@@ -132,6 +150,9 @@ def answer(asked: Asked, cases: UseCases) -> Answer:
     except InfrastructureError:
         raise
     except BranchNotFoundError as exc:
+        decided = cases.decided(asked.target) if asked.action.asks_reason else None
+        if decided is not None:
+            return _already(decided, decided.action)
         return Answer(f"No longer open (asked by {who}): {e(exc)}", settled=True, private=f"Nothing done: {e(exc)}")
     except ReauditFailedError as exc:
         failed = "; ".join(f"{c.check}({c.target}) {c.measured}, expected {c.expected}" for c in exc.report.failures)

@@ -10,7 +10,8 @@
 - With `--endpoint`, the app's interactivity endpoint itself, as its Lambda function URL would serve it
   (`POST /slack/actions`: the request as a function URL event to wap_ingest.entrypoints.slack_interactivity.handler,
   in this process; the environment is the stack's).
-`GET /messages` returns the channel as it reads now, `GET /health` answers 200. Loopback only.
+`GET /messages` returns the channel as it reads now, `GET /ephemerals?user=` the private replies, `GET /sent` the
+last requests posted to the app (headers, body, its answer), `GET /health` answers 200. Loopback only.
 
     python -m wap_ingest.local.slack_sink --port 19122 --record .wap/stack/alerts.jsonl [--endpoint]
 """
@@ -67,6 +68,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(200, {"ok": True})
         elif url.path == "/messages":
             self._reply(200, read_messages(workspace.record))
+        elif url.path == "/sent":  # the requests posted to the app, as sent (to see, or replay, what Slack sent)
+            self._reply(200, workspace.sent)
         elif url.path == "/ephemerals":
             self._reply(200, read_ephemerals(workspace.record, query.get("user")))
         elif url.path == "/":

@@ -105,6 +105,7 @@ class Workspace:
     views: dict[str, dict[str, Any]] = field(default_factory=dict)  # the form open for each user
     triggers: dict[str, _Trigger] = field(default_factory=dict)
     responses: dict[str, _ResponseUrl] = field(default_factory=dict)
+    sent: list[dict[str, Any]] = field(default_factory=list)  # the last requests posted to the app, and its answers
 
     # --- the Web API the app calls ----------------------------------------------------------------------
 
@@ -215,6 +216,13 @@ class Workspace:
                    "X-Slack-Request-Timestamp": stamp,
                    "X-Slack-Signature": str(SignatureVerifier(SIGNING_SECRET).generate_signature(timestamp=stamp,
                                                                                                  body=body))}
+        status, answer = self._post(body, headers)
+        with self.lock:
+            self.sent = [*self.sent[-49:], {"headers": headers, "body": body, "status": status, "answer": answer}]
+        return status, answer
+
+    def _post(self, body: str, headers: dict[str, str]) -> tuple[int, str]:
+        assert self.interactivity_url is not None
         request = urllib.request.Request(self.interactivity_url, data=body.encode(), headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:
