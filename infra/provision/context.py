@@ -155,6 +155,9 @@ class Context:
             "EmrApplicationName": names.emr_application,
             "EmrJobRoleArn": account.role_arn(names.emr_job_role),
             "SlackTokenParameterArn": account.parameter_arn(names.slack_token_parameter),
+            "SlackSigningSecretParameterArn": account.parameter_arn(names.slack_signing_secret_parameter),
+            "SlackFunctionName": names.slack_function,
+            "DeadLetterQueueArn": account.queue_arn(names.dead_letter_queue),
             "NessieClientSecretParameterArn": account.parameter_arn(names.nessie_client_secret_parameter),
             "NessieService": names.nessie_service,
         } | self.state

@@ -102,9 +102,19 @@ def test_serverless_package_compiles_the_function_and_its_queue_trigger(serverle
     assert result.returncode == 0, result.stdout + result.stderr
     template = json.loads((out / "cloudformation-template-update-stack.json").read_text())
     resources = template["Resources"]
-    [function] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    functions = {r["Properties"]["FunctionName"]: r["Properties"] for r in resources.values()
+                 if r["Type"] == "AWS::Lambda::Function"}
+    assert set(functions) == {"wap-ingest", "wap-slack-actions"}
+    function, slack = functions["wap-ingest"], functions["wap-slack-actions"]
     [mapping] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert function["PackageType"] == "Image" and function["Code"]["ImageUri"] == DIGEST_URI
+    # the interactivity endpoint: the same image, its own handler, behind a function URL Slack posts to
+    assert slack["Code"]["ImageUri"] == DIGEST_URI
+    assert slack["ImageConfig"]["Command"] == ["wap_ingest.entrypoints.slack_interactivity.handler"]
+    [url] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Url"]
+    assert url["AuthType"] == "NONE"
+    assert slack["Environment"]["Variables"]["WAP_SLACK_SIGNING_SECRET_PARAMETER"] == "/wap/slack-signing-secret"
+    assert "WAP_SLACK_SIGNING_SECRET" not in slack["Environment"]["Variables"]  # the secret itself: never
     assert (function["MemorySize"], function["Timeout"], function["EphemeralStorage"]["Size"]) == (4096, 900, 4096)
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BatchSize"] == 100 and mapping["MaximumBatchingWindowInSeconds"] == 1

@@ -36,7 +36,7 @@ RUNTIME = {"pyspark", "py4j", "pyarrow", "boto3", "pynessie", "aws-lambda-powert
 # Allow statements whose Resource has a wildcard, each with the reason it cannot be narrower.
 # (A bare "*" is never allowed.)
 JUSTIFIED_WILDCARDS = {
-    "WriteOwnLogs": "log streams of the function's own log group (stream names are made by Lambda)",
+    "WriteOwnLogs": "log streams of the two functions' own log groups (stream names are made by Lambda)",
     "ReadSourceObjects": "objects of the source bucket (any key may land there)",
     "ReadWriteLakeWarehouse": "objects under the lake bucket's warehouse/ prefix only",
     "FollowLargeFileJobs": "job runs of our EMR application (run ids are made by EMR)",
@@ -46,6 +46,8 @@ JUSTIFIED_WILDCARDS = {
     "prefixes only (names derive from object digests and branch names)",
     "LargeFileRecordsAndAuditReports": "objects under the lake bucket's wap-emr/ and wap-reports/ prefixes only",
     "AnswerPublishRequests": "answers under the lake bucket's wap-requests/ prefix only (keys are request ids)",
+    "RememberSlackRequests": "records under the lake bucket's wap-slack-requests/ prefix only (keys are digests of "
+    "the requests' signatures)",
     "ReadDecisionLog": "the decision log under the lake bucket's wap-decisions/ prefix only (read, never written)",
     "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to our two parameters",
