@@ -21,6 +21,8 @@ from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.interactions import Operators
 from wap_ingest.slack_config import SlackActionSettings
 
+SHOW_HIDES_SECONDS = 5  # a listed dead letter is hidden this long (an SQS receive), then can be redriven
+
 NOT_CONFIGURED = ("acting on alerts from Slack is not configured: no signing secret. Fix: export "
                   "WAP_SLACK_SIGNING_SECRET_PARAMETER=<SSM SecureString name> (docs/deploy.md, \"Acting on alerts from "
                   "Slack\").")
@@ -88,4 +90,4 @@ class SlackActions:
         except (ClientError, BotoCoreError) as exc:
             raise aws_error(exc, service=SQS, doing="finding the dead-letter queue", resource=queue_name,
                             setting="the alarm's QueueName") from exc
-        return SqsDeadLetters(self._sqs(), url, self._queue())
+        return SqsDeadLetters(self._sqs(), url, self._queue(), peek_seconds=SHOW_HIDES_SECONDS)

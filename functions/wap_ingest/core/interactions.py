@@ -194,7 +194,8 @@ def _run(asked: Asked, cases: UseCases) -> Answer:
         lines = list(cases.dead_letters(target))
         shown = "\n".join(e(line) for line in lines[:20]) + (f"\n... and {len(lines) - 20} more" if len(lines) > 20
                                                               else "")
-        text = f"{len(lines)} message(s) in {e(target)}:\n```{shown}```" if lines else f"{e(target)} is empty."
+        text = (f"{len(lines)} message(s) in {e(target)}:\n```{shown}```\nRedrive sends them back to the ingest queue "
+                f"once the cause is fixed." if lines else f"{e(target)} is empty.")
         return Answer("", settled=False, private=text, update=False)
     moved = cases.redrive(target)
     return Answer(f":arrows_counterclockwise: Redriven by {who}: {moved} message(s) sent back to the ingest queue.",
