@@ -170,3 +170,29 @@ def test_the_workspace_signs_as_slack_does(tmp_path: Path) -> None:
     workspace.triggers[str(late["trigger_id"])].expires = time.monotonic() - 1
     assert workspace.open_view(str(late["trigger_id"]), {"type": "modal"}) == "expired_trigger_id"
     assert verify(signed(body, secret=SIGNING_SECRET, at=int(time.time())), body, SIGNING_SECRET, now=time.time())
+
+
+def test_plain_text_readers_get_plain_text(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                           capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The log without Slack and `wap stack alerts` show an alert as a person reads it; Slack gets the escaped form."""
+    from wap_ingest.adapters.slack import LogNotifier
+    from wap_ingest.core.alerts import alert_for_outcome
+    from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
+    from wap_ingest.entrypoints.cli import main
+
+    outcome = IngestOutcome(SourceObject("src", "t/a&b`c.csv"), OutcomeStatus.INVALID, table="wap.t",
+                            message="a <bad> file. Fix: upload it again")
+    alert = alert_for_outcome(outcome)
+    assert alert is not None and "a &lt;bad&gt; file" in alert.text
+    LogNotifier().notify(alert)
+    assert "a <bad> file" in caplog.text and "wap ingest 's3://src/t/a&b`c.csv'" in caplog.text
+    assert "&lt;" not in caplog.text and "&amp;" not in caplog.text
+    workspace = Workspace(tmp_path / "alerts.jsonl")
+    posted = workspace.post("#wap-alerts", alert.text, [])
+    workspace.update("#wap-alerts", posted["ts"], alert.text + "\n\n>>> Retried by <@U0ALICE01>: invalid again", [])
+    monkeypatch.setenv("WAP_STACK_DIR", str(tmp_path))
+    assert main(["stack", "alerts"]) == 0
+    shown = capsys.readouterr().out
+    assert "(edited)" in shown and "a <bad> file. Fix: upload it again" in shown and "&lt;" not in shown
+    assert main(["stack", "alerts", "--json"]) == 0
+    assert "a &lt;bad&gt; file" in capsys.readouterr().out  # as Slack got it

@@ -16,7 +16,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 
 from wap_ingest.adapters.secrets import secret_from_parameter
 from wap_ingest.adapters.slack_blocks import blocks_for
-from wap_ingest.core.alerts import Alert, plain_text
+from wap_ingest.core.alerts import Alert, readable
 from wap_ingest.core.ports import Notifier
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,8 @@ class SlackNotifier(Notifier):
 
 
 class LogNotifier(Notifier):
-    """No Slack token configured: the alert goes to the log, in full."""
+    """No Slack token configured: the alert goes to the log, in full, as plain text (Slack's escaping undone)."""
 
     def notify(self, alert: Alert) -> bool:
-        log.warning("ALERT (no Slack configured) %s", plain_text(alert.text))
+        log.warning("ALERT (no Slack configured) %s", readable(alert.text))
         return True
