@@ -5,6 +5,7 @@ payloads read as actions, the settings, the queue message the function gets, and
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -172,9 +173,19 @@ def test_the_workspace_signs_as_slack_does(tmp_path: Path) -> None:
     assert verify(signed(body, secret=SIGNING_SECRET, at=int(time.time())), body, SIGNING_SECRET, now=time.time())
 
 
-def test_plain_text_readers_get_plain_text(tmp_path: Path, caplog: pytest.LogCaptureFixture,
-                                           capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_plain_text_readers_get_plain_text(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The log without Slack and `wap stack alerts` show an alert as a person reads it; Slack gets the escaped form."""
+    from wap_ingest.adapters import slack
     from wap_ingest.adapters.slack import LogNotifier
     from wap_ingest.core.alerts import alert_for_outcome
     from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject
@@ -184,9 +195,15 @@ def test_plain_text_readers_get_plain_text(tmp_path: Path, caplog: pytest.LogCap
                             message="a <bad> file. Fix: upload it again")
     alert = alert_for_outcome(outcome)
     assert alert is not None and "a &lt;bad&gt; file" in alert.text
-    LogNotifier().notify(alert)
-    assert "a <bad> file" in caplog.text and "wap ingest 's3://src/t/a&b`c.csv'" in caplog.text
-    assert "&lt;" not in caplog.text and "&amp;" not in caplog.text
+    kept = _Kept()  # on the adapter's own logger: the function's logging setup may stop it propagating
+    slack.log.addHandler(kept)
+    try:
+        LogNotifier().notify(alert)
+    finally:
+        slack.log.removeHandler(kept)
+    [line] = kept.lines
+    assert "a <bad> file" in line and "wap ingest 's3://src/t/a&b`c.csv'" in line
+    assert "&lt;" not in line and "&amp;" not in line
     workspace = Workspace(tmp_path / "alerts.jsonl")
     posted = workspace.post("#wap-alerts", alert.text, [])
     workspace.update("#wap-alerts", posted["ts"], alert.text + "\n\n>>> Retried by <@U0ALICE01>: invalid again", [])
