@@ -58,7 +58,7 @@ def test_discard_and_publish_after_review_from_the_channel_page(lake: Lake, loca
     shot = ARTIFACTS / "slack-channel.png"
     ARTIFACTS.mkdir(exist_ok=True)
     try:
-        with chromium(width=1200, height=1450) as page:
+        with chromium(width=1200, height=1750) as page:
             page.goto(f"{channel.url}/?user={ALICE}")
             page.wait_for(dropped, kept)
             decide(page, dropped, "Discard", "monday's export is cut short; the producer sends it again")
@@ -70,7 +70,8 @@ def test_discard_and_publish_after_review_from_the_channel_page(lake: Lake, loca
                    ARTIFACTS / "slack-form.png")
             text = page.wait_for("@bob published it after review: one null in my_col_1 is expected on tuesdays",
                                  timeout=240)
-            page.session.evaluate(f"{message_with(kept)}.scrollIntoView({{block: 'end'}})")  # the two, answered
+            page.session.evaluate(f"{message_with(dropped)}.scrollIntoView({{block: 'start'}}); "
+                                  "window.scrollBy(0, -80)")  # the two alerts, answered (the channel's bar too)
             page.screenshot(shot)
     except ChromiumMissingError as exc:
         pytest.fail(str(exc))
