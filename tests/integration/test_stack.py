@@ -62,6 +62,7 @@ ENV_KEYS = {
     "WAP_MAX_RECEIVES",
     "WAP_STACK_QUEUE_URL",
     "WAP_STACK_DLQ_URL",
+    "WAP_QUEUE_URL",  # the ingest queue under the function's own name (a function run from the image sees it too)
 }
 
 

@@ -251,7 +251,8 @@ def stack_environment(state: StackState) -> dict[str, str]:
     if state.max_receives:
         env["WAP_MAX_RECEIVES"] = str(state.max_receives)
     if state.queue_url and state.dead_letter_url:
-        env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url}
+        env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url,
+                "WAP_QUEUE_URL": state.queue_url}  # the ingest queue as the function knows it (Slack actions, redrive)
     if state.event_bus and state.downstream_queue_url:
         env |= {"WAP_EVENT_BUS": state.event_bus, "WAP_STACK_DOWNSTREAM_QUEUE_URL": state.downstream_queue_url}
     if state.emr_application_id and state.emr_role_arn:
