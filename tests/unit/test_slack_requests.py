@@ -108,12 +108,13 @@ def test_a_click_and_a_sent_form_read_as_actions() -> None:
         interaction_from(urlencode({"payload": json.dumps({"type": "block_actions"})}))
 
 
-def test_a_function_url_event_gives_the_raw_body() -> None:
+def test_a_http_api_event_gives_the_raw_body() -> None:
     import base64
 
-    event = {"headers": {"X-Slack-Signature": "v0=1"}, "body": base64.b64encode(b"payload=%7B%7D").decode(),
+    event = {"version": "2.0", "routeKey": "POST /slack/actions", "headers": {"X-Slack-Signature": "v0=1"},
+             "body": base64.b64encode(b"payload=%7B%7D").decode(),
              "isBase64Encoded": True, "requestContext": {"http": {"method": "post"}}}
-    request = HttpRequest.from_function_url(event)
+    request = HttpRequest.from_http_api(event)
     assert (request.method, request.body, request.headers) == ("POST", "payload=%7B%7D", {"x-slack-signature": "v0=1"})
 
 

@@ -49,8 +49,9 @@ class HttpRequest:
     body: str
 
     @classmethod
-    def from_function_url(cls, event: Mapping[str, Any]) -> HttpRequest:
-        """A Lambda function URL's event (payload format 2.0): the raw body, decoded if base64."""
+    def from_http_api(cls, event: Mapping[str, Any]) -> HttpRequest:
+        """An API Gateway HTTP API's Lambda event (payload format 2.0, as a function URL's): the raw body, decoded
+        if base64."""
         import base64
 
         body = event.get("body") or ""

@@ -12,7 +12,7 @@ process-wide Service (one engine and one set of clients per container, reused by
 | the maintenance schedule | `lambda_operations.on_schedule` |
 
 A Slack action in a batch is served by `lambda_slack.on_slack_action`. Slack's requests themselves reach another
-function, `slack_interactivity.handler` (a function URL), which verifies them and hands their work to this one
+function, `slack_interactivity.handler` (an HTTP API route), which verifies them and hands their work to this one
 through the ingest queue.
 An SQS message's failure is its own `batchItemFailures` entry and nothing else's; a direct invocation raises once
 every object was handled if any failed (lambda_objects.py says how).

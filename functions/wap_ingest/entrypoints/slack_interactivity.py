@@ -1,6 +1,6 @@
-"""The interactivity endpoint: `wap_ingest.entrypoints.slack_interactivity.handler`, its own small function behind a
-Lambda function URL (serverless.yml, `slack`), which Slack posts every click on an alert's button and every form sent
-to (the Slack app's Interactivity Request URL).
+"""The interactivity endpoint: `wap_ingest.entrypoints.slack_interactivity.handler`, its own small function behind an
+HTTP API route, `POST /slack/actions` (serverless.yml, `slack`), which Slack posts every click on an alert's button
+and every form sent to (the Slack app's Interactivity Request URL).
 
 Each request, in order (nothing is done for one that fails a step):
 1. verified: signed with the app's signing secret (from the secret store), signed less than five minutes ago, never
@@ -47,7 +47,7 @@ class Response:
     body: str = ""
     content_type: str = "text/plain; charset=utf-8"
 
-    def to_function_url(self) -> dict[str, Any]:
+    def to_http_api(self) -> dict[str, Any]:
         return {"statusCode": self.status, "headers": {"Content-Type": self.content_type}, "body": self.body}
 
 
@@ -134,9 +134,9 @@ def endpoint() -> Endpoint:
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """A Lambda function URL's event (payload format 2.0) -> the HTTP answer Slack gets."""
+    """An HTTP API's event (payload format 2.0) -> the HTTP answer Slack gets."""
     try:
-        return endpoint().serve(HttpRequest.from_function_url(event)).to_function_url()
+        return endpoint().serve(HttpRequest.from_http_api(event)).to_http_api()
     except WapError as exc:  # a setting or the secret store: the person's click fails visibly in Slack
         log.error("the interactivity endpoint cannot serve: %s", exc)
-        return Response(500, f"the endpoint cannot serve: {exc}").to_function_url()
+        return Response(500, f"the endpoint cannot serve: {exc}").to_http_api()

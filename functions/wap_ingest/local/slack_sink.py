@@ -7,9 +7,9 @@
   interactivity URL exactly as Slack posts it: form-encoded `payload=`, signed with the app's signing secret
   (local/slack_workspace.py). The page's own calls are `/ui/state`, `/ui/click`, `/ui/submit`, `/ui/close`.
 - Response URLs (`POST /response/<id>`): a click's private replies.
-- With `--endpoint`, the app's interactivity endpoint itself, as its Lambda function URL would serve it
-  (`POST /slack/actions`: the request as a function URL event to wap_ingest.entrypoints.slack_interactivity.handler,
-  in this process; the environment is the stack's).
+- With `--endpoint`, the app's interactivity endpoint itself, as its HTTP API route serves it in AWS
+  (`POST /slack/actions`: the request as the route's Lambda event, payload format 2.0, to
+  wap_ingest.entrypoints.slack_interactivity.handler, in this process; the environment is the stack's).
 `GET /messages` returns the channel as it reads now, `GET /ephemerals?user=` the private replies, `GET /sent` the
 last requests posted to the app (headers, body, its answer), `GET /health` answers 200. Loopback only.
 
@@ -41,7 +41,7 @@ __all__ = ["ENDPOINT_PATH", "HOST", "read_ephemerals", "read_messages", "serve"]
 HOST = "127.0.0.1"
 ENDPOINT_PATH = "/slack/actions"
 CHANNEL = "#wap-alerts"  # what the page shows (the stack's SLACK_CHANNEL)
-FunctionUrlHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+HttpApiHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -87,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length).decode("utf-8") if length else ""
         path = urlsplit(self.path).path.rstrip("/")
         if path == ENDPOINT_PATH and self.server.endpoint is not None:
-            self._function_url(raw)
+            self._http_api(raw)
         elif path.startswith("/ui/"):
             self._ui(path.removeprefix("/ui/"), json.loads(raw or "{}"))
         elif path.startswith("/response/"):
@@ -173,10 +173,11 @@ class _Handler(BaseHTTPRequestHandler):
             workspace.close(user)  # Slack closes the form when the app answers a submission with an empty 200
         self._reply(200, {"status": status, "body": answer, **({"errors": errors} if errors else {})})
 
-    def _function_url(self, raw: str) -> None:
-        """The interactivity endpoint, served as its Lambda function URL serves it (payload format 2.0)."""
+    def _http_api(self, raw: str) -> None:
+        """The interactivity endpoint, served as its HTTP API route serves it (payload format 2.0)."""
         assert self.server.endpoint is not None
-        event = {"version": "2.0", "rawPath": ENDPOINT_PATH, "body": raw, "isBase64Encoded": False,
+        event = {"version": "2.0", "routeKey": f"POST {ENDPOINT_PATH}", "rawPath": ENDPOINT_PATH, "rawQueryString": "",
+                 "body": raw, "isBase64Encoded": False,
                  "headers": {k.lower(): v for k, v in self.headers.items()},
                  "requestContext": {"http": {"method": "POST", "path": ENDPOINT_PATH,
                                              "sourceIp": self.client_address[0]}}}
@@ -199,7 +200,7 @@ def _form_errors(answer: str) -> dict[str, str] | None:
 class _SinkServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, port: int, record: Path, endpoint: FunctionUrlHandler | None = None) -> None:
+    def __init__(self, port: int, record: Path, endpoint: HttpApiHandler | None = None) -> None:
         super().__init__((HOST, port), _Handler)
         base = f"http://{HOST}:{self.server_address[1]}"
         self.workspace = Workspace(record, interactivity_url=f"{base}{ENDPOINT_PATH}" if endpoint else None,
@@ -207,7 +208,7 @@ class _SinkServer(ThreadingHTTPServer):
         self.endpoint = endpoint
 
 
-def serve(port: int, record: Path, endpoint: FunctionUrlHandler | None = None) -> None:
+def serve(port: int, record: Path, endpoint: HttpApiHandler | None = None) -> None:
     record.parent.mkdir(parents=True, exist_ok=True)
     record.touch()
     with _SinkServer(port, record, endpoint) as server:
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint", action="store_true",
                         help="serve the app's interactivity endpoint here too (needs the stack's environment)")
     args = parser.parse_args(argv)
-    endpoint: FunctionUrlHandler | None = None
+    endpoint: HttpApiHandler | None = None
     if args.endpoint:
         from wap_ingest.entrypoints.slack_interactivity import handler  # the app's side: only with --endpoint
 
