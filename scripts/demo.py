@@ -3,7 +3,9 @@
 Starts the stack if needed (moto S3/SQS, Nessie, the Lambda runtime under the emulator, the SQS worker,
 the Slack sink), drops one clean file and then one file with nulls into the source bucket with
 data_loader.py, waits for each outcome, and reports: the rows on `main`, the branch the bad file left
-open, and the alert the Slack sink received. The stack keeps running afterwards; `wap stack down` stops it.
+open, and the alert the Slack sink received, as a person reads it (plain text: Slack's escaped form goes to Slack
+only), with the address of the local channel page where its buttons work. The stack keeps running afterwards;
+`wap stack down` stops it.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def report(env: dict[str, str], state: Any) -> None:
     import requests
     from pyiceberg.catalog import load_catalog
 
+    from wap_ingest.core.alerts import readable
     from wap_ingest.local.slack_sink import read_messages
 
     nessie = env["NESSIE_ENDPOINT"]
@@ -92,10 +95,14 @@ def report(env: dict[str, str], state: Any) -> None:
     print("Open WAP branches (rejected files, kept for inspection):")
     for name in sorted(r["name"] for r in refs if r["name"].startswith("wap-")):
         print(f"  {name}")
+    print("\nThe tables (wap tables):", flush=True)
+    subprocess.run([str(BIN / "wap"), "tables"], env=env, check=False)
     messages = read_messages(state.state_dir / "alerts.jsonl")
     if messages:
         print(f"\nLatest alert received by the Slack sink ({messages[-1]['channel']}):")
-        print("  " + messages[-1]["text"].replace("\n", "\n  "))
+        print("  " + readable(messages[-1]["text"]).replace("\n", "\n  "))
+        print(f"\nAct on it where it arrives: http://127.0.0.1:{state.slack_port}/ (the local channel; as alice, "
+              "click Discard or Publish after review, give a reason; then: wap history customer_data_log)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Headless Chromium (Debian's `chromium` package) driven over the DevTools protocol: load a page, wait in real
 time until its text contains a marker (a Streamlit page renders after its script ran on the server), then read
-the page's text and HTML and take a screenshot. `websockets` comes with streamlit."""
+the page's text and HTML and take a screenshot (`render`); or use a page as a person does, clicking with the mouse
+and typing (`chromium`, `Page`). `websockets` comes with streamlit."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,10 +62,10 @@ class _Session:
         return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
 
 
-def render(url: str, *, markers: tuple[str, ...], screenshot: Path, timeout: float = 120.0, width: int = 1400,
-           height: int = 2400) -> Rendered:
-    """Load `url`, wait until the page's text contains every marker (TimeoutError with the text seen otherwise).
-    Components render lazily: give markers from the last parts of the page."""
+@contextlib.contextmanager
+def chromium(*, width: int = 1400, height: int = 2400) -> Iterator[Page]:
+    """A fresh headless Chromium (its own profile) with one page, driven over the DevTools protocol; the whole
+    browser (its process group) is stopped on exit."""
     # Chromium's helper processes may still write to the profile as it exits: the profile's removal is best effort
     with tempfile.TemporaryDirectory(prefix="chromium-", ignore_cleanup_errors=True) as profile:
         process = subprocess.Popen(
@@ -83,22 +85,7 @@ def render(url: str, *, markers: tuple[str, ...], screenshot: Path, timeout: flo
             [page] = [t for t in requests.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
                       if t["type"] == "page"]
             with connect(page["webSocketDebuggerUrl"], max_size=None) as socket:
-                session = _Session(socket)
-                started = time.monotonic()
-                session.call("Page.navigate", url=url)
-                text = ""
-                while missing := [m for m in markers if m not in text]:
-                    if time.monotonic() - started > timeout:
-                        raise TimeoutError(f"{missing} not on {url} after {timeout:.0f}s; it says: {text[-2000:]}")
-                    time.sleep(0.5)
-                    text = session.evaluate("document.body ? document.body.innerText : ''") or ""
-                seconds = time.monotonic() - started
-                time.sleep(1.0)  # let the chart finish drawing before the screenshot
-                text = session.evaluate("document.body.innerText") or ""
-                html = session.evaluate("document.documentElement.outerHTML") or ""
-                shot = session.call("Page.captureScreenshot", format="png")
-                screenshot.write_bytes(base64.b64decode(shot["data"]))
-                return Rendered(text, html, seconds)
+                yield Page(_Session(socket))
         finally:  # the whole process group: the browser and its helpers (renderer, GPU, crash handler)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
@@ -107,3 +94,65 @@ def render(url: str, *, markers: tuple[str, ...], screenshot: Path, timeout: flo
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
+
+
+class Page:
+    """One page, used as a person uses it: real mouse clicks at an element's place, real typing."""
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+
+    def goto(self, url: str) -> None:
+        self.session.call("Page.navigate", url=url)
+
+    def text(self) -> str:
+        return str(self.session.evaluate("document.body ? document.body.innerText : ''") or "")
+
+    def wait_for(self, *markers: str, timeout: float = 120.0, absent: tuple[str, ...] = ()) -> str:
+        """The page's text once it shows every marker and none of `absent` (TimeoutError with the text seen)."""
+        started, text = time.monotonic(), ""
+        while [m for m in markers if m not in text] or [a for a in absent if a in text]:
+            if time.monotonic() - started > timeout:
+                raise TimeoutError(f"{markers} (without {absent}) not on the page after {timeout:.0f}s; it says: "
+                                   f"{text[-3000:]}")
+            time.sleep(0.3)
+            text = self.text()
+        return text
+
+    def click(self, element: str) -> None:
+        """Click, with the mouse, the element a JavaScript expression finds (scrolled into view first)."""
+        box = self.session.evaluate(
+            f"(() => {{ const e = {element}; if (!e) return null; e.scrollIntoView({{block: 'center'}}); "
+            "const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        if not box:
+            raise LookupError(f"nothing on the page matches {element}")
+        x, y = box
+        self.session.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        for kind in ("mousePressed", "mouseReleased"):
+            self.session.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def type(self, text: str) -> None:
+        """Type into the focused element (as a keyboard's input method would)."""
+        self.session.call("Input.insertText", text=text)
+
+    def screenshot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self.session.call("Page.captureScreenshot", format="png")["data"]))
+
+
+def render(url: str, *, markers: tuple[str, ...], screenshot: Path, timeout: float = 120.0, width: int = 1400,
+           height: int = 2400) -> Rendered:
+    """Load `url`, wait until the page's text contains every marker (TimeoutError with the text seen otherwise).
+    Components render lazily: give markers from the last parts of the page."""
+    with chromium(width=width, height=height) as page:
+        started = time.monotonic()
+        page.goto(url)
+        try:
+            page.wait_for(*markers, timeout=timeout)
+        except TimeoutError as exc:
+            raise TimeoutError(f"on {url}: {exc}") from exc
+        seconds = time.monotonic() - started
+        time.sleep(1.0)  # let the chart finish drawing before the screenshot
+        text = page.text()
+        html = page.session.evaluate("document.documentElement.outerHTML") or ""
+        page.screenshot(screenshot)
+        return Rendered(text, html, seconds)

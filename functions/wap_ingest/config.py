@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.naming import identifier_from
 from wap_ingest.core.publish_requests import PRINCIPALS_VARIABLE, principals_from
+from wap_ingest.slack_config import SlackActionSettings, slack_actions_from
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -208,6 +209,7 @@ class Settings:
     retry_max_seconds: float = 900.0  # the longest a retry is delayed
     event_bus: str | None = None  # EventBridge bus (name or ARN) for downstream events; None: none are sent
     publish_principals: tuple[str, ...] = ()  # IAM role/user ARNs whose publish requests are served; (): none
+    slack_actions: SlackActionSettings | None = None  # acting on alerts from Slack; None: no signing secret set
 
     @property
     def nessie_api_v1(self) -> str:
@@ -292,6 +294,7 @@ class Settings:
             retry_max_seconds=_retry_max(env),
             event_bus=_event_bus(env),
             publish_principals=_publish_principals(env),
+            slack_actions=slack_actions_from(env),
         )
 
     def spark_jars(self) -> list[Path]:

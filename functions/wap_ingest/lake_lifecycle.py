@@ -4,7 +4,9 @@ created by setup_aws.py and applied by the local stack alike.
 - `wap-staging/`: the exact copies the EMR jobs read; the job removes its copy, the rule is the backstop (1 day);
 - `wap-requests/`: the answers to operators' publish requests, read once by the waiting `wap publish` (7 days);
 - `wap-reports/`: the audit reports of rejected runs (`wap show BRANCH`), kept as long as an open branch is
-  reviewed (90 days; `wap prune` discards older branches).
+  reviewed (90 days; `wap prune` discards older branches);
+- `wap-slack-requests/`: the requests from Slack already served (replay protection; a request older than five minutes
+  is refused anyway: 1 day).
 The bucket is versioned: noncurrent versions of those objects go after a day, incomplete uploads after a day.
 The warehouse (Iceberg's files, Nessie's business), the EMR records (`wap-emr/`, exactly once for large files) and the
 decision log (`wap-decisions/`) are never expired.
@@ -16,7 +18,7 @@ from typing import Any
 
 from wap_ingest.adapters.aws_errors import Failure, failure_of
 
-EXPIRY_DAYS = {"wap-staging/": 1, "wap-requests/": 7, "wap-reports/": 90}
+EXPIRY_DAYS = {"wap-staging/": 1, "wap-requests/": 7, "wap-reports/": 90, "wap-slack-requests/": 1}
 
 
 def lake_lifecycle_rules() -> list[dict[str, Any]]:

@@ -26,6 +26,13 @@ KNOWN_VARIABLES: dict[str, str] = {
     "SLACK_CHANNEL": "Slack channel for alerts, e.g. #data-alerts",
     "WAP_SLACK_TOKEN_PARAMETER": "SSM SecureString name or Secrets Manager ARN holding the Slack token",
     "WAP_SLACK_BASE_URL": "Slack API base URL (the local stack's sink); default: Slack",
+    "WAP_SLACK_SIGNING_SECRET_PARAMETER": "SSM SecureString name or Secrets Manager ARN holding the Slack app's "
+    "signing secret: requests to the interactivity endpoint are verified with it; unset: no actions from Slack",
+    "WAP_SLACK_SIGNING_SECRET": "the Slack signing secret itself, for local use (in AWS: the _PARAMETER)",
+    "WAP_SLACK_OPERATORS": "who may act on alerts from Slack: Slack user ids (U...) and user-group ids (S...), "
+    "comma-separated; anyone else is refused with the reason (empty: no one)",
+    "WAP_QUEUE_URL": "the ingest queue: the interactivity endpoint hands Slack actions to the function through it, "
+    "and dead letters are redriven to it (`wap dlq`, the alarm's Redrive button)",
     "WAP_MAX_RECEIVES": "the queue's maxReceiveCount: the last attempt alerts that the event goes to the DLQ",
     "WAP_SOURCE_BUCKETS": "more buckets (comma-separated) whose objects may be ingested besides SOURCE_BUCKET; an "
     "event or `wap ingest` naming any other bucket (and always the lake bucket) is refused, nothing read",

@@ -156,7 +156,10 @@ class Context:
             "EmrApplicationName": names.emr_application,
             "EmrJobRoleArn": account.role_arn(names.emr_job_role),
             "OperatorRoleArn": account.role_arn(names.operator_role),
+            "LambdaRoleArn": account.role_arn(names.lambda_role),
             "SlackTokenParameterArn": account.parameter_arn(names.slack_token_parameter),
+            "SlackSigningSecretParameterArn": account.parameter_arn(names.slack_signing_secret_parameter),
+            "SlackFunctionName": names.slack_function,
             "NessieClientSecretParameterArn": account.parameter_arn(names.nessie_client_secret_parameter),
             # infra/iam/operator-policy.json: the shared operator client's secret (infra/provision/auth.py stores it)
             "OperatorClientSecretParameterArn": account.parameter_arn(f"/{names.prefix}/nessie-operator-client-secret"),

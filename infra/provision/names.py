@@ -115,6 +115,15 @@ class ResourceNames:
         return f"/{self.prefix}/slack-token"
 
     @property
+    def slack_function(self) -> str:
+        """The interactivity endpoint's function (serverless.yml `slack`): Slack's clicks and forms."""
+        return f"{self.prefix}-slack-actions"
+
+    @property
+    def slack_signing_secret_parameter(self) -> str:
+        return f"/{self.prefix}/slack-signing-secret"
+
+    @property
     def nessie_client_secret_parameter(self) -> str:
         return f"/{self.prefix}/nessie-client-secret"
 

@@ -34,6 +34,7 @@ STEPS: tuple[Step, ...] = (
     Step("iam", roles.ensure_lambda_role, roles.remove_lambda_role),
     Step("iam", roles.ensure_operator_role, roles.remove_operator_role),
     Step("secrets", secrets.ensure_slack_token, secrets.remove_slack_token),
+    Step("secrets", secrets.ensure_slack_signing_secret, secrets.remove_slack_signing_secret),
     Step("nessie", auth.ensure_nessie_auth, auth.remove_nessie_auth),
     Step("nessie", nessie.ensure_nessie, nessie.remove_nessie),
 )

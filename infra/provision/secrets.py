@@ -8,6 +8,7 @@ from infra.provision.context import Client, Context, Outcome
 
 _KIND = "ssm parameter"
 SLACK_TOKEN_VARIABLE = "SLACK_TOKEN"
+SIGNING_SECRET_VARIABLE = "SLACK_SIGNING_SECRET"
 
 
 def get_secret(ssm: Client, name: str) -> str | None:
@@ -46,6 +47,23 @@ def ensure_slack_token(ctx: Context) -> Outcome:
     return ctx.report(
         Outcome.SKIPPED, _KIND, name, f"{SLACK_TOKEN_VARIABLE} is not set: alerts go to the log; export it and re-run"
     )
+
+
+def ensure_slack_signing_secret(ctx: Context) -> Outcome:
+    """The Slack app's signing secret (Basic Information > App Credentials): the interactivity endpoint verifies every
+    request with it."""
+    name = ctx.names.slack_signing_secret_parameter
+    secret = ctx.environ.get(SIGNING_SECRET_VARIABLE, "").strip()
+    if secret:
+        return put_secret(ctx, name, secret, "Slack app signing secret for wap-lake's interactivity endpoint")
+    if get_secret(ctx.clients("ssm"), name) is not None:
+        return ctx.report(Outcome.UNCHANGED, _KIND, name, f"{SIGNING_SECRET_VARIABLE} unset: kept the stored secret")
+    return ctx.report(Outcome.SKIPPED, _KIND, name, f"{SIGNING_SECRET_VARIABLE} is not set: the alerts' buttons are "
+                      "refused (nothing can verify them); export it and re-run (docs/deploy.md)")
+
+
+def remove_slack_signing_secret(ctx: Context) -> Outcome:
+    return remove_parameter(ctx, ctx.names.slack_signing_secret_parameter)
 
 
 def remove_parameter(ctx: Context, name: str) -> Outcome:

@@ -312,7 +312,8 @@ def assert_created(moto_url: str, names: ResourceNames, state: dict[str, Any]) -
     # under the IAM user's own name
     deny = _statements(json.loads(queue["Policy"]))["NobodyElseSends"]
     assert deny["Effect"] == "Deny" and deny["Action"] == "sqs:SendMessage"
-    assert deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == ACCOUNT.role_arn(names.operator_role)
+    assert deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == [ACCOUNT.role_arn(names.operator_role),
+                                                                     ACCOUNT.role_arn(names.lambda_role)]
     operator = state["roles"][names.operator_role]
     assert operator is not None and operator["attached"] == []
     assert operator["trust"]["Statement"][0]["Condition"] == {"StringEquals": {"sts:RoleSessionName":

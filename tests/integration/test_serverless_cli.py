@@ -102,9 +102,22 @@ def test_serverless_package_compiles_the_function_and_its_queue_trigger(serverle
     assert result.returncode == 0, result.stdout + result.stderr
     template = json.loads((out / "cloudformation-template-update-stack.json").read_text())
     resources = template["Resources"]
-    [function] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    functions = {r["Properties"]["FunctionName"]: r["Properties"] for r in resources.values()
+                 if r["Type"] == "AWS::Lambda::Function"}
+    assert set(functions) == {"wap-ingest", "wap-slack-actions"}
+    function, slack = functions["wap-ingest"], functions["wap-slack-actions"]
     [mapping] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert function["PackageType"] == "Image" and function["Code"]["ImageUri"] == DIGEST_URI
+    # the interactivity endpoint: the same image, its own handler, behind the HTTP API route Slack posts to
+    assert slack["Code"]["ImageUri"] == DIGEST_URI
+    assert slack["ImageConfig"]["Command"] == ["wap_ingest.entrypoints.slack_interactivity.handler"]
+    [route] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Route"]
+    assert route["RouteKey"] == "POST /slack/actions" and route.get("AuthorizationType", "NONE") == "NONE"
+    [permission] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Permission"
+                    and "execute-api" in json.dumps(r["Properties"].get("SourceArn"))]
+    assert "SlackLambdaFunction" in json.dumps(permission["FunctionName"])  # only the API invokes the endpoint
+    assert slack["Environment"]["Variables"]["WAP_SLACK_SIGNING_SECRET_PARAMETER"] == "/wap/slack-signing-secret"
+    assert "WAP_SLACK_SIGNING_SECRET" not in slack["Environment"]["Variables"]  # the secret itself: never
     assert (function["MemorySize"], function["Timeout"], function["EphemeralStorage"]["Size"]) == (4096, 900, 4096)
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BatchSize"] == 100 and mapping["MaximumBatchingWindowInSeconds"] == 1

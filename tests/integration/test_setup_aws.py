@@ -156,6 +156,22 @@ def test_without_slack_token_the_parameter_is_skipped(moto_url: str) -> None:
     assert run(moto_url, names, "-v", "delete", "--skip", "nessie").code == 0
 
 
+def test_the_slack_signing_secret_is_stored_as_a_secure_string_and_never_printed(moto_url: str) -> None:
+    names = names_for("signing")
+    secret = "0123456789abcdef0123456789abcdef"
+
+    skipped = run(moto_url, names, "-v", "create", "--skip", "nessie")
+    assert f"skipped       ssm parameter {names.slack_signing_secret_parameter} (SLACK_SIGNING_SECRET is not set" \
+        in skipped.out
+    result = run(moto_url, names, "-v", "create", "--skip", "nessie", environ={"SLACK_SIGNING_SECRET": secret})
+
+    assert result.code == 0 and secret not in result.out
+    stored = client(moto_url, "ssm").get_parameter(Name=names.slack_signing_secret_parameter, WithDecryption=True)
+    assert (stored["Parameter"]["Type"], stored["Parameter"]["Value"]) == ("SecureString", secret)
+    assert run(moto_url, names, "-v", "delete", "--skip", "nessie").code == 0
+    assert _parameter(moto_url, names.slack_signing_secret_parameter) is None
+
+
 def test_names_with_underscores_are_refused(moto_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["-v=create", "-n=nessie_wap", "--source-bucket", "a-src", "--lake-bucket", "a-lake",
             "--endpoint-url", moto_url]

@@ -58,9 +58,12 @@ ENV_KEYS = {
     "WAP_SLACK_BASE_URL",
     "SLACK_TOKEN",
     "SLACK_CHANNEL",
+    "WAP_SLACK_SIGNING_SECRET_PARAMETER",  # acting on alerts from the channel page: the local app's secret (in SSM)
+    "WAP_SLACK_OPERATORS",  # and who may act
     "WAP_MAX_RECEIVES",
     "WAP_STACK_QUEUE_URL",
     "WAP_STACK_DLQ_URL",
+    "WAP_QUEUE_URL",  # the ingest queue under the function's own name (a function run from the image sees it too)
 }
 
 
@@ -145,6 +148,8 @@ def test_up_reports_start_up_times_urls_logs_and_the_env_hint(running: Running) 
     assert f"Local stack up in {total:.1f} s" in out
     assert str(running.config.logs_dir) in out
     assert 'eval "$(wap stack env)"' in out
+    assert f"the channel, as a person uses it: http://127.0.0.1:{state.slack_port}/ " in out  # the local Slack page
+    assert f"interactivity endpoint http://127.0.0.1:{state.slack_port}/slack/actions" in out
     recorded = json.loads(running.config.state_file.read_text())
     assert recorded["moto_pid"] == state.moto_pid and recorded["nessie_pid"] == state.nessie_pid
     assert recorded["source_bucket"] == "source" and recorded["lake_bucket"] == "lake"

@@ -36,7 +36,7 @@ RUNTIME = {"pyspark", "py4j", "pyarrow", "boto3", "pynessie", "aws-lambda-powert
 # Allow statements whose Resource has a wildcard, each with the reason it cannot be narrower.
 # (A bare "*" is never allowed.)
 JUSTIFIED_WILDCARDS = {
-    "WriteOwnLogs": "log streams of the function's own log group (stream names are made by Lambda)",
+    "WriteOwnLogs": "log streams of the two functions' own log groups (stream names are made by Lambda)",
     "ReadSourceObjects": "objects of the source bucket (any key may land there)",
     "ReadWriteLakeWarehouse": "objects under the lake bucket's warehouse/ prefix only",
     "FollowLargeFileJobs": "job runs of our EMR application (run ids are made by EMR)",
@@ -50,6 +50,8 @@ JUSTIFIED_WILDCARDS = {
     "AnswerPublishRequests": "claims and answers under the lake bucket's wap-requests/ prefix only (keys are "
     "request ids)",
     "ReadPublishAnswers": "the answers under the lake bucket's wap-requests/ prefix only (keys are request ids)",
+    "RememberSlackRequests": "records under the lake bucket's wap-slack-requests/ prefix only (keys are digests of "
+    "the requests' signatures)",
     "ReadDecisionLog": "the decision log under the lake bucket's wap-decisions/ prefix only (read, never written)",
     "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to our two parameters",
@@ -300,15 +302,17 @@ def test_allow_statements_have_no_star_resource_and_every_wildcard_is_justified(
 
 
 def test_only_the_operator_role_and_the_source_buckets_notifications_may_send_to_the_ingest_queue() -> None:
-    """The queue policy denies sqs:SendMessage to every principal but the operator role and AWS services (S3's
-    notifications, which the Allow statement limits to the source bucket): a publish request comes from the
-    operator role, whatever a person's own policies allow. The function serves that role's requests."""
+    """The queue policy denies sqs:SendMessage to every principal but the operator role, the functions' role (the
+    Slack endpoint hands clicks to the function through the queue, a Redrive sends dead letters back) and AWS
+    services (S3's notifications, which the Allow statement limits to the source bucket): a publish request comes
+    from the operator role, whatever a person's own policies allow. The function serves that role's requests."""
     ctx = fake_context()
     statements = {s["Sid"]: s for s in dict(policies())["ingest-queue-policy.json"]["Statement"]}
     deny = statements["NobodyElseSends"]
     assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", "*", "sqs:SendMessage")
     assert deny["Resource"] == ctx.account.queue_arn(ctx.names.queue)
-    assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": ctx.account.role_arn("wap-operator")},
+    assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": [ctx.account.role_arn("wap-operator"),
+                                                                       ctx.account.role_arn("wap-lambda-exec")]},
                                  "BoolIfExists": {"aws:PrincipalIsAWSService": "false"}}
     assert statements["SourceBucketSendsObjectCreatedEvents"]["Principal"] == {"Service": "s3.amazonaws.com"}
     operator = {s["Sid"]: s for s in dict(policies())["operator-policy.json"]["Statement"]}

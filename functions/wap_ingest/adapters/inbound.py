@@ -10,9 +10,10 @@
 | anything else | `UnreadableEventError` (the invocation fails) |
 
 An SQS message carries `ObjectVersions` (its body is an S3 or EventBridge notification; S3's test event announces
-none), a `PublishRequest` (an operator's `wap publish`, `{"kind": "wap.publish-request"}`), or, when it is none of
-these or not even JSON, `Unreadable`: that message's own failure, decided here once, never the batch's. Each body is
-parsed once and its kind read from its shape.
+none), a `PublishRequest` (an operator's `wap publish`, `{"kind": "wap.publish-request"}`), a `SignedRequest` (an
+action asked from an alert in Slack, handed over by the interactivity endpoint, `{"kind": "wap.slack-action"}`), or,
+when it is none of these or not even JSON, `Unreadable`: that message's own failure, decided here once, never the
+batch's. Each body is parsed once and its kind read from its shape.
 
 Each object version travels with its delivery (`core.ingest.Delivery`): the SQS receive count as the attempt, the
 queue's maxReceiveCount, and a correlation id (the SQS message id, or the invocation's request id, and the key)
@@ -40,6 +41,8 @@ from wap_ingest.adapters.events import (
     objects_from_notification,
     unique_objects,
 )
+from wap_ingest.adapters.slack_requests import KIND as SLACK_ACTION
+from wap_ingest.adapters.slack_requests import SignedRequest
 from wap_ingest.core.dead_letters import QueueAlarm
 from wap_ingest.core.errors import BadInputError
 from wap_ingest.core.ingest import Delivery, Item
@@ -82,7 +85,7 @@ class SqsMessage:
     queue_arn: str
     receipt_handle: str
     delivery: Delivery  # attempt: the receive count; max_attempts: the queue's maxReceiveCount
-    request: ObjectVersions | PublishRequest | Unreadable
+    request: ObjectVersions | PublishRequest | SignedRequest | Unreadable
 
     @property
     def receive_count(self) -> int:
@@ -141,7 +144,7 @@ def message_from(record: SQSRecord, max_receives: int | None) -> SqsMessage:
     """One SQS message read once: its objects, its publish request, or why it cannot be read (whatever the body
     holds, reading it never raises: a message no reader foresaw is that message's failure)."""
     delivery = Delivery(_receive_count(record), max_receives)
-    request: ObjectVersions | PublishRequest | Unreadable
+    request: ObjectVersions | PublishRequest | SignedRequest | Unreadable
     try:
         request = _request_in(record.body, record.message_id, delivery)
     except BadInputError as exc:
@@ -156,8 +159,10 @@ def correlation_id_for(origin: str, source: SourceObject) -> str:
     return f"{origin}:{source.key}"
 
 
-def _request_in(body: str, message_id: str, delivery: Delivery) -> ObjectVersions | PublishRequest:
+def _request_in(body: str, message_id: str, delivery: Delivery) -> ObjectVersions | PublishRequest | SignedRequest:
     payload = json_object(body)
+    if payload.get("kind") == SLACK_ACTION:
+        return SignedRequest.from_message(payload)  # one without its signature raises BadInputError
     if payload.get("kind") == PUBLISH_REQUEST:
         request = PublishRequest.from_body(body)  # a malformed one raises BadInputError
         if request is not None:

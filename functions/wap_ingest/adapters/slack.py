@@ -1,4 +1,5 @@
-"""Notifiers: SlackNotifier (slack-sdk WebClient) and LogNotifier (no token configured).
+"""Notifiers: SlackNotifier (slack-sdk WebClient; the blocks, buttons included, from adapters/slack_blocks.py) and
+LogNotifier (no token configured: the alert's plain text, its actions as the commands it lists).
 
 A Slack outage never blocks publishing: delivery errors are logged and `notify` returns False.
 The token is never logged: only the channel and Slack's error code are.
@@ -14,12 +15,13 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from wap_ingest.adapters.secrets import secret_from_parameter
-from wap_ingest.core.alerts import Alert, plain_text
+from wap_ingest.adapters.slack_blocks import blocks_for
+from wap_ingest.core.alerts import Alert, readable
 from wap_ingest.core.ports import Notifier
 
 log = logging.getLogger(__name__)
 
-_TEXT_LIMIT = 2900  # Slack's section text limit is 3000 characters
+__all__ = ["LogNotifier", "SlackNotifier", "blocks_for", "slack_client_for", "token_from_parameter"]
 
 
 def slack_client_for(token: str, base_url: str | None, timeout: float) -> WebClient:
@@ -35,27 +37,6 @@ def token_from_parameter(name: str, *, ssm: Any = None, secrets: Any = None, tim
     """Read the token from SSM Parameter Store (a name) or Secrets Manager (an ARN of a secret)."""
     return secret_from_parameter(name, variable="WAP_SLACK_TOKEN_PARAMETER", what="the Slack token", ssm=ssm,
                                  secrets=secrets, timeout=timeout)
-
-
-def blocks_for(alert: Alert) -> list[dict[str, Any]]:
-    """The alert's values are already escaped for mrkdwn by the core (core/alerts.py `mrkdwn_escape`)."""
-    blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": alert.title[:150], "emoji": True}},
-        {"type": "section", "text": {"type": "mrkdwn", "text": alert.summary[:_TEXT_LIMIT]}},
-    ]
-    if alert.fields:
-        blocks.append({
-            "type": "section",
-            "fields": [{"type": "mrkdwn", "text": f"*{name}*\n`{value}`"[:2000]} for name, value in alert.fields[:10]],
-        })
-    if alert.details:
-        body = "\n".join(alert.details)
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"```{body[:_TEXT_LIMIT]}```"}})
-    if alert.commands:
-        # a code block, not an inline span: the SQL command holds its own backticks (`name@branch`)
-        body = "\n".join(f"*{label}:*\n```{command}```" for label, command in alert.commands)
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body[:_TEXT_LIMIT]}})
-    return blocks
 
 
 class SlackNotifier(Notifier):
@@ -77,8 +58,8 @@ class SlackNotifier(Notifier):
 
 
 class LogNotifier(Notifier):
-    """No Slack token configured: the alert goes to the log, in full."""
+    """No Slack token configured: the alert goes to the log, in full, as plain text (Slack's escaping undone)."""
 
     def notify(self, alert: Alert) -> bool:
-        log.warning("ALERT (no Slack configured) %s", plain_text(alert.text))
+        log.warning("ALERT (no Slack configured) %s", readable(alert.text))
         return True

@@ -36,6 +36,7 @@ from wap_ingest.core.dry_run import DryRun, audit_branch, audit_without_publishi
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
 from wap_ingest.core.job_sweep import SweepReport
+from wap_ingest.core.interactions import Answer, Asked, UseCases, answer, decided_by
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import AuditReport, IngestOutcome, JobRun, SourceObject, TableRef
@@ -56,6 +57,7 @@ from wap_ingest.core.review import (
 from wap_ingest.emr_request import maintenance_request_for
 
 from . import builders
+from .slack import SlackActions
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +281,26 @@ class Service:
             allowed=self.settings.publish_principals, now=time.time(),
             queue=queue_name_of(queue_arn) if queue_arn else None, describe=requesters.actor,
             publish=lambda req, actor: self.publish(req.branch, reason=req.reason, actor=actor, reaudit=req.reaudit))
+
+    @cached_property
+    def slack(self) -> SlackActions:
+        """Acting on alerts from Slack: the endpoint's verification and the replies (bootstrap/slack.py)."""
+        return SlackActions(self.settings, lambda: self.s3, lambda: builders.boto3_client("sqs", self.settings))
+
+    def act(self, asked: Asked) -> Answer:
+        """An action asked from an alert in Slack, run with the use cases the `wap` commands run (core.interactions)."""
+        slack = self.slack
+        return answer(asked, UseCases(
+            publish=lambda branch, reason, actor, reaudit: self.publish(branch, reason=reason, actor=actor,
+                                                                        reaudit=reaudit),
+            discard=lambda branch, reason, actor: self.discard(branch, reason=reason, actor=actor),
+            report=self.reports.load,
+            retry=lambda source: self.check().ingest(source),
+            dead_letters=lambda queue: [f"{m.message_id}  received {m.receive_count}x  "
+                                        f"{', '.join(m.objects) or m.body[:120]}"
+                                        for m in slack.dead_letters(queue).peek()],
+            redrive=lambda queue: len(slack.dead_letters(queue).redrive()),
+            decided=lambda branch: decided_by(self.catalog, self.decisions, branch, main=self.settings.main_branch)))
 
     def history(self, table: TableRef, limit: int = 100) -> list[HistoryEntry]:
         return history_for(self.catalog, self.decisions, table, main=self.settings.main_branch, limit=limit)

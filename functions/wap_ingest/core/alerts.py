@@ -7,7 +7,13 @@ expected values, a sample's columns and values, an alarm's reason, an actor) goe
 and `>` become `&amp;`, `&lt;`, `&gt;` (Slack's rule: https://api.slack.com/reference/surfaces/formatting#escaping),
 so `<!channel>`, `<@U123>` or `<https://x|click>` in a key arrive as inert text, and a backtick becomes U+02CB MODIFIER
 LETTER GRAVE ACCENT, which looks alike but cannot open or close a code span or block. The alert's own structure
-(its code spans, `:emoji:`) is left as it is. `plain_text` undoes the entities for a log line (not the backticks).
+(its code spans, `:emoji:`) is left as it is. `plain_text` undoes the entities for a log line (not the backticks);
+`readable` is the text for people outside Slack (a terminal, the demo): the entities and the backtick look-alike undone.
+
+An alert may offer actions (`Action`: plain data, no SDK): a rejected file's branch can be shown, re-audited and
+published, published after review or discarded; an INVALID file retried; the dead-letter queue shown or redriven. The
+Slack adapter renders them as buttons (each decision opening a form that asks for the reason); every other reader
+gets the same choices as the commands in the alert's text.
 """
 
 from __future__ import annotations
@@ -48,6 +54,11 @@ def plain_text(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
+def readable(text: str) -> str:
+    """An alert's text for a person outside Slack: `plain_text`, and the backtick look-alike back to a backtick."""
+    return plain_text(text).replace(GRAVE_STAND_IN, "`")
+
+
 class AlertKind(enum.StrEnum):
     REJECTED = "rejected"  # the audit failed: a data problem, the branch is open
     WARNED = "warned"  # published, but checks of severity `warn` failed: worth a look
@@ -55,6 +66,36 @@ class AlertKind(enum.StrEnum):
     INVALID = "invalid"  # the file cannot be ingested as it is: a data problem, nothing was written
     INFRASTRUCTURE = "infrastructure"  # a component failed: not a data problem
     MAINTENANCE = "maintenance"  # an operator's bulk action (pruning old branches)
+
+
+class ActionKind(enum.StrEnum):
+    """What a person can do from an alert. The values are stable: they travel in Slack's buttons."""
+
+    SHOW_ROWS = "show_rows"  # the stored report's failing checks and sample rows, to the person who asked
+    REAUDIT_PUBLISH = "reaudit_publish"  # re-audit the branch's new rows with the current suite; merge if they pass
+    PUBLISH_REVIEWED = "publish_reviewed"  # merge the branch as it is (the override is recorded)
+    DISCARD = "discard"  # delete the branch (the decision is recorded)
+    RETRY = "retry"  # ingest the object's current version again
+    SHOW_DEAD_LETTERS = "show_dead_letters"  # list the dead-letter queue's messages
+    REDRIVE = "redrive"  # send them back to the ingest queue
+
+    @property
+    def asks_reason(self) -> bool:
+        """A decision on a branch: the person says why, and it is recorded with their name."""
+        return self in (ActionKind.REAUDIT_PUBLISH, ActionKind.PUBLISH_REVIEWED, ActionKind.DISCARD)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One choice an alert offers. `target`: the branch, the object's s3:// URI or the dead-letter queue's name (a
+    raw value: the adapter escapes or encodes it). `style`: "primary", "danger" or None. `confirm`: a question to
+    answer before it runs (for an action that asks no reason)."""
+
+    kind: ActionKind
+    label: str
+    target: str
+    style: str | None = None
+    confirm: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +106,7 @@ class Alert:
     fields: tuple[tuple[str, str], ...]
     details: tuple[str, ...] = ()
     commands: tuple[tuple[str, str], ...] = ()
+    actions: tuple[Action, ...] = ()
 
     @property
     def text(self) -> str:
@@ -84,6 +126,17 @@ def branch_commands(branch: str, table: str) -> tuple[tuple[str, str], ...]:
         ("Publish after review", f"wap publish {quoted} --no-reaudit --reason '<why it is fine>'"),
         ("Re-audit and publish (after fixing the audit suite)", f"wap publish {quoted} --reason '<what was fixed>'"),
         ("Discard", f"wap discard {quoted} --reason '<why>'"),
+    )
+
+
+def branch_actions(branch: str, *, report: bool = True) -> tuple[Action, ...]:
+    """A kept branch's choices: see its rows (when a report was stored), the two ways to publish it, discard it."""
+    shown = (Action(ActionKind.SHOW_ROWS, "Show rows", branch),) if report else ()
+    return (
+        *shown,
+        Action(ActionKind.REAUDIT_PUBLISH, "Re-audit and publish", branch),
+        Action(ActionKind.PUBLISH_REVIEWED, "Publish after review", branch, style="primary"),
+        Action(ActionKind.DISCARD, "Discard", branch, style="danger"),
     )
 
 
@@ -142,6 +195,7 @@ def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None)
                     ("Failed checks", str(len(failures))), *_correlation(correlation_id)),
             details=report_lines(outcome.report),
             commands=_slack_commands(outcome.branch, outcome.table or "?"),
+            actions=branch_actions(outcome.branch),
         )
     if outcome.status is OutcomeStatus.PUBLISHED and outcome.quarantined is not None:
         moved, table = outcome.quarantined, mrkdwn_escape(outcome.table or "?")
@@ -168,19 +222,32 @@ def alert_for_outcome(outcome: IngestOutcome, correlation_id: str | None = None)
             details=report_lines(outcome.report),
         )
     if outcome.status is OutcomeStatus.INVALID:
-        details: tuple[str, ...] = (mrkdwn_escape(outcome.message),)
-        if outcome.report is not None:
-            details += report_lines(outcome.report)
-        return Alert(
-            kind=AlertKind.INVALID,
-            title=f":no_entry: WAP could not ingest {mrkdwn_escape(outcome.source.uri)}",
-            summary="The file cannot be ingested as it is; nothing was written to the lake.",
-            fields=(("Table", mrkdwn_escape(outcome.table or "(none: the key did not name one)")),
-                    ("Object", mrkdwn_escape(outcome.source.uri)),
-                    *_correlation(correlation_id)),
-            details=details,
-        )
+        return _invalid(outcome, correlation_id)
     return None
+
+
+def _invalid(outcome: IngestOutcome, correlation_id: str | None) -> Alert:
+    """The error and its fix (the message names both). A retry can help only a file routed to a table: once the file
+    is uploaded again (to a bucket that is not notified) or the table or its suite changed; a key that names no table
+    fails again as it is."""
+    details: tuple[str, ...] = (mrkdwn_escape(outcome.message),)
+    if outcome.report is not None:
+        details += report_lines(outcome.report)
+    retry = outcome.table is not None and bool(outcome.source.key)
+    uri = outcome.source.uri
+    return Alert(
+        kind=AlertKind.INVALID,
+        title=f":no_entry: WAP could not ingest {mrkdwn_escape(uri)}",
+        summary="The file cannot be ingested as it is; nothing was written to the lake."
+        + (" Once it is fixed (uploaded again, or its table changed), retry it." if retry else ""),
+        fields=(("Table", mrkdwn_escape(outcome.table or "(none: the key did not name one)")),
+                ("Object", mrkdwn_escape(uri)),
+                *_correlation(correlation_id)),
+        details=details,
+        commands=(("Retry", _escape_entities(f"wap ingest {shlex.quote(uri.replace('`', GRAVE_STAND_IN))}")),)
+        if retry else (),
+        actions=(Action(ActionKind.RETRY, "Retry", uri),) if retry else (),
+    )
 
 
 def _load_rejected(outcome: IngestOutcome, correlation_id: str | None) -> Alert:
@@ -199,6 +266,7 @@ def _load_rejected(outcome: IngestOutcome, correlation_id: str | None) -> Alert:
                 ("Branch", mrkdwn_escape(outcome.branch or "?")), ("Rows", str(outcome.rows)),
                 *_correlation(correlation_id)),
         details=tuple(lines),
+        actions=branch_actions(outcome.branch, report=False) if outcome.branch else (),
     )
 
 

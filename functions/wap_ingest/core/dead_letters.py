@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .alerts import Alert, AlertKind, mrkdwn_escape
+from .alerts import Action, ActionKind, Alert, AlertKind, mrkdwn_escape
 
 
 @dataclass(frozen=True)
@@ -35,4 +35,10 @@ def alert_for_alarm(alarm: QueueAlarm) -> Alert | None:
         fields=(("Alarm", name), ("Queue", queue), ("Since", since)),
         details=(mrkdwn_escape(alarm.reason),),
         commands=(("See them", "wap dlq list"), ("Replay them (after the fix)", "wap dlq redrive")),
+        actions=() if not alarm.queue else (
+            Action(ActionKind.SHOW_DEAD_LETTERS, "Show", alarm.queue),
+            Action(ActionKind.REDRIVE, "Redrive", alarm.queue, style="primary",
+                   confirm="Send every message of the dead-letter queue back to the ingest queue? Do it once the "
+                           "cause is fixed: published objects come out as duplicates."),
+        ),
     )

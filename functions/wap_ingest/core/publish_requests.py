@@ -18,7 +18,8 @@ The message carries no credential. What it carries:
   never leaves the operator's machine; the signed request can do nothing but ask STS who signed it, for at most
   15 minutes (STS's own limit), and only for this request.
 Who may send to the queue at all is the queue policy's business (infra/iam/ingest-queue-policy.json: the operator
-role and the source bucket's notifications only); the service checks the signer against WAP_PUBLISH_PRINCIPALS.
+role, the functions' own role and the source bucket's notifications only); the service checks the signer against
+WAP_PUBLISH_PRINCIPALS.
 
 A request is used once and expires: the first message that names a request id claims it (`RequestLedger.claim`,
 an S3 object written with If-None-Match); another message with that id (a replay, a redrive, an altered copy) is

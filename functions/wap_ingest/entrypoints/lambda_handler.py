@@ -5,12 +5,15 @@ process-wide Service (one engine and one set of clients per container, reused by
 
 | request | handler |
 |---|---|
-| an SQS batch (files, publish requests, unreadable messages) | `lambda_objects.on_messages` (Powertools' batches) |
+| an SQS batch (files, publish requests, Slack actions, unreadable messages) | `lambda_objects.on_messages` |
 | a direct S3 or EventBridge event | `lambda_objects.on_objects` |
 | the dead-letter queue's alarm (SNS) | `lambda_operations.on_alarms` |
 | a large file's EMR run that ended | `lambda_operations.on_job_state` |
 | the maintenance schedule | `lambda_operations.on_schedule` |
 
+A Slack action in a batch is served by `lambda_slack.on_slack_action`. Slack's requests themselves reach another
+function, `slack_interactivity.handler` (an HTTP API route), which verifies them and hands their work to this one
+through the ingest queue.
 An SQS message's failure is its own `batchItemFailures` entry and nothing else's; a direct invocation raises once
 every object was handled if any failed (lambda_objects.py says how).
 Every object gets a correlation id (the SQS message id, or the request id, and the key) on every log line about it

@@ -12,6 +12,7 @@ An SQS batch, in four steps:
      if any of them failed or was deferred, it raises `MessageFailedError` (a message is consumed only when all
      its objects are: its published ones are duplicates when it comes back);
    - a publish request: answered (`Service.answer`); an infrastructure failure raises;
+   - an action asked from an alert in Slack: verified again and run (`lambda_slack.on_slack_action`);
    - unreadable: alerted on its first and last attempt, and raises.
    The processor turns each raise, expected or not, into that message's `batchItemFailures` entry, and nothing
    else's. It is built with `raise_on_entire_batch_failure=False`: when every message failed, the event source
@@ -33,6 +34,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from wap_ingest.adapters.events import UnreadableEventError
 from wap_ingest.adapters.inbound import ObjectVersions, SqsBatch, SqsMessage, Unreadable
+from wap_ingest.adapters.slack_requests import SignedRequest
 from wap_ingest.bootstrap import Service
 from wap_ingest.config import Settings
 from wap_ingest.core.alerts import alert_for_unreadable_event
@@ -43,6 +45,7 @@ from wap_ingest.core.pipeline import Result
 from wap_ingest.core.publish_requests import PublishRequest
 from wap_ingest.entrypoints.lambda_observability import correlation, logger, metrics
 from wap_ingest.entrypoints.lambda_operations import on_publish_request
+from wap_ingest.entrypoints.lambda_slack import on_slack_action
 
 
 class MessageFailedError(WapError):
@@ -94,6 +97,8 @@ class _Messages:
                 _refuse(self.svc, message, request.reason)
             elif isinstance(request, PublishRequest):
                 self.answers.append(on_publish_request(self.svc, request, message.message_id, message.queue_arn))
+            elif isinstance(request, SignedRequest):
+                self.answers.append(on_slack_action(self.svc, request, message.message_id))
             else:
                 self._settle(message)
         except WapError:

@@ -8,6 +8,7 @@
      with WAP_PUBLISH_QUEUE_URL set (an operator under the catalog's roles): the service does it on request
   wap discard BRANCH --reason '...' [--json]   delete it; the decision is recorded in the lake bucket
   wap history TABLE [--json]                   publications and discard decisions, newest first
+  wap tables [--json]                          every table: rows on main, last load, open branches, quarantined
   wap schema COMMAND                           the JSON Schema of a command's --json output
   wap dashboard [--port 8501]                  the quality dashboard (Streamlit) on 127.0.0.1
 
@@ -37,6 +38,7 @@ from wap_ingest.entrypoints.audit_cli import audit_report_lines
 from wap_ingest.entrypoints.publish_cli import answer_text, ask_service, publish_queue_url
 
 from .foreground import run_in_foreground
+from . import tables_cli
 from .ops_schema import SCHEMA_VERSION, SCHEMAS
 
 
@@ -254,6 +256,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tables_cli.register(sub)
     history = sub.add_parser("history", help="what was published to a table: objects, rows, time, decisions")
     history.add_argument("table", help="<table> or <namespace>.<table>")
     history.add_argument("--limit", type=int, default=100)

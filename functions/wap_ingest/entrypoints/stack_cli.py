@@ -12,6 +12,7 @@ import shlex
 import sys
 
 from wap_ingest.catalog_authz import OPERATOR, ROLES
+from wap_ingest.core.alerts import readable
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_ingest.local.auth import auth_enabled, role_environment
@@ -19,7 +20,7 @@ from wap_ingest.local.aws_roles import PEOPLE, role_credentials
 from wap_ingest.local.iam import OPERATOR as IAM_OPERATOR
 from wap_ingest.local.iam import iam_enabled, principal_environment
 from wap_ingest.local.image import DEFAULT_IMAGE
-from wap_ingest.local.slack_sink import read_messages
+from wap_ingest.local.slack_sink import ENDPOINT_PATH, read_messages
 from wap_ingest.local.stack import (
     LABELS,
     MOTO,
@@ -81,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     env.add_argument("--role", choices=ROLES, default=None,
                      help="with `up --auth`: the catalog role whose client credentials to print (default: service)")
     env.set_defaults(func=cmd_env)
-    alerts = commands.add_parser("alerts", help="print the alerts the local Slack sink received")
+    alerts = commands.add_parser("alerts", help="print the alerts the local Slack sink received, as plain text "
+                                 "(--json: as Slack got them)")
     alerts.add_argument("--json", action="store_true", help="print them as JSON")
     alerts.set_defaults(func=cmd_alerts)
 
@@ -126,6 +128,10 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"SQS {state.queue_url} -> {pairs}; alerts -> Slack sink {state.slack_url} (pid {state.slack_pid}); "
             f"dead letters after {state.max_receives} receives: {state.dead_letter_url}"
         )
+    if state.slack_port:
+        print(f"  {'slack':<10} the channel, as a person uses it: http://127.0.0.1:{state.slack_port}/ (act on an "
+              f"alert's buttons as alice or bob, operators; mallory is not one); interactivity endpoint "
+              f"http://127.0.0.1:{state.slack_port}{ENDPOINT_PATH}")
     if config.image:
         print(f"  {'image':<10} the function runs from {config.image} (podman, read-only root, tmpfs /tmp, the "
               "function's memory as its limit; docs/deploy.md)")
@@ -247,6 +253,6 @@ def cmd_alerts(args: argparse.Namespace) -> int:
         print(f"No alerts received (sink record: {config.alerts_file}).")
         return 0
     for message in messages:
-        print(f"--- {message['channel']} at {message['ts']}")
-        print(message["text"])
+        print(f"--- {message['channel']} at {message['ts']}" + (" (edited)" if message.get("edited") else ""))
+        print(readable(message["text"]))
     return 0

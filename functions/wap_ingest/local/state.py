@@ -41,6 +41,7 @@ from wap_ingest.local.config import StackConfig
 from wap_ingest.local.iam import ADMIN, iam_enabled, principal_environment
 from wap_ingest.local.iam import OPERATOR as IAM_OPERATOR
 from wap_ingest.local.iam import user_for as iam_user_for
+from wap_ingest.local.slack_workspace import LOCAL_OPERATORS, SIGNING_SECRET_PARAMETER
 
 
 def invoke_url(port: int) -> str:
@@ -254,11 +255,14 @@ def stack_environment(state: StackState) -> dict[str, str]:
         PRINCIPALS_VARIABLE: publish_principals(iam_user_for(IAM_OPERATOR) if iam_enabled(state.state_dir) else None),
     }
     if state.slack_url:
-        env |= {"WAP_SLACK_BASE_URL": state.slack_url, "SLACK_TOKEN": SINK_TOKEN, "SLACK_CHANNEL": ALERT_CHANNEL}
+        env |= {"WAP_SLACK_BASE_URL": state.slack_url, "SLACK_TOKEN": SINK_TOKEN, "SLACK_CHANNEL": ALERT_CHANNEL,
+                # acting on alerts from the channel page: the local app's secret (in moto's SSM), who may act
+                "WAP_SLACK_SIGNING_SECRET_PARAMETER": SIGNING_SECRET_PARAMETER, "WAP_SLACK_OPERATORS": LOCAL_OPERATORS}
     if state.max_receives:
         env["WAP_MAX_RECEIVES"] = str(state.max_receives)
     if state.queue_url and state.dead_letter_url:
-        env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url}
+        env |= {"WAP_STACK_QUEUE_URL": state.queue_url, "WAP_STACK_DLQ_URL": state.dead_letter_url,
+                "WAP_QUEUE_URL": state.queue_url}  # the ingest queue as the function knows it (Slack actions, redrive)
     if state.event_bus and state.downstream_queue_url:
         env |= {"WAP_EVENT_BUS": state.event_bus, "WAP_STACK_DOWNSTREAM_QUEUE_URL": state.downstream_queue_url}
     if state.emr_application_id and state.emr_role_arn:

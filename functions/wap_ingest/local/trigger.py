@@ -2,7 +2,8 @@
 
   S3 ObjectCreated -> SQS `wap-events` (redrive to `wap-events-dlq` after maxReceiveCount)
     -> worker (polls, batches) -> Runtime Interface Emulator -> awslambdaric -> the handler
-  alerts -> slack-sdk -> the Slack sink
+  alerts -> slack-sdk -> the Slack sink (its channel page: the alerts' buttons -> the interactivity endpoint, served
+  in the sink's process -> SQS `wap-events` -> the handler, which answers in the channel)
 
 There is one (worker, emulator) pair per execution environment (`StackConfig.workers`): each worker polls the
 same queue and invokes its own emulator, which serves one invocation at a time, as one Lambda execution
@@ -21,7 +22,7 @@ from functools import partial
 from typing import Any
 
 from wap_ingest.core.downstream import SOURCE
-from wap_ingest.local import emr, image
+from wap_ingest.local import emr, image, slack_workspace
 from wap_ingest.local.components import (
     ACCESS_KEY,
     DEAD_LETTER_QUEUE,
@@ -103,7 +104,7 @@ def setup_downstream(config: StackConfig) -> tuple[str, str]:
 
 def sink_command(config: StackConfig) -> list[str]:
     return [sys.executable, "-m", "wap_ingest.local.slack_sink", "--port", str(config.slack_port),
-            "--record", str(config.alerts_file)]
+            "--record", str(config.alerts_file), "--endpoint"]
 
 
 def lambda_command(config: StackConfig, invoke_port: int, runtime_port: int) -> list[str]:
@@ -154,11 +155,13 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
                "event_bus": event_bus, "downstream_queue_url": downstream_url,
                "slack_port": config.slack_port, "lambda_port": config.lambda_port,
                "emr_application_id": application_id, "emr_role_arn": role_arn}
-    record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK), os.environ)
+    slack_workspace.install(_client(config, "ssm"))  # the local Slack app's signing secret, in the secret store
+    stack_env = stack_environment(StackState.from_json(record | {"moto_seconds": 0, "nessie_seconds": 0}))
+    # the sink also serves the app's interactivity endpoint (its HTTP API route), with the function's settings
+    record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK), {**os.environ, **stack_env})
     write_record(config, record)
     wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
                config.startup_timeout)
-    stack_env = stack_environment(StackState.from_json(record | {"moto_seconds": 0, "nessie_seconds": 0}))
     ports = dict(enumerate(config.environment_ports(), start=1))
     record |= {"workers": config.workers,
                "environments": [environment_layout(n, invoke, runtime) for n, (invoke, runtime) in ports.items()]}

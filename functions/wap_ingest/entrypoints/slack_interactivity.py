@@ -1,0 +1,142 @@
+"""The interactivity endpoint: `wap_ingest.entrypoints.slack_interactivity.handler`, its own small function behind an
+HTTP API route, `POST /slack/actions` (serverless.yml, `slack`), which Slack posts every click on an alert's button
+and every form sent to (the Slack app's Interactivity Request URL).
+
+Each request, in order (nothing is done for one that fails a step):
+1. verified: signed with the app's signing secret (from the secret store), signed less than five minutes ago, never
+   served before (adapters/slack_requests.py); otherwise 401 with the reason;
+2. read: a click (`block_actions`) or a sent decision form (`view_submission`); any other payload is acknowledged;
+3. the person checked against the allow list (WAP_SLACK_OPERATORS: users and user groups); anyone else is told why,
+   privately (a click) or in the form (a submission);
+4. a decision's button opens its form, which asks for the reason (`views.open`: Slack allows it within the click's
+   three seconds); every other action, and a sent form with its reason, is handed to the function through the ingest
+   queue, the signed request as it came (the function verifies it again and does the work: lambda_slack.py), and
+   acknowledged at once. A form sent without a reason is answered in the form.
+The answer comes back in Slack: the alert's message updated in place, and private replies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from wap_ingest.adapters.slack_actions import SlackReplies
+from wap_ingest.adapters.slack_blocks import REASON_BLOCK, Pending, modal_for
+from wap_ingest.adapters.slack_requests import (
+    HttpRequest,
+    Interaction,
+    RefusedRequestError,
+    SeenRequests,
+    interaction_from,
+    verify,
+)
+from wap_ingest.bootstrap import operations
+from wap_ingest.core.errors import BadInputError, WapError
+from wap_ingest.core.interactions import Operators
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: str = ""
+    content_type: str = "text/plain; charset=utf-8"
+
+    def to_http_api(self) -> dict[str, Any]:
+        return {"statusCode": self.status, "headers": {"Content-Type": self.content_type}, "body": self.body}
+
+
+def _form_errors(message: str) -> Response:
+    """A sent form answered in the form itself (Slack shows the message under the reason's field)."""
+    return Response(200, json.dumps({"response_action": "errors", "errors": {REASON_BLOCK: message[:300]}}),
+                    "application/json")
+
+
+class Endpoint:
+    def __init__(self, *, secret: Callable[[], str], seen: Callable[[], SeenRequests],
+                 operators: Callable[[], Operators], replies: Callable[[], SlackReplies],
+                 forward: Callable[[str], None], clock: Callable[[], float] = time.time) -> None:
+        self._secret, self._seen, self._operators, self._replies = secret, seen, operators, replies
+        self._forward, self._clock = forward, clock
+
+    def serve(self, request: HttpRequest) -> Response:
+        if request.method != "POST":
+            return Response(405, "Slack's interactivity requests are POSTs")
+        try:
+            signed = verify(request.headers, request.body, self._secret(), now=self._clock())
+            if not self._seen().first_time(signed):
+                raise RefusedRequestError("replayed: this very request was served before")
+        except RefusedRequestError as exc:
+            log.warning("Slack request refused: %s", exc)
+            return Response(401, f"refused: {exc}")
+        try:
+            interaction = interaction_from(request.body)
+        except BadInputError as exc:
+            log.warning("Slack request unreadable: %s", exc)
+            return Response(400, f"refused: {exc}")
+        try:
+            return self._act(interaction, forwarded=signed.to_message())
+        except WapError as exc:  # Slack, the queue or a setting failed: say so to the person, nothing was done
+            log.error("Slack request not served: %s", exc, extra={"user": interaction.person.user_id})
+            if interaction.kind == "view_submission":
+                return _form_errors(f"Nothing done, try again in a moment: {exc}")
+            self._reply(interaction, f"Nothing done, try again in a moment: {exc}")
+            return Response(200)
+
+    def _act(self, interaction: Interaction, *, forwarded: str) -> Response:
+        if interaction.action is None or interaction.target is None:
+            return Response(200)  # a payload that asks nothing of this app (a closed form, another app's button)
+        person = interaction.person
+        operators = self._operators()
+        if not operators.allows(person.user_id):
+            log.warning("Slack user not allowed to act", extra={"user": person.user_id, "action": interaction.action})
+            if interaction.kind == "view_submission":
+                return _form_errors(operators.refusal(person))
+            self._reply(interaction, operators.refusal(person))
+            return Response(200)
+        if interaction.kind == "block_actions" and interaction.action.asks_reason:
+            if interaction.trigger_id is None:
+                return Response(400, "refused: a click without a trigger_id cannot open a form")
+            self._replies().open_form(interaction.trigger_id, modal_for(Pending(
+                interaction.action, interaction.target, interaction.channel, interaction.message_ts,
+                interaction.response_url)))
+            return Response(200)
+        if interaction.kind == "view_submission" and len((interaction.reason or "").strip()) < 3:
+            return _form_errors("Say why, in a few words: the reason is recorded with your name.")
+        self._forward(forwarded)
+        log.info("Slack action handed to the function", extra={"user": person.user_id,
+                                                               "action": interaction.action.value})
+        return Response(200)
+
+    def _reply(self, interaction: Interaction, text: str) -> None:
+        try:
+            self._replies().reply(interaction.response_url, text)
+        except WapError as exc:
+            log.error("private reply not sent: %s", exc)
+
+
+_endpoint: list[Endpoint] = []
+
+
+def endpoint() -> Endpoint:
+    """The process's endpoint, wired once (warm invocations reuse the secret, the clients and the allow list)."""
+    if not _endpoint:
+        slack = operations().slack
+        _endpoint.append(Endpoint(secret=lambda: slack.secret, seen=lambda: slack.seen,
+                                  operators=lambda: slack.operators, replies=lambda: slack.replies,
+                                  forward=slack.forward))
+    return _endpoint[0]
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """An HTTP API's event (payload format 2.0) -> the HTTP answer Slack gets."""
+    try:
+        return endpoint().serve(HttpRequest.from_http_api(event)).to_http_api()
+    except WapError as exc:  # a setting or the secret store: the person's click fails visibly in Slack
+        log.error("the interactivity endpoint cannot serve: %s", exc)
+        return Response(500, f"the endpoint cannot serve: {exc}").to_http_api()
