@@ -54,6 +54,9 @@ _NOT_FOUND_LAKE = ("Iceberg's S3FileIO asks whether a file exists before it writ
                    "404 without asking")
 _VERSION = ("the event names the object's version in AWS (a versioned bucket), and reading a version is "
             "s3:GetObjectVersion; moto's notifications carry no versionId, so the current version is read")
+_UNCOMMITTED = ("Iceberg deletes the files of a write whose commit failed (Spark's abort of an append or a compaction "
+                "that lost its commit); every commit here succeeds, and nothing else deletes warehouse files "
+                "(snapshot trimming is metadata only)")
 _MULTIPART = "S3FileIO aborts a multipart upload (files above its part size) that it cannot complete: a failure path"
 # (principal, statement Sid, action): granted, never used by this run, and why it cannot be here.
 NOT_EXERCISED = {
@@ -77,9 +80,11 @@ NOT_EXERCISED = {
     ("emr-job", "ListLakeWarehouseAndEmrPrefixes", "s3:ListBucket"): _NOT_FOUND_LAKE,
     ("function", "LargeFileRecordsAndAuditReports", "s3:DeleteObject"): "adapters/emr.py `_release`: a claim is "
     "dropped when the first submission of a large file fails, so the retried event submits it again: a failure path",
-    ("emr-job", "ReadWriteLakeWarehouse", "s3:DeleteObject"): "the job also maintains tables above their "
-    "emr_above_mb (docs/scale-out.md), whose rewrite deletes the files it replaced (the function's maintenance "
-    "here used it)",
+    ("function", "ReadWriteLakeWarehouse", "s3:DeleteObject"): _UNCOMMITTED,
+    ("emr-job", "ReadWriteLakeWarehouse", "s3:DeleteObject"): _UNCOMMITTED,
+    ("function", "AnswerPublishRequests", "s3:GetObject"): "a publish request's claim is read back only when it was "
+    "written first by another delivery of the same request (SQS delivers at least once; "
+    "tests/integration/test_publish_signatures.py runs that path); each request here is delivered once",
     ("emr-job", "StagingCopiesRecordsAndReports", "s3:DeleteObject"): "the job deletes the copy of a source the "
     "function staged under wap-staging/ (adapters/s3.py `copy_to`); this run's large file was read in place",
     ("emr-job", "WriteJobLogs", "s3:PutObject"): "EMR Serverless writes the driver's logs to the run's logUri as the "
