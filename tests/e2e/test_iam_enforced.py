@@ -57,6 +57,9 @@ _VERSION = ("the event names the object's version in AWS (a versioned bucket), a
 _UNCOMMITTED = ("Iceberg deletes the files of a write whose commit failed (Spark's abort of an append or a compaction "
                 "that lost its commit); every commit here succeeds, and nothing else deletes warehouse files "
                 "(snapshot trimming is metadata only)")
+_SLACK = ("the Slack interactivity endpoint's and its actions' calls (same role): this run clicks no button; "
+          "tests/e2e/test_slack_channel.py and tests/integration/test_slack_interactivity.py click them on a stack "
+          "without --iam")
 _MULTIPART = "S3FileIO aborts a multipart upload (files above its part size) that it cannot complete: a failure path"
 # (principal, statement Sid, action): granted, never used by this run, and why it cannot be here.
 NOT_EXERCISED = {
@@ -89,6 +92,11 @@ NOT_EXERCISED = {
     "function staged under wap-staging/ (adapters/s3.py `copy_to`); this run's large file was read in place",
     ("emr-job", "WriteJobLogs", "s3:PutObject"): "EMR Serverless writes the driver's logs to the run's logUri as the "
     "job role; the local run keeps them on disk",
+    ("function", "HandSlackActionsAndDeadLettersToIngestQueue", "sqs:SendMessage"): _SLACK,
+    ("function", "ShowAndRedriveDeadLetters", "sqs:GetQueueUrl"): _SLACK,
+    ("function", "ShowAndRedriveDeadLetters", "sqs:ReceiveMessage"): _SLACK,
+    ("function", "ShowAndRedriveDeadLetters", "sqs:DeleteMessage"): _SLACK,
+    ("function", "RememberSlackRequests", "s3:PutObject"): _SLACK,
     ("function", "CancelStuckLargeFileJobs", "emr-serverless:CancelJobRun"): "the sweep cancels only a run hung past "
     "its limit (tests/integration/test_emr_sweep.py runs that path); no run hangs here",
 }

@@ -146,10 +146,11 @@ class Lake:
             publish=lambda b, r, a, re: publish_branch(self.tx, b, reason=r, actor=a, source_of=self.source_of,
                                                        reaudit=(lambda *_: reaudit) if re else None,
                                                        decisions=self.decisions),
-            discard=lambda b, r, a: discard_branch(self.catalog, b, reason=r, actor=a, decisions=self.decisions),
+            discard=lambda b, r, a: discard_branch(self.catalog, b, reason=r, actor=a, decisions=self.decisions,
+                                                   default_namespace="wap"),
             report=lambda b: {"report": REPORT.to_dict()} if b == BRANCH else None, retry=retry,
             dead_letters=lambda q: ["m1  received 3x  s3://src/a.csv"], redrive=lambda q: 2,
-            decided=lambda b: decided_by(self.catalog, self.decisions, b))
+            decided=lambda b: decided_by(self.catalog, self.decisions, b, default_namespace="wap"))
 
 
 def test_discard_records_the_person_and_settles_the_alert() -> None:

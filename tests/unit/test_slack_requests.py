@@ -41,7 +41,7 @@ def signed(body: str, *, secret: str = SECRET, at: int = NOW) -> dict[str, str]:
             "x-slack-signature": str(SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body))}
 
 
-def click_body(action_id: str = "wap.discard", value: str = "wap-wap-t-0123456789abcdef-f1") -> str:
+def click_body(action_id: str = "wap.discard", value: str = "wap-t-0123456789abcdef-f1") -> str:
     payload = {"type": "block_actions", "user": {"id": "U0ALICE01", "username": "alice"}, "trigger_id": "1.2.3",
                "response_url": "https://hooks.slack.com/actions/T1/2/x",
                "container": {"type": "message", "message_ts": "1.5", "channel_id": "C0123ABCD"},
@@ -90,9 +90,9 @@ def test_the_function_checks_a_forwarded_request_again_within_an_hour() -> None:
 def test_a_click_and_a_sent_form_read_as_actions() -> None:
     click = interaction_from(click_body())
     assert (click.kind, click.action, click.target, click.person.actor) == (
-        "block_actions", ActionKind.DISCARD, "wap-wap-t-0123456789abcdef-f1", "alice (Slack U0ALICE01)")
+        "block_actions", ActionKind.DISCARD, "wap-t-0123456789abcdef-f1", "alice (Slack U0ALICE01)")
     assert (click.channel, click.message_ts, click.trigger_id) == ("C0123ABCD", "1.5", "1.2.3")
-    pending = Pending(ActionKind.PUBLISH_REVIEWED, "wap-wap-t-0123456789abcdef-f1", "C0123ABCD", "1.5",
+    pending = Pending(ActionKind.PUBLISH_REVIEWED, "wap-t-0123456789abcdef-f1", "C0123ABCD", "1.5",
                       "https://hooks.slack.com/actions/T1/2/x")
     form = {"type": "view_submission", "user": {"id": "U0BOB0001", "username": "bob"},
             "view": {"callback_id": "wap.decision", "private_metadata": pending.metadata(),

@@ -35,8 +35,8 @@ from wap_ingest.core.branches import digest_from_branch
 from wap_ingest.core.dry_run import DryRun, audit_branch, audit_without_publishing
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
-from wap_ingest.core.job_sweep import SweepReport
 from wap_ingest.core.interactions import Answer, Asked, UseCases, answer, decided_by
+from wap_ingest.core.job_sweep import SweepReport
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import AuditReport, IngestOutcome, JobRun, SourceObject, TableRef
@@ -300,7 +300,8 @@ class Service:
                                         f"{', '.join(m.objects) or m.body[:120]}"
                                         for m in slack.dead_letters(queue).peek()],
             redrive=lambda queue: len(slack.dead_letters(queue).redrive()),
-            decided=lambda branch: decided_by(self.catalog, self.decisions, branch, main=self.settings.main_branch)))
+            decided=lambda branch: decided_by(self.catalog, self.decisions, branch, main=self.settings.main_branch,
+                                               default_namespace=self.settings.namespace)))
 
     def history(self, table: TableRef, limit: int = 100) -> list[HistoryEntry]:
         return history_for(self.catalog, self.decisions, table, main=self.settings.main_branch, limit=limit)

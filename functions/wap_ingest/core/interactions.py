@@ -117,11 +117,11 @@ class UseCases:
     decided: Callable[[str], Decision | None] = lambda _branch: None  # who settled a branch that is gone, if known
 
 
-def decided_by(catalog: CatalogBranches, decisions: DecisionLog, branch: str, *, main: str = "main"
-               ) -> Decision | None:
+def decided_by(catalog: CatalogBranches, decisions: DecisionLog, branch: str, *, default_namespace: str,
+               main: str = "main") -> Decision | None:
     """Who settled a branch that is gone: the merge that published its rows, or the recorded discard; None if
     neither is found."""
-    table = wap_table(branch)
+    table = wap_table(branch, default_namespace)
     publication = published_on_main(catalog, table, branch, main)
     if publication is not None:
         props = publication.properties

@@ -37,8 +37,8 @@ from wap_ingest.core.review import Decision, HistoryEntry, OpenBranch, ReauditFa
 from wap_ingest.entrypoints.audit_cli import audit_report_lines
 from wap_ingest.entrypoints.publish_cli import answer_text, ask_service, publish_queue_url
 
-from .foreground import run_in_foreground
 from . import tables_cli
+from .foreground import run_in_foreground
 from .ops_schema import SCHEMA_VERSION, SCHEMAS
 
 
