@@ -6,6 +6,7 @@ Two places carry them:
   (`wap.source.identity.<n>`, `wap.source.rows.<n>`). The exactly-once lookup reads them back.
 - the Nessie merge commit that published it: `wap.table`, `wap.rows` and either the file's `wap.source.*` or, for a
   batch, `wap.files` and `wap.sources` (a JSON list of {bucket, key, identity, rows}). History and review read them.
+Both also say how the engine took the file in (`wap.write`: registered or rewritten, and `wap.write.reason`).
 Every module that writes or reads these names imports them from here.
 """
 
@@ -15,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import Quarantined, SourceObject, TableRef
+from .models import Quarantined, SourceObject, TableRef, WritePath
 
 SOURCE_PREFIX = "wap.source."
 BUCKET = f"{SOURCE_PREFIX}bucket"
@@ -35,6 +36,8 @@ LOAD = "wap.load"  # the manifest a load's merge published (its URI), and its id
 LOAD_IDENTITY = "wap.load.identity"
 QUARANTINED_ROWS = "wap.quarantined.rows"  # rows of the published file set aside in QUARANTINE_TABLE
 QUARANTINE_TABLE = "wap.quarantined.table"
+WRITE = "wap.write"  # registered | rewritten (models.REGISTERED, models.REWRITTEN): how the engine took the file in
+WRITE_REASON = "wap.write.reason"  # why (the file fits the table; or what needs the rewrite)
 # A kept branch's ledger commit carries the merge that would publish it: the merge's properties under this prefix
 # (so no history filter on main ever matches the branch's own commit) and its message.
 PENDING = "wap.pending."
@@ -89,6 +92,22 @@ def merge_properties(table: TableRef, files: Sequence[Loaded]) -> dict[str, str]
         return source_properties(files[0][0]) | total
     listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows} for s, rows in files]
     return total | {FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":"))}
+
+
+def write_properties(paths: Sequence[WritePath | None]) -> dict[str, str]:
+    """How the engine took these files in (a snapshot's or a merge's): the one path they share, or none ({})."""
+    found = set(paths)
+    if len(found) != 1 or None in found:
+        return {}
+    (path,) = found
+    assert path is not None
+    return {WRITE: path.how, WRITE_REASON: path.reason}
+
+
+def write_path(properties: Mapping[str, str]) -> WritePath | None:
+    """The write path a snapshot or merge commit records, or None (written before it was recorded)."""
+    how = properties.get(WRITE)
+    return None if not how else WritePath(how, properties.get(WRITE_REASON, ""))
 
 
 def quarantine_properties(quarantined: Quarantined | None) -> dict[str, str]:

@@ -69,7 +69,7 @@ def retry_delay(attempt: int, config: PipelineConfig) -> float:
 def spec_for(suite: AuditSuite, table: TableRef, branch: str, *, alone: bool) -> WriteSpec:
     """How a table's files are written on a branch, as its suite says (a quarantine applies to a file alone)."""
     return WriteSpec(table, branch, suite.plan(), suite.allow_new_columns, suite.format_options, suite.layout,
-                     suite.quarantine_plan(table) if alone else None)
+                     suite.quarantine_plan(table) if alone else None, suite.write)
 
 
 def bound_snapshots(ports: Ports, suite: AuditSuite, table: TableRef, branch: str, snapshots: int) -> None:
