@@ -241,7 +241,11 @@ class S3ObjectStore(ObjectStore):
         except (ClientError, BotoCoreError) as exc:
             raise _source_error(exc, "reading the footer of", source.uri, TAIL) from exc
         total = str(answer.get("ContentRange") or "").rpartition("/")[2]
-        return body, int(total) if total.isdigit() else len(body)
+        size = int(total) if total.isdigit() else len(body)
+        if size == 0:  # S3 answers 416 for a range of an empty object; some S3 APIs the whole (empty) object
+            raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest. Fix: upload the "
+                                   f"file with its data.")
+        return body, size
 
     def remove(self, uri: Path | str) -> None:
         """Delete a staged copy (an s3:// URI from `copy_to`); quietly, the lake's lifecycle rule is the backstop."""
