@@ -13,7 +13,9 @@ Workloads (registered in WORKLOADS below; each in its own module):
      and each process tree's peak memory;
   5. the EMR job entry point under spark-submit on the same file;
   6. load cost against table history and the measured compaction (benchmarks/history.py): the 10th, 100th and
-     1,000th load into one table, the metadata file's size, then 200 small files compacted by `wap maintain`.
+     1,000th load into one table, the metadata file's size, then 200 small files compacted by `wap maintain`;
+  7. a 1 GiB Parquet file to main in the function, rewritten and registered (benchmarks/large_file.py). Not among
+     the defaults (it writes and uploads 1 GiB twice): ask for it with --workloads.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ WORKLOADS: dict[int, Workload] = {
     5: Workload("emr_job", lambda bench: _large_file(bench).emr(bench.service, ROOT / ".cache" / "jars" / "spark")),
     6: Workload("history", lambda bench: history.run(bench.service, [2, 4] if bench.options.smoke else [10, 100, 1000],
                                                      False, 6 if bench.options.smoke else 200, bucket=INBOX)),
+    7: Workload("gib_file", lambda bench: _large_file(bench).gib(1, 2 * 2**20 if bench.options.smoke else 2**30)),
 }
+DEFAULT_WORKLOADS = (1, 2, 3, 4, 5, 6)
 
 
 def options_from(args: argparse.Namespace, work: Path) -> Options:
@@ -101,7 +105,8 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--burst", type=int, default=200, help="files per burst (workload 3)")
     found.add_argument("--burst-batch", type=int, default=100,
                        help="files per call of the service's direct burst (serverless.yml's SQS batchSize)")
-    found.add_argument("--workloads", default=",".join(map(str, WORKLOADS)), help="e.g. 4,5 (default: all)")
+    found.add_argument("--workloads", default=",".join(map(str, DEFAULT_WORKLOADS)),
+                       help="e.g. 4,5 (default: 1-6; 7, the 1 GiB file, on request)")
     found.add_argument("--large-rows", type=int, default=5_000_000, help="rows of the large file (workloads 4, 5)")
     found.add_argument("--large-runs", type=int, default=5, help="repetitions of workload 4 (median)")
     found.add_argument("--function-memory", type=int, default=4096,
