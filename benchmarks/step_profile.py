@@ -101,6 +101,7 @@ def instrument(bench: Bench, steps: Steps) -> None:
     steps.wrap(spark_tables.IcebergTables, "write", "spark: write job + Iceberg commit")
     steps.wrap(spark_tables.IcebergTables, "last_append", "iceberg: the new snapshot")
     steps.wrap(spark_writer, "added_file_metrics", "iceberg: new files' metrics")
+    steps.wrap(spark_writer, "data_file_metrics", "iceberg: new files' metrics")  # a registered file's, in hand
     steps.wrap(spark_writer, "measure_frame", "audit: measure (scan if needed)")
     steps.wrap(spark_writer, "register", "iceberg: register (footer judged, table, metrics, append commit)")
     steps.wrap(spark_register, "_spark_schema", "spark: the new table's schema from the footer")

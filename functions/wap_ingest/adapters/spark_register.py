@@ -71,6 +71,7 @@ class Registration:
     columns: tuple[str, ...]  # the file's top-level columns
     location: str  # the data file's URI in the table's location
     reason: str  # why it could be registered (for the log, the snapshot and the merge)
+    data_file: Any = None  # the (Java) DataFile appended: its metrics, without reading the manifest back
 
 
 def read_footer(store: LakeCopies, source: SourceObject) -> tuple[Footer, int]:
@@ -210,7 +211,7 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
     except BaseException:
         store.remove(location)  # nothing refers to it: the branch did not take the commit
         raise
-    return Registration(created, tuple(c.name for c in footer.columns), location, reason)
+    return Registration(created, tuple(c.name for c in footer.columns), location, reason, data_file)
 
 
 def partition_values(jvm: Any, iceberg: Any, spec: Any, metrics: Any) -> list[str | None] | str:

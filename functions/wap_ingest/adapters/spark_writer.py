@@ -40,12 +40,12 @@ from wap_ingest.core.models import (
 )
 from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 
-from .spark_audit import added_file_metrics, measure_frame
+from .spark_audit import added_file_metrics, data_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
 from .spark_errors import EngineStep, engine_failure, first_line, gateway_alive
 from .spark_quarantine import Split, split_rows
 from .spark_read import read_source
-from .spark_register import LakeCopies, register
+from .spark_register import LakeCopies, Registration, register
 from .spark_session import SparkEngine
 from .spark_tables import IcebergTables, table_identifier
 
@@ -99,7 +99,7 @@ class SparkIcebergWriter(TableWriter):
                 log.info("registered %s as a data file of %s on %s: %s (%s)", source.uri, spec.table, spec.branch,
                          found.location, found.reason)
                 appended = tables.last_append(spec.table, spec.branch, found.created, found.columns)
-                return self._measured(tables, spec, source, appended, WritePath(REGISTERED, found.reason))
+                return self._measured(tables, spec, source, appended, found)
             reason = found
         if spec.write == "register":
             raise NotRegistrableError(
@@ -124,12 +124,13 @@ class SparkIcebergWriter(TableWriter):
         return None
 
     def _measured(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, appended: AppendResult | None,
-                  path: WritePath) -> Appended:
+                  registration: Registration) -> Appended:
         """A registered file's new rows measured; a failure to decode them is the file's (its pages, as uploaded)."""
-        write = {source.identity: path}
+        write = {source.identity: WritePath(REGISTERED, registration.reason)}
         if appended is None or appended.rows == 0:  # the caller says the file is empty
             return Appended(appended, (), {source.identity: Measurements(row_count=0)}, write=write)
-        measured = self._measure(tables, spec.table, spec.branch, appended, spec.plan, source=source)
+        measured = self._measure(tables, spec.table, spec.branch, appended, spec.plan, source=source,
+                                 data_file=registration.data_file)
         return Appended(appended, (source,), {source.identity: measured}, write=write)
 
     def _rewrite(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, fmt: FileFormat,
@@ -171,7 +172,7 @@ class SparkIcebergWriter(TableWriter):
 
     def _measure(
         self, tables: IcebergTables, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan,
-        *, source: SourceObject | None = None,
+        *, source: SourceObject | None = None, data_file: Any = None,
     ) -> Measurements:
         """The new rows are the incremental scan of the append's snapshot (only the data files it added); the
         files' metrics from its manifests answer what they can before any row is read. `source`: the registered
@@ -186,7 +187,10 @@ class SparkIcebergWriter(TableWriter):
                 "end-snapshot-id", str(appended.snapshot_id))
         try:
             bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
-            metrics = added_file_metrics(spark, tables.iceberg_table(table, branch), appended.snapshot_id, bounds_for)
+            iceberg = tables.iceberg_table(table, branch)
+            metrics = added_file_metrics(spark, iceberg, appended.snapshot_id, bounds_for) if data_file is None else \
+                data_file_metrics(spark, iceberg, spark.sparkContext._jvm.java.util.Collections.singletonList(
+                    data_file).iterator(), bounds_for)
             base = None
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
                 base = spark.read.format("iceberg").option("snapshot-id", str(appended.parent_snapshot_id)).load(ident)
