@@ -139,12 +139,13 @@ SECTIONS = {"small_file": small_file, "audit_cost": audit_cost, "burst": burst, 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# Benchmark results ({report['finished_at']})", "", f"Machine: {report['machine']}", ""]
-    loads = report.get("workload_load_average", {})
+    loads, when = report.get("workload_load_average", {}), report.get("workload_measured_at", {})
     for name, found in report["results"].items():
         if name in SECTIONS:
             lines += SECTIONS[name](found)
             if name in loads:  # the machine is shared: how loaded it was while this workload ran
-                lines += [f"Load average (1 min) before and after: {', '.join(map(str, loads[name]))}.", ""]
+                lines += [f"Measured {when.get(name, report['started_at'])}; load average (1 min) before and after: "
+                          f"{', '.join(map(str, loads[name]))}.", ""]
     lines += ["## Targets", "", "| target | value | goal | met | from |", "|---|---|---|---|---|"]
     for t in report["targets"]:
         value = t["value"] if t["value"] is not None else "-"

@@ -100,7 +100,7 @@ def test_benchmark_smoke_run_writes_results_and_targets(tmp_path: Path) -> None:
     assert found["cold_first_file_s"]["value"] is None or found["cold_first_file_s"]["inputs"]
     table = (tmp_path / "latest.md").read_text()
     assert "| warm_small_direct_vs_baseline |" in table and "## 5. EMR job entry point" in table
-    assert "| large_parquet_register_vs_pyarrow_floor |" in table and "Load average (1 min)" in table
+    assert "| large_parquet_register_vs_pyarrow_floor |" in table and "load average (1 min)" in table
 
 
 def lookup(report: dict[str, Any], path: str) -> Any:
