@@ -85,3 +85,27 @@ def test_files_read_together_say_so_and_a_register_table_takes_them_one_by_one()
                        suites=strict.suites, config=strict.config)
     assert strict.writer.batches == [1, 1]
     assert all("registered (" in o.message for o in outcomes)  # type: ignore[union-attr]
+
+
+def test_each_file_of_a_load_says_how_it_was_written_in_its_outcome_the_merge_and_history() -> None:
+    import json
+
+    from tests.fakes import FakeEventSink, FakeNotifier
+    from wap_ingest.core.ingest import Item, ingest
+
+    lake = Lake(CHECKS)
+    lake.suites = suites_from({"tables": {"orders": CHECKS, "lines": {"checks": CHECKS, "write": "rewrite"}}},
+                              default_namespace="wap")
+    lake.objects.put("source", "_pending/orders/o.parquet", [{"id": 1}])
+    lake.objects.put("source", "_pending/lines/l.parquet", [{"id": 2}])
+    listed = json.dumps({"files": ["_pending/orders/o.parquet", "_pending/lines/l.parquet"]}).encode()
+    [outcome] = ingest([Item(lake.objects.put("source", "_loads/m.json", listed))], ports=lake.ports,  # type: ignore[arg-type]
+                       suites=lake.suites, config=lake.config, notifier=FakeNotifier(), events=FakeEventSink())
+    assert outcome.status is OutcomeStatus.PUBLISHED, outcome  # type: ignore[union-attr]
+    orders, lines = outcome.parts  # type: ignore[union-attr]
+    assert orders.message == "registered (fake: the file fits the table)"
+    assert lines.message == "rewritten (fake: rewrite, parquet, quarantine False)"
+    [entry] = history_for(lake.catalog, None, TableRef("wap", "orders"))
+    assert entry.write == "registered (fake: the file fits the table)"
+    [entry] = history_for(lake.catalog, None, TableRef("wap", "lines"))
+    assert entry.write == "rewritten (fake: rewrite, parquet, quarantine False)"

@@ -56,6 +56,7 @@ class PublishedFile:
     key: str
     identity: str
     rows: int | None
+    write: str | None = None  # a load's file: how it was written ("registered (...)"); a batch's: its merge's
 
     @property
     def uri(self) -> str:
@@ -134,13 +135,15 @@ def carries_identity(key: str) -> bool:
 
 
 def load_properties(manifest: SourceObject, files: Sequence[tuple[SourceObject, TableRef, int]],
-                    quarantined: Mapping[str, Quarantined] | None = None) -> dict[str, str]:
+                    quarantined: Mapping[str, Quarantined] | None = None,
+                    written: Mapping[str, WritePath] | None = None) -> dict[str, str]:
     """A multi-table load's merge commit: every table (so each table's history finds it), every file with its table
-    and rows (and the rows a quarantine set aside), and the manifest."""
+    and rows (and the rows a quarantine set aside, and how the engine wrote it), and the manifest."""
     tables = sorted({t.qualified for _, t, _ in files})
-    moved = quarantined or {}
+    moved, paths = quarantined or {}, written or {}
     listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows, "table": t.qualified} | (
-        {"quarantined": moved[s.identity].rows} if s.identity in moved else {}) for s, t, rows in files]
+        {"quarantined": moved[s.identity].rows} if s.identity in moved else {}) | (
+        {"write": str(paths[s.identity])} if s.identity in paths else {}) for s, t, rows in files]
     return {TABLES: f",{','.join(tables)},", TOTAL_ROWS: str(sum(rows for _, _, rows in files)),
             FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":")), LOAD: manifest.uri,
             LOAD_IDENTITY: manifest.identity}
@@ -157,8 +160,8 @@ def published_files(properties: Mapping[str, str], table: TableRef | None = None
         if not isinstance(listed, list):
             return []
         return [PublishedFile(str(f.get("bucket", "")), str(f.get("key", "")), str(f.get("identity", "")),
-                              _int_or_none(f.get("rows"))) for f in listed if isinstance(f, dict)
-                and (table is None or f.get("table") in (None, table.qualified))]
+                              _int_or_none(f.get("rows")), str(f["write"]) if f.get("write") else None)
+                for f in listed if isinstance(f, dict) and (table is None or f.get("table") in (None, table.qualified))]
     if IDENTITY in properties or KEY in properties:
         return [PublishedFile(properties.get(BUCKET, ""), properties.get(KEY, ""), properties.get(IDENTITY, ""),
                               _int_or_none(properties.get(TOTAL_ROWS)))]

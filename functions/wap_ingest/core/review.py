@@ -286,7 +286,7 @@ def history_for(
                 branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
                 reason=props.get(f"{DECISION_PREFIX}reason"), source=file.uri, rows=file.rows, hash=pub.hash,
                 reaudit=props.get(f"{DECISION_PREFIX}reaudit"),
-                properties={lineage.IDENTITY: file.identity}, write=write) for file in files]
+                properties={lineage.IDENTITY: file.identity}, write=file.write or write) for file in files]
             continue
         maintained = summary_line(props)
         if maintained is not None:  # `wap maintain`: what it did, no rows published
