@@ -201,3 +201,16 @@ def test_nanosecond_timestamps_are_not_registered_into_a_format_2_table(lake: La
                           ).ingest(lake.put(f"{table_name}/ns.parquet", body))
     assert outcome.status is OutcomeStatus.INVALID, outcome.message
     assert "column ts: nanosecond timestamps (Iceberg stores them from format version 3" in outcome.message
+
+
+def test_a_name_mapping_set_by_hand_that_misses_a_column_makes_a_file_rewritten(lake: Lake, table_name: str) -> None:
+    """Readers would read the unmapped column of a registered file as null: such a file is rewritten."""
+    service = service_for(lake, {table_name: CHECKS})
+    assert "registered (" in service.ingest(lake.put(f"{table_name}/a.parquet", parquet_bytes(3))).message
+    stale = '[{"field-id": 1, "names": ["my_col_0"]}, {"field-id": 2, "names": ["my_col_1"]}]'
+    lake.service.ports.writer.spark.sql(
+        f"ALTER TABLE nessie.wap.{table_name} SET TBLPROPERTIES ('schema.name-mapping.default' = '{stale}')")
+    outcome = service.ingest(lake.put(f"{table_name}/b.parquet", parquet_bytes(4)))
+    assert outcome.status is OutcomeStatus.PUBLISHED and lake.count(f"wap.{table_name}") == 7
+    assert "rewritten (the table's name mapping (schema.name-mapping.default) does not map column my_col_2)" in \
+        outcome.message, outcome.message

@@ -235,3 +235,19 @@ DAY = 86_400_000_000
 def test_a_partition_value_is_derived_only_when_the_bounds_lie_in_one_partition(
         transform: str, kind: str, low: Any, high: Any, value: str | None) -> None:
     assert derive(transform, kind, low, high) == value
+
+
+def test_a_name_mapping_that_misses_a_column_or_its_name_is_found() -> None:
+    from wap_ingest.adapters.parquet_fit import mapping_gap
+
+    table = schema(field(1, "id", "long"), field(2, "point", {"type": "struct", "fields": [field(4, "x", "long")]}),
+                   field(3, "tags", {"type": "list", "element-id": 5, "element": "string", "element-required": False}))
+    full = [{"field-id": 1, "names": ["id"]},
+            {"field-id": 2, "names": ["point"], "fields": [{"field-id": 4, "names": ["x", "old_x"]}]},
+            {"field-id": 3, "names": ["tags"], "fields": [{"field-id": 5, "names": ["element"]}]}]
+    assert mapping_gap(full, table) == ""
+    assert mapping_gap(full[:2], table).endswith("does not map column tags")
+    renamed = [full[0] | {"names": ["identifier"]}, *full[1:]]
+    assert mapping_gap(renamed, table).endswith("does not map column id")
+    inner = [full[0], full[1] | {"fields": []}, full[2]]
+    assert mapping_gap(inner, table).endswith("does not map column point.x")

@@ -249,3 +249,31 @@ def _wider_decimal(file: str, table: str) -> bool:
         return False
     (p1, s1), (p2, s2) = (tuple(int(x) for x in t[8:-1].split(",")) for t in (file, table))
     return s1 == s2 and p2 >= p1
+
+
+def mapping_gap(mapping: Sequence[Mapping[str, Any]], schema: Mapping[str, Any]) -> str:
+    """A column of the table (its Iceberg schema as SchemaParser's JSON) that the table's name mapping (NameMapping's
+    JSON) does not map by its current name, or "": readers would read that column of a registered file as null."""
+    def names(fields: Sequence[Mapping[str, Any]]) -> dict[int, tuple[set[str], Any]]:
+        return {int(f["field-id"]): (set(f.get("names", [])), f.get("fields") or []) for f in fields
+                if "field-id" in f}
+
+    def walk(kind: Any, mapped: Sequence[Mapping[str, Any]], path: str) -> str:
+        known = names(mapped)
+        children: list[tuple[int, str, Any]] = []
+        if isinstance(kind, dict) and kind.get("type") == "struct":
+            children = [(int(f["id"]), str(f["name"]), f["type"]) for f in kind.get("fields", [])]
+        elif isinstance(kind, dict) and kind.get("type") == "list":
+            children = [(int(kind["element-id"]), "element", kind["element"])]
+        elif isinstance(kind, dict) and kind.get("type") == "map":
+            children = [(int(kind["key-id"]), "key", kind["key"]), (int(kind["value-id"]), "value", kind["value"])]
+        for fid, name, inner in children:
+            if fid not in known or name not in known[fid][0]:
+                return f"{path}{name}"
+            found = walk(inner, known[fid][1], f"{path}{name}.")
+            if found:
+                return found
+        return ""
+
+    gap = walk(dict(schema) | {"type": "struct"}, mapping, "")
+    return f"the table's name mapping (schema.name-mapping.default) does not map column {gap}" if gap else ""

@@ -24,7 +24,7 @@ import json
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ from .parquet_fit import (
     fit,
     footer_from,
     footer_length,
+    mapping_gap,
     nanosecond_problem,
 )
 from .spark_errors import EngineStep, engine_failure
@@ -176,6 +177,11 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
             ) -> Registration | str:
     jvm = tables.spark.sparkContext._jvm
     mapping_json = iceberg.properties().get(NAME_MAPPING)
+    if mapping_json is not None:  # kept current by Iceberg's schema updates; one set by hand may lag behind
+        schema = json.loads(str(jvm.org.apache.iceberg.SchemaParser.toJson(iceberg.schema())))
+        gap = mapping_gap(json.loads(str(mapping_json)), schema)
+        if gap:
+            return gap
     mapping = jvm.org.apache.iceberg.mapping.MappingUtil.create(iceberg.schema()) if mapping_json is None else \
         jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(mapping_json)
     metadata = _footer_metadata(jvm.org.apache.iceberg.shaded.org.apache.parquet, jvm, footer.raw)
@@ -197,7 +203,7 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
         location = str(locations.newDataLocation(name))
     data_file = builder.withPath(location).build()
     reason = "a new table made from the file's schema" if created else "the file's schema fits the table"
-    store.copy_into(source, location)
+    store.copy_into(replace(source, size=size), location)  # its size as read: one CopyObject, or parts above 5 GiB
     try:
         transaction = iceberg.newTransaction()
         if mapping_json is None:
