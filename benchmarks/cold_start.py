@@ -14,7 +14,8 @@ time), and is split by the timestamps the process logs:
   service_wiring       bootstrap.service(): settings, audits, clients
   jvm_start            pyspark's import, spark-submit (its launcher JVM), the driver JVM, until Spark's context
   spark_session        the SparkContext and SparkSession, with the session's start-up checks
-  first_spark_job      from the session to the end of the first Spark job (catalog, table, planning, the job)
+  first_spark_job      from the session to the end of the first Spark job (catalog, table, planning, the job);
+                       0 when the file reached main without one (a registered file, issue 27)
   pipeline             the rest: routing and the catalog before Spark, the other jobs, audit and merge after
 
 Each cold file is followed by --warm files (1 by default) in the same environment, timed from their invocation to
@@ -31,7 +32,10 @@ interleaved (before, after, before, after...) so that the machine's load, shared
   after     the service as it is
   cds-only, jit-only, extensions-only: `before` with that one cut (cds-only: the archive and the jars on the
             driver's classpath, which the archive needs)
+  rewrite   the service as it is, the table's Parquet files rewritten (`write: rewrite`): `after` registers them
+            (the default for a Parquet file that fits its table, issue 27)
   --java-options NAME="...": another variant, those options added to the service's own driver options
+`cold_first_file_s` is `after`'s median (the register path), `cold_first_file_rewrite_s` `rewrite`'s.
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
 INBOX = "bench-inbox"
 TABLE = "cold_start"
 PHASES = ("interpreter_imports", "service_wiring", "jvm_start", "spark_session", "first_spark_job", "pipeline")
-TARGET_S = 6.0
+TARGET_S = 4.0  # issue 27: a Parquet file on the register path
+REWRITE_TARGET_S = 6.0  # issue 17's target, kept for the rewrite path
 TIMING = "wap-timing"
 LOG4J = f"""# benchmarks/cold_start.py: Spark's usual console output, and each job's end with its time (epoch ms)
 rootLogger.level = warn
@@ -252,10 +257,10 @@ def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
             spark = record.get("spark_startup")
         elif "spark_ready_at" in record and ready_at is None:
             ready_at = float(record["spark_ready_at"])
-    if built_at is None or spark is None or ready_at is None or not job_ends:
-        raise RuntimeError("the log lacks a timing line (service built, Spark started, session started or a "
-                           "finished job)")
-    handler_at, first_job = built_at - built_s, min(job_ends)
+    if built_at is None or spark is None or ready_at is None:
+        raise RuntimeError("the log lacks a timing line (service built, Spark started or session started)")
+    ended = [end for end in job_ends if end <= on_main]
+    handler_at, first_job = built_at - built_s, min(ended) if ended else ready_at  # no job: a registered file
     phases = {
         "interpreter_imports": handler_at - started,
         "service_wiring": built_s,
@@ -268,7 +273,7 @@ def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
             "jvm_detail": {"spark_submit_launcher": round(spark["jvm_started_at"] - spark["began_at"], 3),
                            "driver_jvm_to_context": round(spark["context_started_at"] - spark["jvm_started_at"], 3)},
             "class_data_archive": spark.get("class_data_archive"),
-            "spark_jobs_before_main": len([end for end in job_ends if end <= on_main])}
+            "spark_jobs_before_main": len(ended)}
 
 
 # The Spark SQL extensions before the cut (adapters/spark_session.EXTENSIONS has Iceberg's alone now).
@@ -283,6 +288,7 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
     from wap_ingest.adapters.spark_session import EXTENSIONS, SHORT_RUN_JIT, startup_java_options
 
     off = {"WAP_SPARK_STARTUP_TUNING": "off"}
+    rewrite = {"WAP_AUDITS_FILE": str(rewrite_audits())}
     old_extensions, no_classpath = {"spark.sql.extensions": EXTENSIONS_BEFORE}, {"spark.driver.extraClassPath": ""}
     before_conf = old_extensions | no_classpath
     known: dict[str, dict[str, Any]] = {
@@ -292,6 +298,7 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
         "cds-only": {"env": off, "conf": old_extensions, "java_options": ["-XX:SharedArchiveFile={archive}"]},
         "jit-only": {"env": off, "conf": before_conf, "java_options": list(SHORT_RUN_JIT)},
         "extensions-only": {"env": off, "conf": {"spark.sql.extensions": EXTENSIONS} | no_classpath},
+        "rewrite": {"env": rewrite},
     }
     for item in extra:
         name, _, options = item.partition("=")
@@ -301,6 +308,16 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
     if unknown:
         raise SystemExit(f"unknown variant(s) {unknown}: choose among {sorted(known)}")
     return {n: known[n] for n in dict.fromkeys(names)}
+
+
+def rewrite_audits() -> Path:
+    """The audits file of the `rewrite` variant: the function's own (WAP_AUDITS_FILE, else the repository's) with
+    the cold-start table's files rewritten."""
+    from benchmarks.common import ROOT, write_audits
+
+    base = Path(os.environ.get("WAP_AUDITS_FILE", "").strip() or ROOT / "audits.yml")
+    target = Path(tempfile.mkdtemp(prefix="wap-cold-audits-")) / "audits.yml"
+    return write_audits(base, target, {TABLE: {"checks": [{"check": "row_count", "min": 1}], "write": "rewrite"}})
 
 
 def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -321,10 +338,13 @@ def report_for(results: dict[str, list[dict[str, Any]]], variants: dict[str, Any
         "runs_per_variant": runs, "file_rows": 1000, "phases": list(PHASES),
         "variants": {n: {"settings": variants[n], "median": medians[n], "samples": results[n]} for n in results},
     }
-    if "after" in medians:
-        value = medians["after"]["total_s"]
-        report["cold_first_file_s"] = value
-        report["target"] = {"cold_first_file_s": f"<= {TARGET_S}", "met": value <= TARGET_S}
+    report["target"] = {}
+    for variant, name, bound in (("after", "cold_first_file_s", TARGET_S),
+                                 ("rewrite", "cold_first_file_rewrite_s", REWRITE_TARGET_S)):
+        if variant in medians:
+            value = medians[variant]["total_s"]
+            report[name] = value
+            report["target"][name] = {"goal": f"<= {bound}", "met": value <= bound}
     if "before" in medians and "after" in medians:
         before, after = medians["before"], medians["after"]
         report["before_after"] = {p: {"before_s": before["phases"][p], "after_s": after["phases"][p],
@@ -380,8 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="cold starts per variant (median reported)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--warm", type=int, default=1, help="files after each cold one, in the same environment")
-    parser.add_argument("--variants", default="before,after",
-                        help="comma-separated: before, after, cds-only, jit-only, extensions-only")
+    parser.add_argument("--variants", default="after,rewrite",
+                        help="comma-separated: before, after, cds-only, jit-only, extensions-only, rewrite")
     parser.add_argument("--java-options", action="append", default=[], metavar='NAME="OPTIONS"',
                         help="another variant: the service's driver options plus these")
     args = parser.parse_args(argv)

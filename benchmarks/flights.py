@@ -13,6 +13,7 @@ import importlib.util
 import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -88,3 +89,17 @@ def write_flights(path: Path, rows: int) -> dict[str, object]:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
     return {"rows": table.num_rows, "columns": table.num_columns, "bytes": path.stat().st_size, "source": source}
+
+
+def write_flights_of_size(path: Path, target_bytes: int) -> dict[str, Any]:
+    """Write flights' rows, repeated, until the file holds at least `target_bytes` (pyarrow's defaults, one row group
+    per copy written): a file of any size in the memory of one copy. What was written, for the report."""
+    base, source = base_table()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    copies = 0
+    with pq.ParquetWriter(path, base.schema) as writer:
+        while copies == 0 or path.stat().st_size < target_bytes:
+            writer.write_table(base)
+            copies += 1
+    return {"rows": base.num_rows * copies, "columns": base.num_columns, "bytes": path.stat().st_size,
+            "source": f"{source}, {copies}x", "row_groups": int(pq.ParquetFile(path).metadata.num_row_groups)}

@@ -2,11 +2,17 @@
 (benchmarks/large_workers.py) whose tree's peak memory is sampled (benchmarks/memory.py):
 
 4. the service's one-file path, `service.ingest(source)` as the function runs it (Spark local[*], the driver
-   memory the function gets from AWS_LAMBDA_FUNCTION_MEMORY_SIZE); the baseline (the reference, benchmarks/
-   baseline.py); and the floor (download, pyarrow read, parquet write). Each run of each way has a fresh table
-   of its own, and the service and the baseline each ingest the same warm-up file into it first (untimed);
+   memory the function gets from AWS_LAMBDA_FUNCTION_MEMORY_SIZE), on both of its paths for a Parquet file: into a
+   table that rewrites it (`service`) and into one that registers it (`service_register`, issue 27); the baseline
+   (the reference, benchmarks/baseline.py); and the floor (download, pyarrow read, parquet write). Each run of each
+   way has a fresh table of its own, and the service and the baseline each ingest the same warm-up file into it
+   first (untimed);
 5. the EMR job entry point under spark-submit: the job is submitted through the service (`jobs.submit`, the
-   request the function sends) and run as the local stack's EMR runner runs it (`wap_ingest.local.emr.run_job`).
+   request the function sends) and run as the local stack's EMR runner runs it (`wap_ingest.local.emr.run_job`);
+   its table keeps the default (`write: auto`), so the job registers the file;
+7. a 1 GiB Parquet file (the same flights rows, repeated) to `main` in the function, each path once per run (the
+   function's size threshold raised above it for these runs, as a deployment with WAP_LARGE_FILE_BYTES above 1 GiB
+   has it); no floor (pyarrow's read of it alone would hold several GiB).
 
 A failure of the service's path or of the EMR job (an outcome other than published, a crashed JVM) is recorded
 as that way's result, with the path of its whole output under <stack dir>/logs/large-file/, and the bench goes
@@ -23,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.flights import NOT_NULL_COLUMN, write_flights
+from benchmarks.flights import NOT_NULL_COLUMN, write_flights, write_flights_of_size
 from benchmarks.large_workers import WARM_ROWS, ingest_with_service
 from benchmarks.memory import Measured, run_measured
 
@@ -123,20 +129,26 @@ class LargeFile:
         return env | {"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.function_memory_mb),
                       "WAP_WORK_DIR": str(self.work / name)}
 
-    def service(self, n: int) -> dict[str, Any]:
-        key, warm_key = self.upload_pair(f"bench_large_{n}")
+    def service(self, n: int, prefix: str = "bench_large", rows: int | None = None,
+                env: dict[str, str] | None = None) -> dict[str, Any]:
+        """The service's one-file path into `<prefix>_<n>` (bench_large: rewritten; bench_large_register:
+        registered, as the tables' `write:` says)."""
+        key, warm_key = self.upload_pair(f"{prefix}_{n}")
+        registering = "register" in prefix
+        name = f"{prefix.removeprefix('bench_')}-{n}"
         if self.in_process is not None:
             result = ingest_with_service(self.in_process, INBOX, key, warm_key) | {"peak_tree_mib": None,
                                                                                      "in_process": True}
         else:
             measured = run_measured(_worker("service", "--bucket", INBOX, "--key", key, "--warm-key", warm_key),
-                                    self.function_env(f"service-{n}"), cwd=self.logs)
+                                    self.function_env(name) | (env or {}), cwd=self.logs)
             try:
-                result = _result(measured, "the service's one-file path", self.logs / f"service-{n}.log")
+                result = _result(measured, "the service's one-file path", self.logs / f"{name}.log")
             except WorkerError as exc:
                 return exc.to_result()
-        if result["status"] != "published" or result["rows"] != self.rows:
-            return {"failed": f"the service did not publish the large file: {result}"} | result
+        if result["status"] != "published" or result["rows"] != (rows or self.rows) or \
+                result.get("registered") is not registering:
+            return {"failed": f"the service did not publish the large file by its path: {result}"} | result
         if not any(NOT_NULL_COLUMN in check for check in result["audited"]):
             raise RuntimeError(f"the service did not audit {NOT_NULL_COLUMN} as the baseline does: {result}")
         return result
@@ -158,19 +170,39 @@ class LargeFile:
 
     def compare(self, runs: int) -> dict[str, Any]:
         """Workload 4: each way `runs` times (interleaved), medians and the largest peak."""
-        service, baseline, floor = [], [], []
+        service, register, baseline, floor = [], [], [], []
         for n in range(runs):
             service.append(self.service(n))
+            register.append(self.service(n, "bench_large_register"))
             baseline.append(self.baseline(n))
             floor.append(self.floor(n))
         done = [r for r in floor if "failed" not in r]
         snappy = statistics.median(r["seconds_snappy"] for r in done) if done else None
         return {"file": self.file | {"row_groups": pq_row_groups(self.path)},
                 "function_memory_mb": self.function_memory_mb,
-                "service": _summary(service, self.rows), "baseline": _summary(baseline, self.rows),
+                "service": _summary(service, self.rows), "service_register": _summary(register, self.rows),
+                "baseline": _summary(baseline, self.rows),
                 "pyarrow_floor": _summary(floor, self.rows) | {
                     "codec": "zstd", "median_s_snappy": snappy,
                     "rows_per_s_snappy": round(self.rows / snappy) if snappy else None}}
+
+    def gib(self, runs: int, target_bytes: int = 1024**3) -> dict[str, Any]:
+        """Workload 7: a Parquet file of `target_bytes` (1 GiB) to main in the function, on each path `runs` times
+        (interleaved); the function's threshold is raised above the file for these runs only."""
+        path = self.work / "gib.parquet"
+        written = write_flights_of_size(path, target_bytes)
+        big = {"WAP_LARGE_FILE_BYTES": str(2 * target_bytes)}
+        original, self.path = self.path, path
+        try:
+            ways: dict[str, list[dict[str, Any]]] = {"rewrite": [], "register": []}
+            for n in range(runs):
+                for way, found in ways.items():
+                    found.append(self.service(n, f"bench_gib_{way}", int(written["rows"]), big))
+        finally:
+            self.path = original
+            path.unlink(missing_ok=True)
+        return {"file": written, "function_memory_mb": self.function_memory_mb,
+                **{way: _summary(found, int(written["rows"])) for way, found in ways.items()}}
 
     def emr(self, service: Any, jars: Path) -> dict[str, Any]:
         """Workload 5: the job submitted through the service's port, run with spark-submit as the local runner

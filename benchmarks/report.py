@@ -13,18 +13,24 @@ def _stages(stages: dict[str, float] | None) -> str:
 
 
 def small_file(small: dict[str, Any]) -> list[str]:
-    rows = [("service, pipeline called directly", "service_direct"), (BASELINE, "baseline"),
+    rows = [("service, pipeline called directly, rewrite path (`write: rewrite`)", "service_direct"),
+            ("service, pipeline called directly, register path (`write: register`: footer, server-side copy, "
+             "Iceberg append, no Spark job)", "service_register"), (BASELINE, "baseline"),
             ("engine alone: plain Spark + Iceberg append to main, same session", "engine_alone"),
             ("service, event path (S3 -> SQS -> worker, 0.25 s window -> Lambda runtime, polled)",
              "service_event_path")]
     lines = [f"## 1. One small file ({small['rows']:,} rows) to main", "", f"Suite: {small['suite']}.", "",
              "| path | warm-up (s) | warm median (s) | samples (s) |", "|---|---|---|---|"]
     for label, key in rows:
+        if key not in small:  # a result written before the register path
+            continue
         way = small[key]
         lines.append(f"| {label} | {way['warmup_s']} | {way['warm']['median_s']} | "
                      f"{', '.join(map(str, way['warm']['samples_s']))} |")
-    return [*lines, "", f"The event path's extra cost over the direct call: {small['event_path_extra_s']} s. The "
-            f"service's median seconds per pipeline stage: {_stages(small.get('service_stages_median_s'))}.", ""]
+    return [*lines, "", f"The event path's extra cost over the direct call (both rewrite): "
+            f"{small['event_path_extra_s']} s. The service's median seconds per pipeline stage, rewrite path: "
+            f"{_stages(small.get('service_stages_median_s'))}; register path: "
+            f"{_stages(small.get('register_stages_median_s'))}.", ""]
 
 
 def audit_cost(audit: dict[str, Any]) -> list[str]:
@@ -66,8 +72,10 @@ def large_file(large: dict[str, Any]) -> list[str]:
     if first.get("in_process"):
         service = f"service, one-file path, in the bench's process (driver memory {first.get('driver_memory')})"
     floor = large["pyarrow_floor"]
-    for name, label in (("service", service), ("baseline", BASELINE),
-                        ("pyarrow_floor", FLOOR)):
+    for name, label in (("service", f"{service}, rewrite path"), ("service_register", f"{service}, register path"),
+                        ("baseline", BASELINE), ("pyarrow_floor", FLOOR)):
+        if name not in large:  # a result written before the register path
+            continue
         way = large[name]
         if way["rows_per_s"] is None:
             lines.append(f"| {label} | failed: {way['failed']} | - | {way['peak_tree_mib'] or '-'} (until then) | - |")
@@ -83,8 +91,25 @@ def large_file(large: dict[str, Any]) -> list[str]:
     return lines
 
 
+def gib_file(found: dict[str, Any]) -> list[str]:
+    file = found["file"]
+    lines = [f"## 7. A 1 GiB Parquet file ({file['rows']:,} rows, {file['bytes'] / 2**30:.2f} GiB, "
+             f"{file.get('row_groups', '?')} row groups) to main in the function", "",
+             f"File: {file['source']}. Each path once per run into a fresh table, after one warm-up file (untimed); "
+             f"a {found['function_memory_mb']} MB function, its size threshold above the file.", "",
+             "| path | median (s) | rows/s | peak memory (MiB) | median seconds per step |", "|---|---|---|---|---|"]
+    for name in ("rewrite", "register"):
+        way = found[name]
+        if way["rows_per_s"] is None:
+            lines.append(f"| {name} | failed: {way['failed']} | - | {way['peak_tree_mib'] or '-'} (until then) | - |")
+        else:
+            lines.append(f"| {name} | {way['median_s']} | {way['rows_per_s']:,} | {way['peak_tree_mib'] or '-'} | "
+                         f"{_stages(way.get('stages_median_s'))} |")
+    return [*lines, ""]
+
+
 def emr_job(emr: dict[str, Any]) -> list[str]:
-    return ["## 5. EMR job entry point under spark-submit (same file)", "",
+    return ["## 5. EMR job entry point under spark-submit (same file; its table registers it)", "",
             "| job | spark-submit wall (s) | rows/s | peak memory (MiB) |", "|---|---|---|---|",
             f"| {emr['master']}, driver {emr['driver_memory']} | "
             + (f"failed: {emr['failed']} | - | " if emr["rows_per_s"] is None else
@@ -109,14 +134,18 @@ def history(found: dict[str, Any]) -> list[str]:
 
 
 SECTIONS = {"small_file": small_file, "audit_cost": audit_cost, "burst": burst, "large_file": large_file,
-            "emr_job": emr_job, "history": history}
+            "emr_job": emr_job, "history": history, "gib_file": gib_file}
 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# Benchmark results ({report['finished_at']})", "", f"Machine: {report['machine']}", ""]
+    loads, when = report.get("workload_load_average", {}), report.get("workload_measured_at", {})
     for name, found in report["results"].items():
         if name in SECTIONS:
             lines += SECTIONS[name](found)
+            if name in loads:  # the machine is shared: how loaded it was while this workload ran
+                lines += [f"Measured {when.get(name, report['started_at'])}; load average (1 min) before and after: "
+                          f"{', '.join(map(str, loads[name]))}.", ""]
     lines += ["## Targets", "", "| target | value | goal | met | from |", "|---|---|---|---|---|"]
     for t in report["targets"]:
         value = t["value"] if t["value"] is not None else "-"

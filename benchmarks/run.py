@@ -13,7 +13,9 @@ Workloads (registered in WORKLOADS below; each in its own module):
      and each process tree's peak memory;
   5. the EMR job entry point under spark-submit on the same file;
   6. load cost against table history and the measured compaction (benchmarks/history.py): the 10th, 100th and
-     1,000th load into one table, the metadata file's size, then 200 small files compacted by `wap maintain`.
+     1,000th load into one table, the metadata file's size, then 200 small files compacted by `wap maintain`;
+  7. a 1 GiB Parquet file to main in the function, rewritten and registered (benchmarks/large_file.py). Not among
+     the defaults (it writes and uploads 1 GiB twice): ask for it with --workloads.
 """
 
 from __future__ import annotations
@@ -66,7 +68,9 @@ WORKLOADS: dict[int, Workload] = {
     5: Workload("emr_job", lambda bench: _large_file(bench).emr(bench.service, ROOT / ".cache" / "jars" / "spark")),
     6: Workload("history", lambda bench: history.run(bench.service, [2, 4] if bench.options.smoke else [10, 100, 1000],
                                                      False, 6 if bench.options.smoke else 200, bucket=INBOX)),
+    7: Workload("gib_file", lambda bench: _large_file(bench).gib(1, 2 * 2**20 if bench.options.smoke else 2**30)),
 }
+DEFAULT_WORKLOADS = (1, 2, 3, 4, 5, 6)
 
 
 def options_from(args: argparse.Namespace, work: Path) -> Options:
@@ -77,20 +81,42 @@ def options_from(args: argparse.Namespace, work: Path) -> Options:
                    function_memory_mb=args.function_memory, work=work)
 
 
-def run_workloads(bench: Bench, chosen: list[int], loads: dict[str, list[float]]
-                  ) -> tuple[dict[str, Any], dict[str, float]]:
-    """(results, seconds each workload took, set-up included); `loads` gets each one's load averages."""
+def run_workloads(bench: Bench, chosen: list[int], loads: dict[str, list[float]],
+                  measured_at: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, float]]:
+    """(results, seconds each workload took, set-up included); `loads` gets each one's load averages, `measured_at`
+    the time each one started."""
     results: dict[str, Any] = {}
     spent: dict[str, float] = {}
     for number in chosen:
         workload = WORKLOADS[number]
         started, load = time.perf_counter(), os.getloadavg()[0]
+        if measured_at is not None:
+            measured_at[workload.name] = datetime.now(UTC).isoformat(timespec="seconds")
         print(f"workload {number}: {workload.name}", file=sys.stderr, flush=True)
         results[workload.name] = workload.run(bench)
         spent[workload.name] = round(time.perf_counter() - started, 1)
         # The machine's 1-minute load average before and after (2 cores, shared): how loaded it was meanwhile.
         loads[workload.name] = [round(load, 2), round(os.getloadavg()[0], 2)]
     return results, spent
+
+
+KEPT = ("results", "workload_seconds", "workload_load_average", "workload_measured_at")
+
+
+def keep_others(report: dict[str, Any], previous: Path) -> None:
+    """--keep-others: the workloads this run did not run keep their results from the previous report (each with its
+    own time and load average: every ratio is within one workload, its baseline measured in the same run)."""
+    if not previous.is_file():
+        return
+    old = json.loads(previous.read_text())
+    for name in old.get("results", {}):
+        if name in report["results"]:
+            continue
+        for key in KEPT:
+            if name in old.get(key, {}):
+                report.setdefault(key, {})[name] = old[key][name]
+        report["workload_measured_at"].setdefault(name, old.get("started_at"))
+    report["workloads_kept"] = sorted(set(report["results"]) - set(report["workloads_run"]))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -101,11 +127,14 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--burst", type=int, default=200, help="files per burst (workload 3)")
     found.add_argument("--burst-batch", type=int, default=100,
                        help="files per call of the service's direct burst (serverless.yml's SQS batchSize)")
-    found.add_argument("--workloads", default=",".join(map(str, WORKLOADS)), help="e.g. 4,5 (default: all)")
+    found.add_argument("--workloads", default=",".join(map(str, DEFAULT_WORKLOADS)),
+                       help="e.g. 4,5 (default: 1-6; 7, the 1 GiB file, on request)")
     found.add_argument("--large-rows", type=int, default=5_000_000, help="rows of the large file (workloads 4, 5)")
     found.add_argument("--large-runs", type=int, default=5, help="repetitions of workload 4 (median)")
     found.add_argument("--function-memory", type=int, default=4096,
                        help="the function's memory (MB) in workload 4: its Spark driver gets 60%% of it")
+    found.add_argument("--keep-others", action="store_true",
+                       help="keep the previous report's results of the workloads not run now (each with its time)")
     return found
 
 
@@ -126,11 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["WAP_AUDITS_FILE"] = str(write_audits(audits, config.state_dir / "audits.yml", bench_audits(options)))
     state = start_stack(config)
     loads: dict[str, list[float]] = {}
+    measured_at: dict[str, str] = {}
     try:
         env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "bench-work"),
                                                                "WAP_SOURCE_BUCKETS": "bench-inbox"}
         os.environ.update(env)
-        results, spent = run_workloads(Bench(env, options), chosen, loads)
+        results, spent = run_workloads(Bench(env, options), chosen, loads, measured_at)
     finally:
         stop_stack(config)
         shutil.rmtree(options.work, ignore_errors=True)
@@ -141,10 +171,14 @@ def main(argv: list[str] | None = None) -> int:
         "smoke": args.smoke,
         "options": {k: v for k, v in vars(args).items() if k != "out"} | {"concurrency": list(options.concurrency)},
         "workloads": chosen,
+        "workloads_run": [WORKLOADS[n].name for n in chosen],
         "workload_seconds": spent,
         "workload_load_average": loads,
+        "workload_measured_at": measured_at,
         "results": results,
     }
+    if args.keep_others:
+        keep_others(report, args.out / "latest.json")
     report["targets"] = targets(report)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.json").write_text(json.dumps(report, indent=2, default=str) + "\n")

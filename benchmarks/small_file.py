@@ -2,8 +2,11 @@
 warm-up (one untimed file of its own) and timed the same way (the call, from a file already in S3 to rows on
 `main`), plus the service's event path, timed separately:
 
-- service, direct: `service.ingest(source)`: head, dedupe lookup, branch, download, Spark write, audit (not_null on
-  my_col_1), merge;
+- service, direct: `service.ingest(source)` into a table that rewrites its files (`write: rewrite`): head, dedupe
+  lookup, branch, download, Spark write, audit (not_null on my_col_1), merge;
+- service, register: the same call into a table that registers them (`write: register`, issue 27): head, dedupe
+  lookup, branch, the footer read, a server-side copy into the table's location, the Iceberg append of that file
+  with its footer's metrics (no Spark job), the audit from those metrics, merge;
 - baseline: the reference (benchmarks/baseline.py): pyarrow read, branch, PyIceberg append, row-filtered null
   scan (the same check), merge;
 - engine alone: the same download, then plain Spark + Iceberg `writeTo(table).append()` on `main` in the
@@ -43,6 +46,7 @@ def run(bench: Bench) -> dict[str, Any]:
 
     runs, numbers = bench.options.runs, count()
     stages: list[dict[str, float]] = []  # the service's seconds per pipeline stage, per file
+    registered: list[dict[str, float]] = []  # the same, on the register path
 
     def direct() -> float:
         key = f"bench_small/f{next(numbers)}.parquet"
@@ -53,6 +57,17 @@ def run(bench: Bench) -> dict[str, Any]:
         if outcome.status is not OutcomeStatus.PUBLISHED or not outcome.report:
             raise RuntimeError(f"the service did not publish {key}: {outcome}")
         stages.append(dict(outcome.timings))
+        return elapsed
+
+    def register() -> float:
+        key = f"bench_small_register/f{next(numbers)}.parquet"
+        bench.put(INBOX, key, ROWS)
+        started = time.perf_counter()
+        outcome = bench.service.ingest(SourceObject(INBOX, key))
+        elapsed = time.perf_counter() - started
+        if outcome.status is not OutcomeStatus.PUBLISHED or "registered (" not in outcome.message:
+            raise RuntimeError(f"the service did not register and publish {key}: {outcome}")
+        registered.append(dict(outcome.timings))
         return elapsed
 
     def baseline() -> float:
@@ -73,24 +88,24 @@ def run(bench: Bench) -> dict[str, Any]:
         return time.perf_counter() - started
 
     client = bench.baseline()
-    warm = {"service_direct": direct(), "baseline": baseline()}  # the warm-ups: each side's first file
+    warm = {"service_direct": direct(), "service_register": register(), "baseline": baseline()}  # the warm-ups
     warm_plain_key = f"bench_plain/f{next(numbers)}.parquet"
     bench.put(INBOX, warm_plain_key, ROWS)
     warm["engine_alone"] = timed(lambda: plain_spark_append(bench, warm_plain_key, "bench_plain", create=True))
     warm["service_event_path"] = event_path()
     # Interleaved: each round times every way once, so a disturbance of the shared machine hits them alike.
     samples: dict[str, list[float]] = {name: [] for name in warm}
-    ways = {"service_direct": direct, "baseline": baseline, "engine_alone": engine_alone,
-            "service_event_path": event_path}
+    ways = {"service_direct": direct, "service_register": register, "baseline": baseline,
+            "engine_alone": engine_alone, "service_event_path": event_path}
     for _ in range(runs):
         for name, measure in ways.items():
             samples[name].append(measure())
     out: dict[str, Any] = {"rows": ROWS, "suite": "not_null my_col_1 (both sides)"}
     for name, values in samples.items():
         out[name] = {"warmup_s": round(warm[name], 3), "warm": summary(values)}
-    timed_stages = stages[1:]  # not the warm-up's
-    out["service_stages_median_s"] = {name: round(statistics.median(s.get(name, 0.0) for s in timed_stages), 3)
-                                      for name in sorted({n for s in timed_stages for n in s})}
+    for name, found in (("service_stages_median_s", stages[1:]), ("register_stages_median_s", registered[1:])):
+        out[name] = {n: round(statistics.median(s.get(n, 0.0) for s in found), 3)  # not the warm-up's
+                     for n in sorted({n for s in found for n in s})}
     direct_s, event_s = out["service_direct"]["warm"]["median_s"], out["service_event_path"]["warm"]["median_s"]
     out["event_path_extra_s"] = round(event_s - direct_s, 3)
     return out

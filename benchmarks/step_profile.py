@@ -1,6 +1,7 @@
 """The warm small file, step by step: where the service's direct call spends its time (issue 17, item 2).
 
     python -m benchmarks.step_profile --label after [--files 12] [--out benchmarks/results/small_file_profile.json]
+        [--table bench_small]   (bench_small rewrites its files; bench_small_register registers them, issue 27)
 
 It starts its own local stack (as benchmarks/run.py does), ingests one untimed file, then `--files` 1,000-row
 Parquet files one at a time with `service.ingest(source)`, each adapter call on the way timed by wrapping the
@@ -76,10 +77,12 @@ class Steps:
 
 
 def instrument(bench: Bench, steps: Steps) -> None:
-    from wap_ingest.adapters import spark_tables, spark_writer
+    from wap_ingest.adapters import spark_register, spark_tables, spark_writer
 
     service = bench.service
-    for attribute, step in (("head", "s3: head"), ("download", "s3: download")):
+    for attribute, step in (("head", "s3: head"), ("download", "s3: download"),
+                            ("read_tail", "s3: footer (one ranged GET)"),
+                            ("copy_into", "s3: server-side copy into the table's location")):
         steps.wrap(service.objects, attribute, step)
     catalog = service.ports.catalog
     for attribute, step in (("find_published", "nessie: ledger lookup (duplicate?)"),
@@ -98,12 +101,16 @@ def instrument(bench: Bench, steps: Steps) -> None:
     steps.wrap(spark_tables.IcebergTables, "write", "spark: write job + Iceberg commit")
     steps.wrap(spark_tables.IcebergTables, "last_append", "iceberg: the new snapshot")
     steps.wrap(spark_writer, "added_file_metrics", "iceberg: new files' metrics")
+    steps.wrap(spark_writer, "data_file_metrics", "iceberg: new files' metrics")  # a registered file's, in hand
     steps.wrap(spark_writer, "measure_frame", "audit: measure (scan if needed)")
+    steps.wrap(spark_writer, "register", "iceberg: register (footer judged, table, metrics, append commit)")
+    steps.wrap(spark_register, "_spark_schema", "spark: the new table's schema from the footer")
+    steps.wrap(spark_register, "partition_values", "iceberg: partition values from the metrics")
     if service.events is not None:
         steps.wrap(service.events, "publish", "downstream event")
 
 
-def profile(bench: Bench, files: int) -> dict[str, Any]:
+def profile(bench: Bench, files: int, table: str = "bench_small") -> dict[str, Any]:
     from wap_ingest.core.models import OutcomeStatus, SourceObject
 
     steps = Steps()
@@ -111,7 +118,7 @@ def profile(bench: Bench, files: int) -> dict[str, Any]:
     per_file: list[dict[str, float]] = []
     calls: dict[str, int] = {}
     for number in range(files + 1):
-        key = f"bench_small/p{number}.parquet"
+        key = f"{table}/p{number}.parquet"
         bench.put(INBOX, key, ROWS)
         steps.take()
         started = time.perf_counter()
@@ -128,7 +135,7 @@ def profile(bench: Bench, files: int) -> dict[str, Any]:
     names = [*steps_seen, "other", "total"]
     return {"steps_median_s": {n: round(statistics.median(f.get(n, 0.0) for f in per_file), 4) for n in names},
             "calls_per_file": {n: calls.get(n, 0) for n in names if n not in ("other", "total")},
-            "files": files}
+            "files": files, "table": table, "write": outcome.message.rpartition("; ")[2]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--commit", default="", help="the commit the profiled tree is at (recorded)")
+    parser.add_argument("--table", default="bench_small",
+                        help="bench_small (its files rewritten) or bench_small_register (registered)")
     args = parser.parse_args(argv)
     from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
@@ -153,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ) | stack_environment(state) | {"WAP_WORK_DIR": str(config.state_dir / "work"),
                                                                "WAP_SOURCE_BUCKETS": INBOX}
         os.environ.update(env)
-        found = profile(Bench(env, options), args.files)
+        found = profile(Bench(env, options), args.files, args.table)
     finally:
         stop_stack(config)
     found |= {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "commit": args.commit,

@@ -144,6 +144,7 @@ def train(spark: Any, work: Path) -> None:
     good.groupBy("my_col_0").count().orderBy("count").limit(5).collect()
     spark._jsparkSession.sessionState().sqlParser().parsePlan(
         "SELECT count(*) FROM train.wap.t WHERE my_col_2 > 1")
+    register(spark, work)
     with contextlib.suppress(Exception):  # NessieCatalog's client: its classes load, the server is not there
         spark.sql("SHOW NAMESPACES IN nessie").collect()
     jvm = spark.sparkContext._jvm
@@ -152,6 +153,48 @@ def train(spark: Any, work: Path) -> None:
         io.initialize({"s3.endpoint": UNREACHABLE, "s3.path-style-access": "true", "client.region": "us-east-1",
                        "s3.access-key-id": "training", "s3.secret-access-key": "training"})
         io.newInputFile("s3://train/warehouse/x.parquet").exists()
+
+
+class TrainingCopies:
+    """The register path's object store (adapters.spark_register.LakeCopies) on the in-process S3."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read_tail(self, source: Any, max_bytes: int) -> tuple[bytes, int]:
+        return self.data[-max_bytes:], len(self.data)
+
+    def copy_into(self, source: Any, uri: str) -> None:
+        ObjectStore.objects["/" + uri.removeprefix("s3://")] = self.data
+
+    def remove(self, uri: str) -> None:
+        ObjectStore.objects.pop("/" + uri.removeprefix("s3://"), None)
+
+
+def register(spark: Any, work: Path) -> None:
+    """A Parquet file registered as the function registers one (adapters/spark_register.py): its footer parsed by
+    Spark's Parquet and Iceberg's, its metrics with the table's name mapping, appended in one transaction, and the
+    audit's metrics taken from the DataFile."""
+    from wap_ingest.adapters import spark_register
+    from wap_ingest.adapters.spark_audit import data_file_metrics
+    from wap_ingest.adapters.spark_tables import IcebergTables
+    from wap_ingest.core.models import SourceObject, TableRef
+
+    data = (work / "in.parquet").read_bytes()
+    store = TrainingCopies(data)
+    footer, size = spark_register.read_footer(store, SourceObject("train", "in.parquet"))
+    spark_register._spark_schema(spark, footer.raw)
+    gateway = spark.sparkContext._gateway
+    namespace = gateway.new_array(gateway.jvm.java.lang.String, 1)
+    namespace[0] = "wap"
+    catalog = spark._jsparkSession.sessionState().catalogManager().catalog("train")
+    iceberg = catalog.loadTable(gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, "t")
+                                ).table()
+    found = spark_register._append(IcebergTables(spark), store, SourceObject("train", "in.parquet"),
+                                   TableRef("wap", "t"), "main", iceberg, footer, size, {"wap.source.identity": "r"},
+                                   False)
+    if isinstance(found, spark_register.Registration):
+        data_file_metrics(spark, iceberg, gateway.jvm.java.util.Collections.singletonList(found.data_file).iterator())
 
 
 def build(jars: list[Path], target: Path) -> None:

@@ -26,6 +26,8 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.models import (
     FAILED_CHECKS_COLUMN,
+    REGISTERED,
+    REWRITTEN,
     SOURCE_COLUMN,
     Appended,
     AppendResult,
@@ -37,6 +39,7 @@ from wap_ingest.core.models import (
     QuarantinePlan,
     SourceObject,
     TableRef,
+    WritePath,
 )
 from wap_ingest.core.ports import (
     DecisionLog,
@@ -147,7 +150,15 @@ class FakeWriter(TableWriter):
         moved, kept = self._quarantine(rows, quarantine, source, spec.branch) if quarantine else (None, rows)
         appended = self._write(spec.table, spec.branch, [(source, kept)], spec.allow_new_columns)
         return Appended(appended, (source,), {source.identity: self._measure(kept, spec.plan, appended.columns)},
-                        quarantined={source.identity: moved} if moved is not None else {})
+                        quarantined={source.identity: moved} if moved is not None else {},
+                        write={source.identity: self.path_of(spec, fmt)})
+
+    @staticmethod
+    def path_of(spec: WriteSpec, fmt: FileFormat) -> WritePath:
+        """As the real engine says it (without reading a footer: every Parquet file fits here)."""
+        if spec.write == "rewrite" or fmt is not FileFormat.PARQUET or spec.quarantine is not None:
+            return WritePath(REWRITTEN, f"fake: {spec.write}, {fmt.value}, quarantine {spec.quarantine is not None}")
+        return WritePath(REGISTERED, "fake: the file fits the table")
 
     def stage(self, spec: WriteSpec, files: Sequence[tuple[SourceObject, FileFormat]]) -> FakeStaged:
         if self.fail_with is not None:
@@ -258,7 +269,8 @@ class FakeStaged(StagedFiles):
             appended = self.writer._write(self.spec.table, self.spec.branch, chosen, self.spec.allow_new_columns)
         except SchemaMismatchError as exc:
             return Appended(None, (), measured, {s.identity: str(exc) for s, _ in chosen})
-        return Appended(appended, tuple(s for s, _ in chosen), measured)
+        group = WritePath(REWRITTEN, f"fake: read together with {len(self.together) - 1} other file(s)")
+        return Appended(appended, tuple(s for s, _ in chosen), measured, write={s.identity: group for s, _ in chosen})
 
     def close(self) -> None:
         self.closed = True

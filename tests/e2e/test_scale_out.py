@@ -128,6 +128,39 @@ def _queue_empty(sqs: Any, url: str) -> bool:
     return attrs["ApproximateNumberOfMessages"] == "0" and attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
 
 
+def large_parquet(rows: int) -> bytes:
+    """A Parquet file above the stack's EMR threshold (random values: they do not compress)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(27)
+    table = pa.table({"my_col_0": pa.array(range(rows), pa.int32()),
+                      "my_col_1": pa.array([f"{rng.getrandbits(64):016x}" for _ in range(rows)]),
+                      "my_col_2": pa.array([rng.random() for _ in range(rows)])})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def test_the_emr_job_registers_a_large_parquet_file_that_fits(
+    lake: Lake, local_stack: StackState, stack_env: dict[str, str], table_name: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The job runs the function's pipeline, register path included: the file is copied into the table's location
+    as it is (no Spark job rewrites it) and its history says so."""
+    body = large_parquet(120_000)
+    assert len(body) > LARGE_FILE_BYTES
+    lake.drop(f"{table_name}/big.parquet", body)
+    wait_for(lambda: job_runs(stack_env, table_name), "job run")
+    assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "the large file on main", timeout=400) == 120_000
+    [entry] = ops(capsys, "history", table_name)["entries"]
+    assert entry["write"] == "registered (a new table made from the file's schema)", entry
+    spark = lake.service.ports.writer.spark
+    [path] = [r["file_path"] for r in spark.sql(f"SELECT file_path FROM nessie.wap.{table_name}.files").collect()]
+    bucket, _, key = str(path).removeprefix("s3://").partition("/")
+    assert lake.s3.get_object(Bucket=bucket, Key=key)["Body"].read() == body
+
+
 def test_a_table_above_its_emr_threshold_is_maintained_by_the_emr_job(
     lake: Lake, local_stack: StackState, stack_env: dict[str, str], capsys: pytest.CaptureFixture[str],
 ) -> None:

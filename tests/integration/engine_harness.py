@@ -23,16 +23,24 @@ from wap_ingest.core.models import IngestOutcome, SourceObject
 
 def main(bucket: str, before: str, during: str, after: str) -> int:
     service = build_service(Settings.from_env())
-    read = spark_writer.read_source
+    read, register = spark_writer.read_source, spark_writer.register
+
+    def kill(spark: Any) -> None:
+        gateway = spark.sparkContext._gateway
+        os.kill(gateway.proc.pid, signal.SIGKILL)  # the JVM dies while the file is being read or registered
+        gateway.proc.wait(timeout=30)
 
     def killing_read(spark: Any, *args: Any, **kwargs: Any) -> Any:
-        gateway = spark.sparkContext._gateway
-        os.kill(gateway.proc.pid, signal.SIGKILL)  # the JVM dies while the file is being read
-        gateway.proc.wait(timeout=30)
+        kill(spark)
         return read(spark, *args, **kwargs)
+
+    def killing_register(tables: Any, *args: Any, **kwargs: Any) -> Any:
+        kill(tables.spark)
+        return register(tables, *args, **kwargs)
 
     for key in (before, during, after):
         spark_writer.read_source = killing_read if key == during else read  # type: ignore[assignment]
+        spark_writer.register = killing_register if key == during else register  # type: ignore[assignment]
         (result,) = service.ingest_all([Item(SourceObject(bucket, key))])
         line = {"key": key, "restarts": service.engine.restarts if service.engine else None}
         if isinstance(result, IngestOutcome):

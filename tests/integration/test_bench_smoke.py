@@ -16,8 +16,9 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-TARGETS = ["warm_small_direct_vs_baseline", "wap_overhead_vs_plain_spark_append_s", "cold_first_file_s",
-           "audit_10m_vs_10k", "burst_vs_baseline_same_concurrency", "large_file_vs_pyarrow_floor",
+TARGETS = ["warm_small_direct_vs_baseline", "warm_small_register_vs_baseline", "wap_overhead_vs_plain_spark_append_s",
+           "cold_first_file_s", "cold_first_file_rewrite_s", "audit_10m_vs_10k", "burst_vs_baseline_same_concurrency",
+           "large_file_vs_pyarrow_floor", "large_parquet_register_vs_pyarrow_floor",
            "large_file_peak_memory_vs_baseline", "load_1000th_vs_10th"]
 
 
@@ -28,6 +29,8 @@ def recomputed(results: dict[str, Any]) -> dict[str, float | None]:
     return {
         "warm_small_direct_vs_baseline": small["service_direct"]["warm"]["median_s"]
         / small["baseline"]["warm"]["median_s"],
+        "warm_small_register_vs_baseline": small["service_register"]["warm"]["median_s"]
+        / small["baseline"]["warm"]["median_s"],
         "wap_overhead_vs_plain_spark_append_s": small["service_direct"]["warm"]["median_s"]
         - small["engine_alone"]["warm"]["median_s"],
         "audit_10m_vs_10k": audit[sizes[-1]]["service_audit"]["median_s"]
@@ -36,6 +39,8 @@ def recomputed(results: dict[str, Any]) -> dict[str, float | None]:
             pair["service_direct"]["files_per_minute"] / pair["baseline"]["files_per_minute"]
             for pair in burst["by_concurrency"].values()),
         "large_file_vs_pyarrow_floor": large["service"]["rows_per_s"] / large["pyarrow_floor"]["rows_per_s"],
+        "large_parquet_register_vs_pyarrow_floor": large["service_register"]["rows_per_s"]
+        / large["pyarrow_floor"]["rows_per_s"],
         "large_file_peak_memory_vs_baseline": None,  # --smoke runs the service in-process: not measured
         "load_1000th_vs_10th": results["history"]["last_load_median_s"] / results["history"]["tenth_load_median_s"],
     }
@@ -61,16 +66,20 @@ def test_benchmark_smoke_run_writes_results_and_targets(tmp_path: Path) -> None:
     assert [p["loads"] for p in history["bounded"]["checkpoints"]] == [2, 4] and history["last_loads"] == 4
     assert history["compaction"]["same_rows"] and history["compaction"]["report"]["after"]["data_files"] == 1
     small = results["small_file"]
-    assert all(small[way]["warm"]["median_s"] > 0 for way in ("service_direct", "baseline", "engine_alone",
-                                                              "service_event_path"))
+    assert all(small[way]["warm"]["median_s"] > 0 for way in ("service_direct", "service_register", "baseline",
+                                                              "engine_alone", "service_event_path"))
+    assert "append" in small["register_stages_median_s"]
     assert set(results["burst"]["by_concurrency"]) == {"1", "2"}
     for pair in results["burst"]["by_concurrency"].values():
         assert pair["service_direct"]["files"] == pair["baseline"]["files"] == 3
         assert 1 <= pair["service_direct"]["merges"] <= 3
     large = results["large_file"]
     assert large["file"]["rows"] == 2_000
-    assert not any("failed" in large[way] for way in ("service", "baseline", "pyarrow_floor")), large
-    assert all(large[way]["rows_per_s"] > 0 for way in ("service", "baseline", "pyarrow_floor"))
+    ways = ("service", "service_register", "baseline", "pyarrow_floor")
+    assert not any("failed" in large[way] for way in ways), large
+    assert all(large[way]["rows_per_s"] > 0 for way in ways)
+    assert large["service_register"]["runs"][0]["registered"] and not large["service"]["runs"][0]["registered"]
+    assert {"append.register", "append.register.copy"} <= set(large["service_register"]["stages_median_s"])
     assert large["baseline"]["peak_tree_mib"] > 0 and large["pyarrow_floor"]["peak_tree_mib"] > 0
     assert {"download", "read", "write_zstd", "write_snappy"} <= set(large["pyarrow_floor"]["stages_median_s"])
     assert {"read", "write", "commit", "audit", "merge"} <= set(large["baseline"]["stages_median_s"])
@@ -91,6 +100,7 @@ def test_benchmark_smoke_run_writes_results_and_targets(tmp_path: Path) -> None:
     assert found["cold_first_file_s"]["value"] is None or found["cold_first_file_s"]["inputs"]
     table = (tmp_path / "latest.md").read_text()
     assert "| warm_small_direct_vs_baseline |" in table and "## 5. EMR job entry point" in table
+    assert "| large_parquet_register_vs_pyarrow_floor |" in table and "load average (1 min)" in table
 
 
 def lookup(report: dict[str, Any], path: str) -> Any:

@@ -161,7 +161,8 @@ VERDICTS: dict[Failure, Verdict] = {
 
 # S3's operations whose IAM action has another name than the operation (the others: the operation's own name)
 _S3_ACTIONS = {"HeadObject": "GetObject", "ListObjectsV2": "ListBucket", "HeadBucket": "ListBucket",
-               "CopyObject": "GetObject and s3:PutObject",
+               "CopyObject": "GetObject and s3:PutObject", "UploadPartCopy": "GetObject and s3:PutObject",
+               "CreateMultipartUpload": "PutObject", "CompleteMultipartUpload": "PutObject",
                "GetBucketLifecycleConfiguration": "GetLifecycleConfiguration",
                "PutBucketLifecycleConfiguration": "PutLifecycleConfiguration"}
 

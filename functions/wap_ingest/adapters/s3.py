@@ -3,6 +3,9 @@
 Also downloads a source object version to local scratch for the engine: the Lambda path reads
 files from /tmp, which avoids the Hadoop S3A jars in the image (EMR reads s3:// natively). An object of more than
 one part is fetched as byte ranges of that version in parallel (one GET stream is bound by one connection's rate).
+For a file the engine registers as it is (a Parquet file that fits its table), the object's tail (its footer) is
+read by one ranged GET, and the object is copied server-side into the table's location: exactly the announced
+version, never downloaded and uploaded again (in parts, in parallel, above S3's 5 GiB limit of one CopyObject).
 """
 
 from __future__ import annotations
@@ -52,8 +55,13 @@ COPIED: dict[Failure, Verdict] = {failure: verdict for failure, verdict in SOURC
 # ... and when it is a manifest read as a range (S3 answers 416 for a range of an empty object)
 MANIFEST = SOURCE | {Failure.UNSATISFIABLE_RANGE: Verdict(EmptySourceError, "the manifest is empty",
                                                           "upload it again with its list of files")}
+# ... and when its tail is read (S3 answers 416 for a suffix range of an empty object)
+TAIL = SOURCE | {Failure.UNSATISFIABLE_RANGE: Verdict(EmptySourceError, "the object is empty",
+                                                      "upload the file with its data")}
 PART_BYTES = 8 * 1024 * 1024  # one ranged GET of a parallel download (an object of one part: one plain GET)
 PARALLEL_PARTS = 8  # ranged GETs in flight at once
+COPY_MAX_BYTES = 5 * 1024**3  # S3's limit for one CopyObject; larger objects are copied in parts (UploadPartCopy)
+COPY_PART_BYTES = 512 * 1024**2  # one part of a multipart copy (S3: at least 5 MiB, at most 10,000 parts)
 
 
 def s3_client_for(region: str, endpoint_url: str | None, timeout: float) -> Any:
@@ -202,7 +210,15 @@ class S3ObjectStore(ObjectStore):
     def copy_to(self, source: SourceObject, bucket: str, prefix: str = "wap-staging") -> str:
         """A server-side copy of exactly the headed version under `bucket/prefix`, for an engine that reads S3
         itself (the EMR job's executors): returns its s3:// URI. Removed with `remove` after the append."""
-        key = f"{prefix}/{_staged_name(source)}"
+        uri = f"s3://{bucket}/{prefix}/{_staged_name(source)}"
+        self.copy_into(source, uri)
+        return uri
+
+    def copy_into(self, source: SourceObject, uri: str) -> None:
+        """A server-side copy of exactly the headed version (its version id, else guarded by its ETag) to `uri`
+        (s3://bucket/key, e.g. a data file's place in a table's location): one CopyObject, or parts copied in
+        parallel above COPY_MAX_BYTES. Nothing passes through this process."""
+        bucket, _, key = uri.split("://", 1)[-1].partition("/")
         copy: dict[str, str] = {"Bucket": source.bucket, "Key": source.key}
         extra: dict[str, str] = {}
         if source.version_id:
@@ -210,11 +226,53 @@ class S3ObjectStore(ObjectStore):
         elif source.etag:
             extra["CopySourceIfMatch"] = source.etag
         try:
-            self._s3.copy_object(Bucket=bucket, Key=key, CopySource=copy, **extra)
+            if source.size is not None and source.size > COPY_MAX_BYTES:
+                self._copy_parts(bucket, key, copy, extra, source.size)
+            else:
+                self._s3.copy_object(Bucket=bucket, Key=key, CopySource=copy, **extra)
         except (ClientError, BotoCoreError) as exc:
             raise aws_error(exc, service=S3, doing=f"copying to s3://{bucket}/{key} the object", resource=source.uri,
                             setting="LAKE_BUCKET", special=COPIED) from exc
-        return f"s3://{bucket}/{key}"
+
+    def _copy_parts(self, bucket: str, key: str, copy: Mapping[str, str], extra: Mapping[str, str],
+                    size: int) -> None:
+        """A multipart copy: ranges of the source version copied as parts in parallel, then completed (aborted on
+        any failure, so no incomplete upload is left behind)."""
+        part = max(COPY_PART_BYTES, -(-size // 10_000))
+        upload = self._s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+
+        def copy_part(number: int) -> dict[str, Any]:
+            start = (number - 1) * part
+            answer = self._s3.upload_part_copy(Bucket=bucket, Key=key, UploadId=upload, PartNumber=number,
+                                               CopySource=dict(copy), CopySourceRange=f"bytes={start}-"
+                                               f"{min(start + part, size) - 1}", **extra)
+            return {"PartNumber": number, "ETag": answer["CopyPartResult"]["ETag"]}
+
+        try:
+            with ThreadPoolExecutor(max_workers=PARALLEL_PARTS, thread_name_prefix="s3-copy") as pool:
+                parts = list(pool.map(copy_part, range(1, -(-size // part) + 1)))
+            self._s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload,
+                                               MultipartUpload={"Parts": parts})
+        except BaseException:
+            with contextlib.suppress(ClientError, BotoCoreError):
+                self._s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload)
+            raise
+
+    def read_tail(self, source: SourceObject, max_bytes: int) -> tuple[bytes, int]:
+        """The last `max_bytes` bytes of exactly the headed version (all of it when smaller), and the object's size:
+        one ranged GET (a Parquet file's footer). Raises SourceNotFoundError, EmptySourceError for an empty object."""
+        try:
+            answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes=-{max_bytes}",
+                                         **_exact_version(source))
+            body = bytes(answer["Body"].read())
+        except (ClientError, BotoCoreError) as exc:
+            raise _source_error(exc, "reading the footer of", source.uri, TAIL) from exc
+        total = str(answer.get("ContentRange") or "").rpartition("/")[2]
+        size = int(total) if total.isdigit() else len(body)
+        if size == 0:  # S3 answers 416 for a range of an empty object; some S3 APIs the whole (empty) object
+            raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest. Fix: upload the "
+                                   f"file with its data.")
+        return body, size
 
     def remove(self, uri: Path | str) -> None:
         """Delete a staged copy (an s3:// URI from `copy_to`); quietly, the lake's lifecycle rule is the backstop."""

@@ -58,10 +58,17 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
     columns (any case) whose lower/upper bounds are wanted (None: every numeric or temporal one). Each Py4J call is
     a round trip to the JVM: the schema comes as one JSON document, each file's count maps in one call each, and
     only the wanted bounds are converted."""
-    jvm = spark.sparkContext._jvm
     snapshot = iceberg_table.snapshot(snapshot_id)
     if snapshot is None:
         return FileMetrics()
+    return data_file_metrics(spark, iceberg_table, snapshot.addedDataFiles(iceberg_table.io()).iterator(), bounds_for)
+
+
+def data_file_metrics(spark: Any, iceberg_table: Any, data_files: Any,
+                      bounds_for: Collection[str] | None = None) -> FileMetrics:
+    """`added_file_metrics` of data files already in hand (a Java iterator of DataFile: a registered file's, built
+    from its footer, whose manifest need not be read back)."""
+    jvm = spark.sparkContext._jvm
     schema = iceberg_table.schema()
     wanted = None if bounds_for is None else {c.lower() for c in bounds_for}
     fields = []  # (field id, name, its type id, the Java type when its bounds are wanted)
@@ -78,7 +85,7 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
     seen: dict[str, int] = {}
     bounded: dict[str, int] = {}
     files = size = rows = 0
-    iterator = snapshot.addedDataFiles(iceberg_table.io()).iterator()
+    iterator = data_files
     while iterator.hasNext():
         data_file = iterator.next()
         files += 1

@@ -79,6 +79,23 @@ class IcebergTables:
             for table, ref in touched:
                 catalog.invalidateTable(self._identifier(table, ref))
 
+    def find(self, table: TableRef, ref: str) -> Any | None:
+        """The Iceberg (Java) table on `ref` (`iceberg_table`), or None if there is no such table."""
+        try:
+            return self.iceberg_table(table, ref)
+        except Exception as exc:
+            if _not_found(exc) or _no_such_table(exc):
+                return None
+            raise
+
+    def create(self, table: TableRef, ref: str, spark_schema: Any, transforms: Any,
+               properties: Mapping[str, str]) -> None:
+        """Create the table on `ref` through the session's catalog (Spark's TableCatalog API: the Iceberg schema is
+        converted from the Java `spark_schema` as a Spark write's would be), with no rows and no Spark job."""
+        self._touched.add((table, ref))
+        self._loaded.pop((table, ref), None)
+        self._catalog().createTable(self._identifier(table, ref), spark_schema, transforms, dict(properties))
+
     def schema(self, table: TableRef, ref: str) -> Any:
         """The table's Spark schema on `ref`, or None if there is no such table (metadata only: the Iceberg
         schema of the run's one load, converted as Spark's own table does)."""

@@ -1,15 +1,22 @@
 """SparkIcebergWriter: the TableWriter port on PySpark + Iceberg, with Nessie as the Iceberg catalog.
 
-One file (`append`): stage it, read it, append it in one snapshot, then measure the new rows from that snapshot (its
-files' metrics answer what they can without reading rows). Several files of one table (`stage`): stage them, read
-together those that share a format and header/schema, measure each file in one grouped pass; the core audits them,
-and `append` on the staged files writes the ones it accepts in one snapshot carrying each file's identity and rows
-(core.lineage), from the rows already read.
+One file (`append`): a Parquet file whose schema fits the table as it is is registered (spark_register: its footer
+read, the object copied server-side into the table's location and appended as a data file with its footer's
+metrics; no Spark job); any other file is rewritten: staged, read, appended in one snapshot. Either way the new rows
+are then measured from that snapshot (its files' metrics answer what they can without reading rows), and the
+result says which path ran and why (`Appended.write`; the snapshot carries it too, core.lineage). Several files of
+one table (`stage`): stage them, read together those that share a format and header/schema, measure each file in
+one grouped pass; the core audits them, and `append` on the staged files writes the ones it accepts in one snapshot
+carrying each file's identity and rows (core.lineage), from the rows already read. Files read together are always
+rewritten: the group's point is one read, one measuring pass and one snapshot for many small files, written as few
+data files (registering each would add as many small data files to the table, and a group's files are measured before
+any of them is appended, where a registered file is measured through the table).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -17,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.core import lineage
-from wap_ingest.core.errors import BadInputError, EngineLostError, WapError
+from wap_ingest.core.errors import BadInputError, EngineLostError, NotRegistrableError, WapError
 from wap_ingest.core.models import (
+    REGISTERED,
+    REWRITTEN,
     Appended,
     AppendResult,
     FileFormat,
@@ -27,29 +36,34 @@ from wap_ingest.core.models import (
     QuarantinePlan,
     SourceObject,
     TableRef,
+    WritePath,
 )
 from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 
-from .spark_audit import added_file_metrics, measure_frame
+from .spark_audit import added_file_metrics, data_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
 from .spark_deadline import Deadline, within
 from .spark_errors import EngineStep, engine_failure, first_line, gateway_alive
 from .spark_quarantine import Split, split_rows
 from .spark_read import read_source
+from .spark_register import LakeCopies, Registration, register
 from .spark_session import SparkEngine
 from .spark_tables import IcebergTables, table_identifier
 
 Stage = Callable[[SourceObject, Callable[[], bool]], Path | str]  # (the version, "stop now?") -> what Spark reads
+log = logging.getLogger(__name__)
 
 
 class SparkIcebergWriter(TableWriter):
-    def __init__(self, engine: SparkEngine, stage: Stage, *, cleanup: Callable[[Path | str], None] | None = None
-                 ) -> None:
+    def __init__(self, engine: SparkEngine, stage: Stage, *, cleanup: Callable[[Path | str], None] | None = None,
+                 lake: LakeCopies | None = None) -> None:
         """`stage` makes a source object readable by Spark (a local copy, or its s3:// URI on EMR); it stops when
-        asked (the invocation's deadline)."""
+        asked (the invocation's deadline). `lake` reads a source's footer and copies it into a table's location
+        (None: every file is rewritten)."""
         self._engine = engine
         self._stage = stage
         self._cleanup = cleanup or remove_local
+        self._lake = lake
 
     @property
     def spark(self) -> Any:
@@ -81,9 +95,53 @@ class SparkIcebergWriter(TableWriter):
 
     def _append_one(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, fmt: FileFormat,
                     deadline: Deadline) -> Appended:
+        properties = lineage.snapshot_properties([(source, 0)])
+        reason = self._rewrite_reason(spec, fmt)
+        if reason is None and self._lake is not None:
+            found = register(tables, self._lake, source, spec.table, spec.branch, properties, spec.layout)
+            if not isinstance(found, str):
+                log.info("registered %s as a data file of %s on %s: %s (%s)", source.uri, spec.table, spec.branch,
+                         found.location, found.reason)
+                appended = tables.last_append(spec.table, spec.branch, found.created, found.columns)
+                return self._measured(tables, spec, source, appended, found)
+            reason = found
+        if spec.write == "register":
+            raise NotRegistrableError(
+                f"{source.uri}: cannot be registered into {spec.table} as it is ({reason}), and the table says "
+                f"`write: register` in the audits file. Fix: upload a Parquet file whose columns and types are the "
+                f"table's, or set `write: auto` for {spec.table.name} so such files are rewritten.")
+        log.info("rewriting %s into %s on %s: %s", source.uri, spec.table, spec.branch, reason)
+        return self._rewrite(tables, spec, source, fmt, properties, WritePath(REWRITTEN, str(reason)), deadline)
+
+    def _rewrite_reason(self, spec: WriteSpec, fmt: FileFormat) -> str | None:
+        """Why the file is rewritten whatever its schema, or None (its footer decides)."""
+        if spec.write == "rewrite":
+            return "write: rewrite in the audits file"
+        if fmt is not FileFormat.PARQUET:
+            return f"a {fmt.value} file (only Parquet files are registered)"
+        if spec.quarantine is not None:
+            return "the table quarantines failing rows (on_failure: quarantine writes the good rows as a new file)"
+        if spec.layout is not None and spec.layout.sort:
+            return "the table's layout sorts its rows (sort_by)"
+        if self._lake is None:
+            return "this engine has no object store to copy files into the lake"
+        return None
+
+    def _measured(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, appended: AppendResult | None,
+                  registration: Registration) -> Appended:
+        """A registered file's new rows measured; a failure to decode them is the file's (its pages, as uploaded)."""
+        write = {source.identity: WritePath(REGISTERED, registration.reason)}
+        if appended is None or appended.rows == 0:  # the caller says the file is empty
+            return Appended(appended, (), {source.identity: Measurements(row_count=0)}, write=write)
+        measured = self._measure(tables, spec.table, spec.branch, appended, spec.plan, source=source,
+                                 data_file=registration.data_file)
+        return Appended(appended, (source,), {source.identity: measured}, write=write)
+
+    def _rewrite(self, tables: IcebergTables, spec: WriteSpec, source: SourceObject, fmt: FileFormat,
+                 properties: dict[str, str], path: WritePath, deadline: Deadline) -> Appended:
         table, branch, quarantine = spec.table, spec.branch, spec.quarantine
         staged, split = self._stage(source, deadline.passed), None
-        properties = lineage.snapshot_properties([(source, 0)])
+        properties = properties | lineage.write_properties([path])
         try:
             frame = read_source(tables.spark, [str(staged)], fmt, source_uri=source.uri, table=table.qualified,
                                 options=spec.read_options)
@@ -98,11 +156,12 @@ class SparkIcebergWriter(TableWriter):
             if split is not None:
                 split.release()
             self._cleanup(staged)
+        write = {source.identity: path}
         if appended is None or appended.rows == 0:  # the caller says the file is empty
-            return Appended(appended, (), {source.identity: Measurements(row_count=0)})
+            return Appended(appended, (), {source.identity: Measurements(row_count=0)}, write=write)
         measured = self._measure(tables, table, branch, appended, spec.plan)
         moved = {source.identity: split.quarantined} if split is not None else {}
-        return Appended(appended, (source,), {source.identity: measured}, quarantined=moved)
+        return Appended(appended, (source,), {source.identity: measured}, quarantined=moved, write=write)
 
     @staticmethod
     def _split(tables: IcebergTables, frame: Any, quarantine: QuarantinePlan, uri: str,
@@ -116,10 +175,12 @@ class SparkIcebergWriter(TableWriter):
                                  source_uri=uri, table=table.qualified) from exc
 
     def _measure(
-        self, tables: IcebergTables, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan
+        self, tables: IcebergTables, table: TableRef, branch: str, appended: AppendResult, plan: MeasurementPlan,
+        *, source: SourceObject | None = None, data_file: Any = None,
     ) -> Measurements:
         """The new rows are the incremental scan of the append's snapshot (only the data files it added); the
-        files' metrics from its manifests answer what they can before any row is read."""
+        files' metrics from its manifests answer what they can before any row is read. `source`: the registered
+        file those data files are, whose undecodable pages are its own fault (else a failure here is the engine's)."""
         spark = tables.spark
         ident = table_identifier(table, branch)
         reader = spark.read.format("iceberg")
@@ -130,7 +191,10 @@ class SparkIcebergWriter(TableWriter):
                 "end-snapshot-id", str(appended.snapshot_id))
         try:
             bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
-            metrics = added_file_metrics(spark, tables.iceberg_table(table, branch), appended.snapshot_id, bounds_for)
+            iceberg = tables.iceberg_table(table, branch)
+            metrics = added_file_metrics(spark, iceberg, appended.snapshot_id, bounds_for) if data_file is None else \
+                data_file_metrics(spark, iceberg, spark.sparkContext._jvm.java.util.Collections.singletonList(
+                    data_file).iterator(), bounds_for)
             base = None
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
                 base = spark.read.format("iceberg").option("snapshot-id", str(appended.parent_snapshot_id)).load(ident)
@@ -139,8 +203,9 @@ class SparkIcebergWriter(TableWriter):
         except WapError:
             raise
         except Exception as exc:
-            raise engine_failure(exc, step=EngineStep.MEASURE, doing=f"auditing the new rows of {table} on "
-                                 f"{branch!r}", table=table.qualified) from exc
+            raise engine_failure(exc, step=EngineStep.MEASURE if source is None else EngineStep.READ,
+                                 doing=f"auditing the new rows of {table} on {branch!r}", table=table.qualified,
+                                 source_uri=None if source is None else source.uri) from exc
         return replace(measured, added_columns=appended.added_columns)
 
 
@@ -223,14 +288,16 @@ class _SparkStaged(StagedFiles):
         tags = [tag_of(p) for s, _, p in self._together if s.identity in wanted]
         measured = {s.identity: self.measured[s.identity] for s in chosen}
         loaded = [(s, measured[s.identity].row_count) for s in chosen]
+        path = WritePath(REWRITTEN, f"read together with {len(self._together) - 1} other file(s): a group is "
+                         f"rewritten (one read, one snapshot)")
+        properties = lineage.snapshot_properties(loaded) | lineage.write_properties([path])
         doing = f"appending {len(chosen)} files to {spec.table}"
         with IcebergTables(self._spark) as tables, _engine_lost_is_infrastructure(self._spark, doing), \
                 within(self._spark, spec.out_of_time, doing):
             try:
                 rows = self._frame.filter(path_of(F.col(FILE_COLUMN)).isin(tags)).drop(FILE_COLUMN)
                 try:
-                    created, added = tables.write(rows, chosen[0].uri, spec.table, spec.branch,
-                                                  lineage.snapshot_properties(loaded),
+                    created, added = tables.write(rows, chosen[0].uri, spec.table, spec.branch, properties,
                                                   allow_new_columns=spec.allow_new_columns, layout=spec.layout)
                 except BadInputError as exc:  # the batch's columns do not fit the table: each file alone says why
                     return Appended(None, (), measured, {s.identity: str(exc) for s in chosen})
@@ -241,7 +308,7 @@ class _SparkStaged(StagedFiles):
             except Exception as exc:
                 raise engine_failure(exc, step=EngineStep.WRITE, doing=f"appending {len(chosen)} files to "
                                      f"{spec.table} on {spec.branch!r}", table=spec.table.qualified) from exc
-        return Appended(appended, tuple(chosen), measured)
+        return Appended(appended, tuple(chosen), measured, write={s.identity: path for s in chosen})
 
     def close(self) -> None:
         frame, self._frame = self._frame, None

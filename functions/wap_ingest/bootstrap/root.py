@@ -159,9 +159,9 @@ class Service:
         objects, lake = self.objects, self.settings.lake_bucket
         if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake
             return SparkIcebergWriter(self.engine, lambda src, _stop: objects.copy_to(src, lake),
-                                      cleanup=objects.remove)
-        downloads = self.settings.work_dir / "downloads"
-        return SparkIcebergWriter(self.engine, lambda src, stop: objects.download(src, downloads, stop))
+                                      cleanup=objects.remove, lake=objects)
+        downloads = self.settings.work_dir / "downloads"  # a file registered as it is is never downloaded
+        return SparkIcebergWriter(self.engine, lambda src, stop: objects.download(src, downloads, stop), lake=objects)
 
     @cached_property
     def maintainer(self) -> SparkTableMaintainer:

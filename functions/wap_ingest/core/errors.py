@@ -68,6 +68,10 @@ class SchemaDriftError(SchemaMismatchError):
         self.difference = difference  # one line per column: "missing a (bigint)", "b: int -> string", "new c (string)"
 
 
+class NotRegistrableError(BadInputError):
+    """The table says `write: register` and the file cannot be registered as it is (the message says why)."""
+
+
 class InfrastructureError(WapError):
     """A component failed; the event should be retried. `main` is untouched."""
 

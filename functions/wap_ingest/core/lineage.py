@@ -6,6 +6,7 @@ Two places carry them:
   (`wap.source.identity.<n>`, `wap.source.rows.<n>`). The exactly-once lookup reads them back.
 - the Nessie merge commit that published it: `wap.table`, `wap.rows` and either the file's `wap.source.*` or, for a
   batch, `wap.files` and `wap.sources` (a JSON list of {bucket, key, identity, rows}). History and review read them.
+Both also say how the engine took the file in (`wap.write`: registered or rewritten, and `wap.write.reason`).
 Every module that writes or reads these names imports them from here.
 """
 
@@ -15,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import Quarantined, SourceObject, TableRef
+from .models import Quarantined, SourceObject, TableRef, WritePath
 
 SOURCE_PREFIX = "wap.source."
 BUCKET = f"{SOURCE_PREFIX}bucket"
@@ -35,6 +36,8 @@ LOAD = "wap.load"  # the manifest a load's merge published (its URI), and its id
 LOAD_IDENTITY = "wap.load.identity"
 QUARANTINED_ROWS = "wap.quarantined.rows"  # rows of the published file set aside in QUARANTINE_TABLE
 QUARANTINE_TABLE = "wap.quarantined.table"
+WRITE = "wap.write"  # registered | rewritten (models.REGISTERED, models.REWRITTEN): how the engine took the file in
+WRITE_REASON = "wap.write.reason"  # why (the file fits the table; or what needs the rewrite)
 # A kept branch's ledger commit carries the merge that would publish it: the merge's properties under this prefix
 # (so no history filter on main ever matches the branch's own commit) and its message.
 PENDING = "wap.pending."
@@ -53,6 +56,7 @@ class PublishedFile:
     key: str
     identity: str
     rows: int | None
+    write: str | None = None  # a load's file: how it was written ("registered (...)"); a batch's: its merge's
 
     @property
     def uri(self) -> str:
@@ -91,6 +95,22 @@ def merge_properties(table: TableRef, files: Sequence[Loaded]) -> dict[str, str]
     return total | {FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":"))}
 
 
+def write_properties(paths: Sequence[WritePath | None]) -> dict[str, str]:
+    """How the engine took these files in (a snapshot's or a merge's): the one path they share, or none ({})."""
+    found = set(paths)
+    if len(found) != 1 or None in found:
+        return {}
+    (path,) = found
+    assert path is not None
+    return {WRITE: path.how, WRITE_REASON: path.reason}
+
+
+def write_path(properties: Mapping[str, str]) -> WritePath | None:
+    """The write path a snapshot or merge commit records, or None (written before it was recorded)."""
+    how = properties.get(WRITE)
+    return None if not how else WritePath(how, properties.get(WRITE_REASON, ""))
+
+
 def quarantine_properties(quarantined: Quarantined | None) -> dict[str, str]:
     if quarantined is None:
         return {}
@@ -115,13 +135,15 @@ def carries_identity(key: str) -> bool:
 
 
 def load_properties(manifest: SourceObject, files: Sequence[tuple[SourceObject, TableRef, int]],
-                    quarantined: Mapping[str, Quarantined] | None = None) -> dict[str, str]:
+                    quarantined: Mapping[str, Quarantined] | None = None,
+                    written: Mapping[str, WritePath] | None = None) -> dict[str, str]:
     """A multi-table load's merge commit: every table (so each table's history finds it), every file with its table
-    and rows (and the rows a quarantine set aside), and the manifest."""
+    and rows (and the rows a quarantine set aside, and how the engine wrote it), and the manifest."""
     tables = sorted({t.qualified for _, t, _ in files})
-    moved = quarantined or {}
+    moved, paths = quarantined or {}, written or {}
     listed = [{"bucket": s.bucket, "key": s.key, "identity": s.identity, "rows": rows, "table": t.qualified} | (
-        {"quarantined": moved[s.identity].rows} if s.identity in moved else {}) for s, t, rows in files]
+        {"quarantined": moved[s.identity].rows} if s.identity in moved else {}) | (
+        {"write": str(paths[s.identity])} if s.identity in paths else {}) for s, t, rows in files]
     return {TABLES: f",{','.join(tables)},", TOTAL_ROWS: str(sum(rows for _, _, rows in files)),
             FILES: str(len(files)), SOURCES: json.dumps(listed, separators=(",", ":")), LOAD: manifest.uri,
             LOAD_IDENTITY: manifest.identity}
@@ -138,8 +160,8 @@ def published_files(properties: Mapping[str, str], table: TableRef | None = None
         if not isinstance(listed, list):
             return []
         return [PublishedFile(str(f.get("bucket", "")), str(f.get("key", "")), str(f.get("identity", "")),
-                              _int_or_none(f.get("rows"))) for f in listed if isinstance(f, dict)
-                and (table is None or f.get("table") in (None, table.qualified))]
+                              _int_or_none(f.get("rows")), str(f["write"]) if f.get("write") else None)
+                for f in listed if isinstance(f, dict) and (table is None or f.get("table") in (None, table.qualified))]
     if IDENTITY in properties or KEY in properties:
         return [PublishedFile(properties.get(BUCKET, ""), properties.get(KEY, ""), properties.get(IDENTITY, ""),
                               _int_or_none(properties.get(TOTAL_ROWS)))]

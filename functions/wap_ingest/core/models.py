@@ -298,6 +298,21 @@ class JobRun:
                 "outcome": self.outcome, "branch": self.branch}
 
 
+REGISTERED = "registered"  # the source file itself became a data file of the table (copied into the lake as it is)
+REWRITTEN = "rewritten"  # the file's rows were read and written as new data files by the engine
+
+
+@dataclass(frozen=True)
+class WritePath:
+    """How the engine took a file into its table, and why (the adapter decides; the core records and reports it)."""
+
+    how: str  # REGISTERED or REWRITTEN
+    reason: str  # e.g. "the file's schema fits the table", "column ts: INT96 timestamps are not an Iceberg type"
+
+    def __str__(self) -> str:
+        return f"{self.how} ({self.reason})"
+
+
 @dataclass(frozen=True)
 class Appended:
     """What the engine did with the files of one table on a branch: one snapshot for the files it wrote, each
@@ -308,6 +323,7 @@ class Appended:
     measured: Mapping[str, Measurements]  # by source identity, for every file written (a lone empty file: 0 rows)
     left_out: Mapping[str, str] = field(default_factory=dict)  # by source identity: why
     quarantined: Mapping[str, Quarantined] = field(default_factory=dict)  # by source identity (one file alone)
+    write: Mapping[str, WritePath] = field(default_factory=dict)  # by source identity: registered or rewritten, why
 
 
 QUARANTINE_SUFFIX = "_quarantine"

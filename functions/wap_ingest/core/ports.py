@@ -129,6 +129,10 @@ class WriteSpec:
     # the invocation's deadline, watched inside staging and the engine's jobs: once true, they stop and the call
     # raises an OutOfTimeError (the file goes back to the queue); None: no deadline
     out_of_time: Callable[[], bool] | None = field(default=None, compare=False)
+    # how a file is taken into the table (the audits file's `write:`): "auto" registers a Parquet file that fits the
+    # table as it is and rewrites any other, "register" refuses (BadInputError) a file it cannot register, "rewrite"
+    # always rewrites; the engine says which it did and why (`Appended.write`)
+    write: str = "auto"
 
 
 class StagedFiles(ABC):
@@ -164,15 +168,19 @@ class TableWriter(ABC):
         """Append one file's rows to `spec.table` on `spec.branch` in one snapshot stamped with its lineage
         (core.lineage.snapshot_properties), creating the table from its schema if missing (with `spec.layout`), then
         measure the snapshot's new rows for `spec.plan` (never the whole table; metadata first). A file without rows
-        commits nothing: `snapshot` None and a row count of 0. Raises a BadInputError subclass when the file is the
-        problem (SchemaDriftError, with the difference, when its columns do not fit the table's), a WapError (never
-        another exception) for infrastructure failures."""
+        commits nothing: `snapshot` None and a row count of 0. With `spec.write` "auto" or "register", a Parquet file
+        whose schema fits the table is registered (the file itself, copied into the table's location, becomes the
+        snapshot's data file, with the metrics of its footer) instead of rewritten; `Appended.write` says which and
+        why. Raises a BadInputError subclass when the file is the problem (SchemaDriftError, with the difference,
+        when its columns do not fit the table's; NotRegistrableError when `spec.write` is "register" and the file
+        cannot be registered), a WapError (never another exception) for infrastructure failures."""
 
     @abstractmethod
     def stage(self, spec: WriteSpec, files: Sequence[tuple[SourceObject, FileFormat]]) -> StagedFiles:
         """Stage and read several files of `spec.table` together and measure each one's rows for `spec.plan`,
         writing nothing (`spec.quarantine` does not apply: a file of a group that fails runs alone). A file that
-        cannot be staged or read with the others is in `left_out`. Raises a WapError for infrastructure failures."""
+        cannot be staged or read with the others is in `left_out`. Files read together are rewritten (one read, one
+        measuring pass and one data file for the group). Raises a WapError for infrastructure failures."""
 
     @abstractmethod
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:

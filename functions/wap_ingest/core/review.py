@@ -248,11 +248,12 @@ class HistoryEntry:
     hash: str | None
     reaudit: str | None = None  # for reviewed publishes: "passed" or "skipped"
     properties: Mapping[str, str] = field(default_factory=dict)
+    write: str | None = None  # how the engine took the file in: "registered (why)" or "rewritten (why)"
 
     def to_dict(self) -> dict[str, object]:
         return {"at": self.at.isoformat(), "action": self.action, "how": self.how, "branch": self.branch,
                 "actor": self.actor, "reason": self.reason, "source": self.source, "rows": self.rows,
-                "hash": self.hash, "reaudit": self.reaudit, "properties": dict(self.properties)}
+                "hash": self.hash, "reaudit": self.reaudit, "properties": dict(self.properties), "write": self.write}
 
 
 def parse_time(text: str) -> datetime:
@@ -276,6 +277,8 @@ def history_for(
     for pub in catalog.publications(table, on=main, limit=limit):
         props = pub.properties
         reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
+        path = lineage.write_path(props)
+        write = None if path is None else str(path)
         if lineage.is_batch(props):  # one merge for a burst's (or a load's) files: one line per file of this table
             files = lineage.published_files(props, table)
             how = f"load {props[lineage.LOAD]}" if lineage.LOAD in props else f"batch of {len(files)}"
@@ -285,7 +288,7 @@ def history_for(
                 branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
                 reason=props.get(f"{DECISION_PREFIX}reason"), source=file.uri, rows=file.rows, hash=pub.hash,
                 reaudit=props.get(f"{DECISION_PREFIX}reaudit"),
-                properties={lineage.IDENTITY: file.identity}) for file in files]
+                properties={lineage.IDENTITY: file.identity}, write=file.write or write) for file in files]
             continue
         maintained = summary_line(props)
         if maintained is not None:  # `wap maintain`: what it did, no rows published
@@ -297,7 +300,7 @@ def history_for(
             branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
             reason=props.get(f"{DECISION_PREFIX}reason"), source=source_uri(props),
             rows=_rows(props.get(lineage.TOTAL_ROWS)),
-            hash=pub.hash, reaudit=props.get(f"{DECISION_PREFIX}reaudit"), properties=props,
+            hash=pub.hash, reaudit=props.get(f"{DECISION_PREFIX}reaudit"), properties=props, write=write,
         ))
     for record in decisions.decisions(table, limit=limit) if decisions is not None else []:
         entries.append(HistoryEntry(

@@ -214,6 +214,8 @@ def _history_line(entry: HistoryEntry) -> str:
         what = f"reviewed publish of branch {entry.branch} by {entry.actor} ({audit}): {entry.reason}"
     else:
         what = f"published {entry.rows if entry.rows is not None else '?'} rows from {entry.source} (audit passed)"
+    if entry.write:
+        what += f"; {entry.write}"
     if entry.properties.get(lineage.QUARANTINED_ROWS):
         what += (f"; {entry.properties[lineage.QUARANTINED_ROWS]} rows quarantined in "
                  f"{entry.properties.get(lineage.QUARANTINE_TABLE, '?')}")

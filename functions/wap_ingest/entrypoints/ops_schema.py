@@ -53,7 +53,7 @@ ENTRY = _object({
     "at": _STR, "action": {"enum": ["published", "discarded", "maintained"]}, "how": _STR, "branch": _OPT_STR,
     "actor": _OPT_STR,
     "reason": _OPT_STR, "source": _OPT_STR, "rows": _OPT_INT, "hash": _OPT_STR, "reaudit": _OPT_STR,
-    "properties": {"type": "object", "additionalProperties": _STR},
+    "properties": {"type": "object", "additionalProperties": _STR}, "write": _OPT_STR,
 })
 
 JOB = _object({"job_run_id": _STR, "application_id": _STR, "object": _STR, "table": _STR, "state": _STR,

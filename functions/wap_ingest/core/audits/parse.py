@@ -215,8 +215,27 @@ def _check_from(spec: Any, table: str, index: int) -> Check:
 
 
 TABLE_KEYS = {"checks", "samples", "mask", "format_options", "on_failure", "max_quarantined_fraction", "layout",
-              "maintenance"}
+              "maintenance", "write"}
 ON_FAILURE = ("reject", "quarantine")
+WRITE = ("auto", "register", "rewrite")
+
+
+def _write(entry: Mapping[str, Any], table: str, on_failure: str, layout: Layout) -> str:
+    """The table's `write:` (auto: register a Parquet file that fits the table, rewrite any other; register: refuse a
+    file that cannot be registered; rewrite: always rewrite). `register` with a setting that always rewrites is
+    refused here, at start-up, rather than failing every file."""
+    write = entry.get("write", "auto")
+    if write not in WRITE:
+        raise AuditSuiteError(f"audits file: table {table!r}: write must be auto, register or rewrite, got {write!r}.")
+    if write == "register" and on_failure == "quarantine":
+        raise AuditSuiteError(f"audits file: table {table!r}: write: register cannot keep a file's good rows apart "
+                              f"(on_failure: quarantine writes them as a new file). Fix: use write: auto (files are "
+                              f"then rewritten) or on_failure: reject.")
+    if write == "register" and layout.sort:
+        raise AuditSuiteError(f"audits file: table {table!r}: write: register cannot sort a file's rows (layout "
+                              f"sort_by writes them in order). Fix: use write: auto (files are then rewritten) or "
+                              f"drop sort_by.")
+    return str(write)
 
 
 def _quarantine(entry: Mapping[str, Any], table: str) -> tuple[str, float]:
@@ -240,7 +259,7 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
     samples: bool = True
     mask: tuple[str, ...] = ()
     options: FormatOptions = ()
-    on_failure, fraction, layout, maintenance = "reject", 0.05, Layout(), DEFAULT_MAINTENANCE
+    on_failure, fraction, layout, maintenance, write = "reject", 0.05, Layout(), DEFAULT_MAINTENANCE, "auto"
     checks = entry
     if isinstance(entry, Mapping) and "check" in entry:
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks (or a mapping with "
@@ -266,10 +285,11 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
         layout = layout_from(entry["layout"], table) if "layout" in entry else Layout()
         if "maintenance" in entry:
             maintenance = maintenance_from(entry["maintenance"], table)
+        write = _write(entry, table, on_failure, layout)
     if not isinstance(checks, Sequence) or isinstance(checks, str):
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks.")
     suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask, options,
-                       on_failure, fraction, layout, maintenance)
+                       on_failure, fraction, layout, maintenance, write)
     if sum(isinstance(c, Schema) for c in suite.checks) > 1:
         raise AuditSuiteError(f"audits file: table {table!r}: more than one schema check; keep one.")
     return suite

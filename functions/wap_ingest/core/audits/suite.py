@@ -36,6 +36,7 @@ class AuditSuite:
     max_quarantined_fraction: float = 0.05  # above it, the whole file is rejected as with `reject`
     layout: Layout = NO_LAYOUT  # partition spec, sort order, write properties (core.layout)
     maintenance: MaintenanceSettings = DEFAULT_MAINTENANCE  # when `wap maintain` compacts (core.maintenance)
+    write: str = "auto"  # how files are taken into the table: auto | register | rewrite (core.ports.WriteSpec.write)
 
     def plan(self) -> MeasurementPlan:
         plan = MeasurementPlan()

@@ -72,7 +72,7 @@ def spec_for(suite: AuditSuite, table: TableRef, branch: str, *, alone: bool,
     """How a table's files are written on a branch, as its suite says (a quarantine applies to a file alone), and
     the invocation's deadline the engine watches while it stages and writes them."""
     return WriteSpec(table, branch, suite.plan(), suite.allow_new_columns, suite.format_options, suite.layout,
-                     suite.quarantine_plan(table) if alone else None, out_of_time)
+                     suite.quarantine_plan(table) if alone else None, out_of_time, suite.write)
 
 
 def bound_snapshots(ports: Ports, suite: AuditSuite, table: TableRef, branch: str, snapshots: int) -> None:

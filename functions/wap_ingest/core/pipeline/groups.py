@@ -37,6 +37,7 @@ from wap_ingest.core.models import (
     Quarantined,
     SourceObject,
     TableRef,
+    WritePath,
 )
 from wap_ingest.core.outcomes import about, duplicate, invalid, quarantine_note, rejected
 from wap_ingest.core.ports import WriteSpec
@@ -113,8 +114,10 @@ def run_routed(
     for index, item in enumerate(routed):
         groups.setdefault(item.table, []).append((index, item))
     for target, items in groups.items():
-        # "unique against main": each file must see the files published before it, so they go one by one
-        alone = dry_run or bool(suites.suite_for(target).plan().existing_keys)
+        # "unique against main": each file must see the files published before it, so they go one by one; a table
+        # that registers every file (write: register) takes each on its own (files read together are rewritten)
+        suite = suites.suite_for(target)
+        alone = dry_run or bool(suite.plan().existing_keys) or suite.write == "register"
         for group in ([[i] for i in items] if alone else _chunks(items, config.staging_budget_bytes)):
             run.group(target, group)
     return [run.settled[i] for i in range(len(routed))]
@@ -199,6 +202,7 @@ class _Written:
     rows: dict[str, int]
     reports: dict[str, AuditReport]
     quarantined: Mapping[str, Quarantined]
+    write: Mapping[str, WritePath]  # how the engine took each file in (registered or rewritten), and why
 
 
 class _GroupWork(Work):
@@ -250,8 +254,8 @@ class _GroupWork(Work):
         self._check_rows(branch, accepted, measured, appended.snapshot.rows if appended.snapshot else 0)
         bound_snapshots(ports, suite, self.target, branch.name, appended.snapshot.snapshots if appended.snapshot else 0)
         rows = {r.source.identity: measured[r.source.identity].row_count for _, r in accepted}
-        self.written = _Written(accepted, rows, reports, appended.quarantined)
-        merge = self._merge(accepted, rows, appended.quarantined)
+        self.written = _Written(accepted, rows, reports, appended.quarantined, appended.write)
+        merge = self._merge(accepted, rows, appended.quarantined, appended.write)
         if self.run_.dry_run:
             return Discard()
         return Publish(merge) if all(reports[i].passed for i in rows) else Keep(merge)
@@ -295,13 +299,16 @@ class _GroupWork(Work):
             raise EngineError(f"{self.target} on {branch.name!r}: the snapshot holds {snapshot_rows} rows but the "
                               f"audited files hold {audited}; nothing was published.")
 
-    def _merge(self, accepted: list[Item], rows: dict[str, int], quarantined: Mapping[str, Quarantined]) -> Merge:
+    def _merge(self, accepted: list[Item], rows: dict[str, int], quarantined: Mapping[str, Quarantined],
+               write: Mapping[str, WritePath]) -> Merge:
         loaded = [(r.source, rows[r.source.identity]) for _, r in accepted]
         what = accepted[0][1].source.uri if len(accepted) == 1 else f"{len(accepted)} files"
         moved = quarantined.get(accepted[0][1].source.identity) if len(accepted) == 1 else None
+        paths = [write.get(r.source.identity) for _, r in accepted]
         return Merge(tuple(Loaded.of(self.target, s, n) for s, n in loaded),
                      f"wap: publish {what} into {self.target} ({sum(rows.values())} rows)",
-                     lineage.merge_properties(self.target, loaded) | lineage.quarantine_properties(moved))
+                     lineage.merge_properties(self.target, loaded) | lineage.quarantine_properties(moved)
+                     | lineage.write_properties(paths))
 
     def settle(self, ended: Ended) -> None:
         """Each written file's outcome, now that the transaction ended."""
@@ -311,18 +318,20 @@ class _GroupWork(Work):
         for index, item in written.items:
             source, identity = item.source, item.source.identity
             n, report, moved = written.rows[identity], written.reports[identity], written.quarantined.get(identity)
+            how = f"; {written.write[identity]}" if identity in written.write else ""
             if ended.status == "kept":
                 outcome = rejected(source, target, str(ended.branch), n, report, run.ports.reports, moved)
-                run.settled[index] = replace(outcome, message=outcome.message + ended.note, attempts=ended.attempts)
+                run.settled[index] = replace(outcome, message=outcome.message + how + ended.note,
+                                             attempts=ended.attempts)
             elif ended.status == "published":
-                log.info("published %s into %s (%d rows)", source.uri, target, n,
+                log.info("published %s into %s (%d rows%s)", source.uri, target, n, how,
                          extra=about(source, target, ended.branch))
                 run.settled[index] = IngestOutcome(
                     source=source, status=OutcomeStatus.PUBLISHED, table=target.qualified, branch=ended.branch,
                     rows=n, report=report, merged_hash=ended.merged_hash, attempts=ended.attempts, quarantined=moved,
                     message=f"published {n} rows into {target}" + (
                         f" (one merge for {len(written.items)} files)" if len(written.items) > 1 else "")
-                    + quarantine_note(moved, source) + ended.note)
+                    + how + quarantine_note(moved, source) + ended.note)
             elif run.dry_run:
                 run.settled[index] = IngestOutcome(
                     source=source, status=OutcomeStatus.AUDITED if report.passed else OutcomeStatus.REJECTED,

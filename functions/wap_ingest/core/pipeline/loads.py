@@ -33,6 +33,7 @@ from wap_ingest.core.models import (
     Quarantined,
     SourceObject,
     TableRef,
+    WritePath,
 )
 from wap_ingest.core.naming import LOADS_PREFIX, PENDING_PREFIX, table_for_key, table_ref_from
 from wap_ingest.core.outcomes import invalid, quarantine_note
@@ -101,6 +102,7 @@ class _Part:
     rows: int
     report: AuditReport
     quarantined: Quarantined | None = None
+    write: WritePath | None = None  # how the engine took the file in (registered or rewritten), and why
 
 
 class Load:
@@ -190,10 +192,11 @@ class _LoadWork(Work):
             raise BadInputError(f"{exc} (in the load {self.manifest.uri}; nothing of it was published)") from exc
         files = [(p.routed.source, p.routed.table, p.rows) for p in self.parts]
         moved = {p.routed.source.identity: p.quarantined for p in self.parts if p.quarantined is not None}
+        written = {p.routed.source.identity: p.write for p in self.parts if p.write is not None}
         total = sum(p.rows for p in self.parts)
         merge = Merge(tuple(Loaded.of(t, s, n) for s, t, n in files),
                       f"wap: load {self.manifest.uri} into {_names(self.tables())} ({total} rows)",
-                      lineage.load_properties(self.manifest, files, moved))
+                      lineage.load_properties(self.manifest, files, moved, written))
         return Publish(merge) if all(p.report.passed for p in self.parts) else Keep(merge)
 
     def _write(self, item: Routed, branch: str) -> _Part:
@@ -212,7 +215,7 @@ class _LoadWork(Work):
         bound_snapshots(load.ports, suite, item.table, branch, appended.snapshot.snapshots)
         context = history_context(suite, item.table, load.ports.catalog, load.config.main_branch)
         return _Part(item, measured.row_count, audit(suite, item.table, measured, context),
-                     appended.quarantined.get(item.source.identity))
+                     appended.quarantined.get(item.source.identity), appended.write.get(item.source.identity))
 
     def outcome(self, ended: Ended) -> IngestOutcome:
         if ended.status == "on main":
@@ -225,7 +228,8 @@ class _LoadWork(Work):
         outcomes = tuple(IngestOutcome(source=p.routed.source, status=OutcomeStatus.PUBLISHED,
                                        table=p.routed.table.qualified, branch=ended.branch, rows=p.rows,
                                        report=p.report, merged_hash=ended.merged_hash, quarantined=p.quarantined,
-                                       message=quarantine_note(p.quarantined, p.routed.source).removeprefix("; "))
+                                       message=((f"; {p.write}" if p.write else "") + quarantine_note(
+                                           p.quarantined, p.routed.source)).removeprefix("; "))
                          for p in self.parts)
         return IngestOutcome(source=self.manifest, status=OutcomeStatus.PUBLISHED, table=tables,
                              branch=ended.branch, rows=total, merged_hash=ended.merged_hash, attempts=ended.attempts,
