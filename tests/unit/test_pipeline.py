@@ -111,6 +111,17 @@ def test_bad_input_is_invalid_and_touches_nothing(lake: Lake, key: str, content:
     assert lake.wap_branches() == []
 
 
+@pytest.mark.parametrize(("key", "content", "table"), [
+    ("orphan.parquet", rows(1), None),  # no table: its key names none
+    ("customer_data_log/x.xlsx", rows(1), "wap.customer_data_log"),
+    ("customer_data_log/empty.parquet", b"", "wap.customer_data_log"),
+])
+def test_a_file_refused_once_its_table_is_known_names_the_table(lake: Lake, key: str, content: object,
+                                                               table: str | None) -> None:
+    """Its outcome and alert name the table (an alert's Retry needs it), as a file refused while it is read does."""
+    assert lake.run(lake.put(key, content)).table == table
+
+
 def test_missing_object_is_invalid(lake: Lake) -> None:
     outcome = lake.run(SourceObject("source", "customer_data_log/gone.parquet"))
     assert outcome.status is OutcomeStatus.INVALID

@@ -9,6 +9,11 @@ Two families matter to callers:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .models import TableRef
+
 
 class WapError(Exception):
     """Base class of every error raised by wap-ingest."""
@@ -24,6 +29,13 @@ class AuditSuiteError(ConfigError):
 
 class BadInputError(WapError):
     """The source object cannot be ingested as it is; the producer must fix it."""
+
+    table: TableRef | None = None  # the table the object was routed to, when routing knew it before refusing it
+
+    def routed_to(self, table: TableRef) -> BadInputError:
+        """This error, saying which table its object was for (its outcome and alert name it)."""
+        self.table = table
+        return self
 
 
 class InvalidTableNameError(BadInputError):

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from .audits import AuditSuites
-from .errors import EmptySourceError, RefusedEventError, SourceNotFoundError
+from .errors import BadInputError, EmptySourceError, RefusedEventError, SourceNotFoundError
 from .formats import format_for_key
 from .models import FileFormat, SourceObject, TableRef
 from .naming import LOADS_PREFIX, PENDING_PREFIX, check_target, table_for_key
@@ -64,14 +64,18 @@ def route(
     target = table or table_for_key(source.key, default_namespace=default_namespace, bucket=source.bucket)
     check_target(target, source.uri)
     suites.check_listed(target, source.uri)
-    fmt = format_for_key(source.key, bucket=source.bucket, table=target)
-    current = exact_version(source, objects)
-    if current.size == 0:
-        raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest into {target}. "
-                               f"Fix: upload the complete file again.")
-    weight = objects.weigh(current, fmt)
-    if max_inflation is not None:
-        check_inflation(current, weight, max_inflation)
+    try:
+        fmt = format_for_key(source.key, bucket=source.bucket, table=target)
+        current = exact_version(source, objects)
+        if current.size == 0:
+            raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest into {target}. "
+                                   f"Fix: upload the complete file again.")
+        weight = objects.weigh(current, fmt)
+        if max_inflation is not None:
+            check_inflation(current, weight, max_inflation)
+    except BadInputError as exc:  # the file is the problem, for this table: its outcome and alert say which
+        exc.routed_to(target)
+        raise
     return Routed(current, target, fmt, weight=weight)
 
 

@@ -105,6 +105,7 @@ def principal_environment(state_dir: Path, principal: str) -> dict[str, str]:
 def policy_values(config: StackConfig, record: Mapping[str, Any]) -> dict[str, str]:
     """The placeholders setup_aws.py fills (infra/provision/context.py `template_values`), for the local stack."""
     from wap_ingest.local.auth import secret_parameter_for
+    from wap_ingest.local.slack_workspace import SIGNING_SECRET_PARAMETER
 
     region, account = config.region, ACCOUNT_ID
 
@@ -121,10 +122,12 @@ def policy_values(config: StackConfig, record: Mapping[str, Any]) -> dict[str, s
         "DeadLetterQueueArn": arn("sqs", f"{EVENTS_QUEUE}-dlq"),
         "EventBusArn": arn("events", f"event-bus/{EVENT_BUS}"),
         "FunctionName": FUNCTION_NAME,
+        "SlackFunctionName": "wap-slack-actions",
         "EmrApplicationName": "wap-lake-local",
         "EmrApplicationArn": arn("emr-serverless", f"/applications/{application}"),
         "EmrJobRoleArn": f"arn:aws:iam::{account}:role/{EMR_ROLE}",
         "SlackTokenParameterArn": arn("ssm", f"parameter/{SLACK_TOKEN_PARAMETER.lstrip('/')}"),
+        "SlackSigningSecretParameterArn": arn("ssm", f"parameter/{SIGNING_SECRET_PARAMETER.lstrip('/')}"),
         "NessieClientSecretParameterArn": arn("ssm", f"parameter/{secret_parameter_for('service').lstrip('/')}"),
         "OperatorClientSecretParameterArn": arn("ssm", f"parameter/{secret_parameter_for('operator').lstrip('/')}"),
         "NessieService": "nessie-wap",

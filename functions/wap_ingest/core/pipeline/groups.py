@@ -90,7 +90,7 @@ def route_or_result(
                        table=table, max_inflation=config.max_inflation)
         return replace(routed, seconds=time.perf_counter() - started)
     except BadInputError as exc:
-        return replace(invalid(source, exc, table), timings={"route": time.perf_counter() - started})
+        return replace(invalid(source, exc, table or exc.table), timings={"route": time.perf_counter() - started})
     except WapError as exc:
         return exc
     except Exception as exc:
