@@ -45,7 +45,6 @@ import contextlib
 import json
 import os
 import platform
-import re
 import shlex
 import signal
 import statistics
@@ -59,6 +58,7 @@ from typing import Any
 
 import requests
 
+from benchmarks.cold_phases import LOG4J, epoch_from_iso, phases_from
 from benchmarks.common import Bench, Options, published_keys
 
 RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
@@ -67,31 +67,6 @@ TABLE = "cold_start"
 PHASES = ("interpreter_imports", "service_wiring", "jvm_start", "spark_session", "first_spark_job", "pipeline")
 TARGET_S = 4.0  # issue 27: a Parquet file on the register path
 REWRITE_TARGET_S = 6.0  # issue 17's target, kept for the rewrite path
-TIMING = "wap-timing"
-LOG4J = f"""# benchmarks/cold_start.py: Spark's usual console output, and each job's end with its time (epoch ms)
-rootLogger.level = warn
-rootLogger.appenderRef.console.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
-appender.timing.type = Console
-appender.timing.name = timing
-appender.timing.target = SYSTEM_ERR
-appender.timing.layout.type = PatternLayout
-appender.timing.layout.pattern = {TIMING} %d{{UNIX_MILLIS}} %m%n
-appender.timing.filter.job.type = RegexFilter
-appender.timing.filter.job.regex = Job [0-9]+ finished.*
-appender.timing.filter.job.onMatch = ACCEPT
-appender.timing.filter.job.onMismatch = DENY
-logger.dag.name = org.apache.spark.scheduler.DAGScheduler
-logger.dag.level = info
-logger.dag.additivity = false
-logger.dag.appenderRef.timing.ref = timing
-"""
-BUILT = re.compile(r"service built .* in ([0-9.]+)s")
-JOB_END = re.compile(rf"^{TIMING} (\d+) Job \d+ finished")
 
 
 class Environments:
@@ -222,58 +197,6 @@ def stop_environment(pid: int, runtime_port: int) -> None:
         time.sleep(0.05)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-
-
-def epoch_from_iso(text: str) -> float:
-    """Nessie's commit time (nanoseconds, `Z`) as epoch seconds."""
-    whole, _, fraction = text.rstrip("Z").partition(".")
-    return datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp() + float(f"0.{fraction or 0}")
-
-
-def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
-    """The phases of one cold start from the environment's log (the handler's JSON lines, Spark's timing line)."""
-    built_at: float | None = None
-    ready_at: float | None = None
-    spark: dict[str, Any] | None = None
-    job_ends: list[float] = []
-    built_s = 0.0
-    for line in log.splitlines():
-        if line.startswith(TIMING):
-            match = JOB_END.match(line)
-            if match:
-                job_ends.append(int(match.group(1)) / 1000)
-            continue
-        if not line.startswith("{"):
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        message = str(record.get("message", ""))
-        if built_at is None and (found := BUILT.search(message)):
-            built_s = float(found.group(1))
-            built_at = datetime.strptime(record["timestamp"], "%Y-%m-%d %H:%M:%S,%f%z").timestamp()
-        elif message == "Spark started":
-            spark = record.get("spark_startup")
-        elif "spark_ready_at" in record and ready_at is None:
-            ready_at = float(record["spark_ready_at"])
-    if built_at is None or spark is None or ready_at is None:
-        raise RuntimeError("the log lacks a timing line (service built, Spark started or session started)")
-    ended = [end for end in job_ends if end <= on_main]
-    handler_at, first_job = built_at - built_s, min(ended) if ended else ready_at  # no job: a registered file
-    phases = {
-        "interpreter_imports": handler_at - started,
-        "service_wiring": built_s,
-        "jvm_start": spark["context_started_at"] - spark["began_at"],
-        "spark_session": ready_at - spark["context_started_at"],
-        "first_spark_job": first_job - ready_at,
-        "pipeline": (spark["began_at"] - built_at) + (on_main - first_job),
-    }
-    return {"total_s": round(on_main - started, 3), "phases": {k: round(v, 3) for k, v in phases.items()},
-            "jvm_detail": {"spark_submit_launcher": round(spark["jvm_started_at"] - spark["began_at"], 3),
-                           "driver_jvm_to_context": round(spark["context_started_at"] - spark["jvm_started_at"], 3)},
-            "class_data_archive": spark.get("class_data_archive"),
-            "spark_jobs_before_main": len(ended)}
 
 
 # The Spark SQL extensions before the cut (adapters/spark_session.EXTENSIONS has Iceberg's alone now).

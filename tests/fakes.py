@@ -26,8 +26,6 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.models import (
     FAILED_CHECKS_COLUMN,
-    REGISTERED,
-    REWRITTEN,
     SOURCE_COLUMN,
     Appended,
     AppendResult,
@@ -39,7 +37,6 @@ from wap_ingest.core.models import (
     QuarantinePlan,
     SourceObject,
     TableRef,
-    WritePath,
 )
 from wap_ingest.core.ports import (
     DecisionLog,
@@ -53,6 +50,7 @@ from wap_ingest.core.ports import (
 )
 from wap_ingest.core.review import parse_time
 from wap_ingest.core.weights import Weight
+from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
 __all__ = [
     "FakeBatchWriter",

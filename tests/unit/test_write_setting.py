@@ -10,9 +10,10 @@ from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, run_one
 from wap_ingest.core import lineage
 from wap_ingest.core.audits import suites_from
 from wap_ingest.core.errors import AuditSuiteError
-from wap_ingest.core.models import REGISTERED, REWRITTEN, OutcomeStatus, SourceObject, TableRef, WritePath
+from wap_ingest.core.models import OutcomeStatus, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
 from wap_ingest.core.review import history_for
+from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
 T = TableRef("wap", "t")
 CHECKS = [{"check": "row_count", "min": 1}]

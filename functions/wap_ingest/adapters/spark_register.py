@@ -30,7 +30,8 @@ from typing import Any, Protocol
 
 from wap_ingest.core import lineage
 from wap_ingest.core.layout import Layout
-from wap_ingest.core.models import REGISTERED, SourceObject, TableRef, WritePath
+from wap_ingest.core.models import SourceObject, TableRef
+from wap_ingest.core.write_paths import REGISTERED, WritePath
 
 from .parquet_fit import (
     TAIL_BYTES,

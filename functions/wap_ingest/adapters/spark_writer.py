@@ -26,8 +26,6 @@ from typing import Any
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import BadInputError, EngineLostError, NotRegistrableError, WapError
 from wap_ingest.core.models import (
-    REGISTERED,
-    REWRITTEN,
     Appended,
     AppendResult,
     FileFormat,
@@ -36,9 +34,9 @@ from wap_ingest.core.models import (
     QuarantinePlan,
     SourceObject,
     TableRef,
-    WritePath,
 )
 from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
+from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
 from .spark_audit import added_file_metrics, data_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of

@@ -16,7 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .models import Quarantined, SourceObject, TableRef, WritePath
+from .models import Quarantined, SourceObject, TableRef
+from .write_paths import WritePath
 
 SOURCE_PREFIX = "wap.source."
 BUCKET = f"{SOURCE_PREFIX}bucket"

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from .write_paths import WritePath
+
 
 class FileFormat(enum.StrEnum):
     """How a source file is read (core.formats maps suffixes to these; gzip/bzip2 come from the suffix too)."""
@@ -296,21 +298,6 @@ class JobRun:
         return {"job_run_id": self.job_run_id, "application_id": self.application_id, "object": self.source.uri,
                 "table": self.table, "state": self.state, "submitted_at": self.submitted_at,
                 "outcome": self.outcome, "branch": self.branch}
-
-
-REGISTERED = "registered"  # the source file itself became a data file of the table (copied into the lake as it is)
-REWRITTEN = "rewritten"  # the file's rows were read and written as new data files by the engine
-
-
-@dataclass(frozen=True)
-class WritePath:
-    """How the engine took a file into its table, and why (the adapter decides; the core records and reports it)."""
-
-    how: str  # REGISTERED or REWRITTEN
-    reason: str  # e.g. "the file's schema fits the table", "column ts: INT96 timestamps are not an Iceberg type"
-
-    def __str__(self) -> str:
-        return f"{self.how} ({self.reason})"
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,12 @@ from wap_ingest.core.models import (
     Quarantined,
     SourceObject,
     TableRef,
-    WritePath,
 )
 from wap_ingest.core.outcomes import about, duplicate, invalid, quarantine_note, rejected
 from wap_ingest.core.ports import WriteSpec
 from wap_ingest.core.routing import Routed, route
 from wap_ingest.core.stopwatch import Stopwatch
+from wap_ingest.core.write_paths import WritePath
 
 from .base import PipelineConfig, Ports, Result, bound_snapshots, spec_for, unexpected
 from .transaction import Discard, Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work

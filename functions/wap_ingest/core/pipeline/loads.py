@@ -33,11 +33,11 @@ from wap_ingest.core.models import (
     Quarantined,
     SourceObject,
     TableRef,
-    WritePath,
 )
 from wap_ingest.core.naming import LOADS_PREFIX, PENDING_PREFIX, table_for_key, table_ref_from
 from wap_ingest.core.outcomes import invalid, quarantine_note
 from wap_ingest.core.routing import Routed, check_bucket, exact_version, route
+from wap_ingest.core.write_paths import WritePath
 
 from .base import PipelineConfig, Ports, bound_snapshots, spec_for
 from .transaction import Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
