@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlencode
 
 import requests
@@ -18,19 +17,10 @@ from wap_ingest.local.slack_sink import ENDPOINT_PATH
 from wap_ingest.local.slack_workspace import SIGNING_SECRET, channel_id_for
 from wap_ingest.local.state import StackState
 
-T = TypeVar("T")
 ALICE, BOB, MALLORY = "U0ALICE01", "U0BOB0001", "U0MALLORY"
 CHANNEL = "#wap-alerts"
 
 
-def wait_for(check: Callable[[], T | None], what: str, timeout: float = 240.0) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
 
 from tests.conftest import Lake, parquet_bytes
+from tests.waiting import wait_for
 from wap_ingest.local.slack_sink import read_messages
 from wap_ingest.local.state import StackState
 
@@ -18,14 +18,6 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark]
 T = TypeVar("T")
 
 
-def wait_for(check: Callable[[], T | None], what: str, timeout: float = 180.0) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 def alerts_about(state: StackState, needle: str) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ import requests
 
 from tests import bad_inputs
 from tests.conftest import AUDITS, LARGE_FILE_BYTES, parquet_bytes
+from tests.waiting import wait_for
 from wap_ingest.adapters.dead_letters import PEEK_SECONDS
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_ingest.local import iam
@@ -102,14 +103,6 @@ NOT_EXERCISED = {
 }
 
 
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 240.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 @dataclass

@@ -19,7 +19,8 @@ import pytest
 
 from tests.browser import ChromiumMissingError, Page, chromium
 from tests.conftest import Lake, parquet_bytes
-from tests.slack_channel import ALICE, BOB, Channel, wait_for
+from tests.slack_channel import ALICE, BOB, Channel
+from tests.waiting import wait_for
 from wap_ingest.entrypoints.cli import main
 from wap_ingest.local.state import StackState
 

@@ -33,8 +33,8 @@ from tests.slack_channel import (
     decision_form,
     form_body,
     signed_headers,
-    wait_for,
 )
+from tests.waiting import wait_for
 from wap_ingest.core.models import TableRef
 from wap_ingest.entrypoints.cli import main
 from wap_ingest.local.state import StackState

@@ -13,7 +13,8 @@ import boto3
 import pytest
 
 from tests.conftest import Lake, parquet_bytes
-from tests.slack_channel import ALICE, Channel, wait_for
+from tests.slack_channel import ALICE, Channel
+from tests.waiting import wait_for
 from wap_ingest.core.dead_letters import QueueAlarm, alert_for_alarm
 from wap_ingest.core.models import OutcomeStatus, TableRef
 from wap_ingest.local.state import StackState

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.waiting import wait_for
 from wap_ingest.local.components import ACCESS_KEY, SECRET_KEY
 from wap_ingest.local.config import StackConfig
 from wap_ingest.local.leftovers import owned_processes, port_holders
@@ -32,14 +33,6 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark]
 CYCLES = 3
 
 
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 180.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
 
 
 class Checkout:
