@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests import bad_inputs
+from tests import bad_inputs, corruption
 from wap_ingest.adapters.parquet_fit import (
     FileColumn,
     FooterError,
@@ -182,6 +182,17 @@ def test_a_footer_that_cannot_be_trusted_is_named() -> None:
     cut = good[:20] + good[120:]  # a hundred bytes of data gone: the footer's chunks point past the data
     assert "outside the file's data" in footer_from(cut, len(cut)).problem
     assert footer_from(good, len(good)).problem == "" and footer_from(good, len(good)).rows == 50
+
+
+def test_a_footer_the_parquet_reader_aborts_on_is_a_footer_error_not_a_dead_process() -> None:
+    """pyarrow calls std::terminate on this damaged footer (tests/corruption.py, seed 24: "Definition level histogram
+    size mismatch"); parsed in a fork, it is a FooterError (the file is then rewritten, and the rewrite path names
+    the damage) and this process lives on."""
+    good = corruption.parquet_file("none")
+    [aborting] = [d for d in corruption.damaged("parquet", "none", good, 24, 3) if d.case.endswith("footer-4275+1")]
+    with pytest.raises(FooterError, match="SIGABRT"):
+        footer_from(aborting.data, len(aborting.data))
+    assert footer_from(good, len(good)).rows == 200  # and the next footer reads as before
 
 
 class Tails:

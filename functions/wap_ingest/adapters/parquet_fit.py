@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .isolated import ChildDiedError, ChildHungError, isolated
+
 PARQUET_MAGIC = b"PAR1"
 TAIL_BYTES = 64 * 1024  # the first read of a file's tail: most footers fit; a larger one costs a second read
 UTC_ZONES = {"UTC", "Etc/UTC", "+00:00", "Z"}  # the zones PyIceberg reads as UTC (pyiceberg.io.pyarrow)
@@ -68,7 +70,17 @@ def footer_length(tail: bytes) -> int:
 
 
 def footer_from(tail: bytes, size: int) -> Footer:
-    """The footer in `tail` (the last bytes of a file of `size` bytes; at least `footer_length(tail)` of them)."""
+    """The footer in `tail` (the last bytes of a file of `size` bytes; at least `footer_length(tail)` of them),
+    parsed in a forked child (adapters/isolated.py): pyarrow aborts the process on some damaged footers."""
+    import pyarrow.parquet  # noqa: F401 - imported here, before the fork, so the child imports nothing
+
+    try:
+        return isolated(_parsed, tail, size)
+    except (ChildDiedError, ChildHungError) as exc:
+        raise FooterError(f"its footer cannot be read (the Parquet reader {exc} on it)") from exc
+
+
+def _parsed(tail: bytes, size: int) -> Footer:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
