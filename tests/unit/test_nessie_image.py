@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from infra.provision import documents
 
-from tests.unit.test_deploy_files import _hadolint, instructions
+from tests.unit.test_dockerfile import _hadolint, instructions
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE_DIR = ROOT / "docker" / "nessie"
