@@ -29,7 +29,8 @@ def test_the_state_change_event_and_the_schedule_are_retried_and_the_sweep_runs_
     [ended] = [r for r in rules if r.get("EventPattern", {}).get("source") == ["aws.emr-serverless"]]
     [target] = ended["Targets"]
     assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 86400, "MaximumRetryAttempts": 185}
-    [invoke] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
+    [invoke] = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::EventInvokeConfig"
+                and r["Properties"]["FunctionName"] == {"Ref": "IngestLambdaFunction"}]  # not the Slack endpoint's
     assert invoke["MaximumRetryAttempts"] == 2  # a failed asynchronous invocation (a cold start, S3 down) again
     [schedule] = [r for r in rules if "ScheduleExpression" in r]
     assert schedule["ScheduleExpression"] == "rate(1 day)"

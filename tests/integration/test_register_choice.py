@@ -115,14 +115,15 @@ def test_a_file_missing_a_column_is_refused_by_register_with_the_reason(lake: La
     assert "its columns are not the table's (missing my_col_2)" in outcome.message
 
 
-def test_a_truncated_file_is_rewritten_whose_read_says_what_is_wrong_and_register_says_why(
+def test_a_truncated_file_is_invalid_before_either_path_whatever_write_says(
         lake: Lake, table_name: str) -> None:
     outcome = ingest_twice(lake, table_name, CHECKS, parquet_bytes(3), bad_inputs.parquet_truncated())
     assert outcome.status is OutcomeStatus.INVALID and "not a complete Parquet file" in outcome.message
     strict = ingest_twice(lake, f"{table_name}_r", {"checks": CHECKS, "write": "register"}, parquet_bytes(3),
                           bad_inputs.parquet_truncated())
     assert strict.status is OutcomeStatus.INVALID
-    assert "it does not end with Parquet's magic number" in strict.message
+    # weighed before anything is registered or read (core.routing): the same words whatever `write:` says
+    assert "not a complete Parquet file (no PAR1 magic at its end)" in strict.message
 
 
 def test_a_table_with_a_sort_order_rewrites(lake: Lake, table_name: str) -> None:
@@ -182,16 +183,20 @@ def test_a_partitioned_table_registers_a_file_of_one_partition_and_rewrites_one_
     assert sorted((str(r["d"]), r["n"]) for r in partitions) == [("2026-03-01", 1)] * 3 + [("2026-03-02", 2)]
 
 
-def test_a_registered_files_undecodable_pages_are_its_fault_when_a_check_reads_rows(lake: Lake,
-                                                                                   table_name: str) -> None:
-    """Registration does not decode pages (that is the point); a check that reads rows does, and a page that does
-    not decode is the file's fault (INVALID, no branch), never a retried engine failure."""
-    entry = [{"check": "regex", "column": "name", "pattern": "name-.*"}]
-    outcome = service_for(lake, {table_name: entry}).ingest(lake.put(f"{table_name}/c.parquet",
-                                                                     bad_inputs.parquet_corrupt_page()))
+@pytest.mark.parametrize("checks", [[{"check": "row_count", "min": 1}],  # answered by metadata alone
+                                    [{"check": "regex", "column": "name", "pattern": "name-.*"}]])  # reads rows
+def test_a_file_whose_pages_do_not_decode_is_invalid_before_it_is_registered(
+        lake: Lake, table_name: str, checks: list[dict[str, object]]) -> None:
+    """Registration re-encodes nothing, but it decodes every page before the file becomes the table's: a damaged
+    page is the file's fault (INVALID, no branch, nothing copied into the table's location), whatever the checks
+    read; before, a table whose checks metadata answered published it as it came."""
+    outcome = service_for(lake, {table_name: {"checks": checks, "write": "register"}}).ingest(
+        lake.put(f"{table_name}/c.parquet", bad_inputs.parquet_corrupt_page()))
     assert outcome.status is OutcomeStatus.INVALID, outcome.message
     assert "cannot be ingested" in outcome.message and "Fix" in outcome.message
     assert not [b for b in lake.wap_branches() if table_name in b]
+    listed = lake.s3.list_objects_v2(Bucket=lake.env["LAKE_BUCKET"], Prefix=f"warehouse/wap/{table_name}")
+    assert listed.get("KeyCount", 0) == 0  # (a table's location is warehouse/<namespace>/<table>_<uuid>/)
 
 
 def test_nanosecond_timestamps_are_not_registered_into_a_format_2_table(lake: Lake, table_name: str) -> None:

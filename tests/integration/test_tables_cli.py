@@ -41,11 +41,11 @@ def test_tables_lists_rows_last_load_open_branches_and_quarantined_rows(
     assert listed[f"wap.{table_name}"] | {"last_load": None} == {
         "table": f"wap.{table_name}", "rows_on_main": 7, "last_load": None,
         "last_source": f"s3://inbox/{table_name}/a.parquet", "open_branches": [rejected.branch],
-        "quarantined_rows": None}
+        "quarantined_rows": None, "error": None}
     assert listed[f"wap.{table_name}"]["last_load"]
     assert listed[f"wap.{fresh}"] | {"table": None} == {"table": None, "rows_on_main": None, "last_load": None,
                                                           "last_source": None, "open_branches": [waiting.branch],
-                                                          "quarantined_rows": None}
+                                                          "quarantined_rows": None, "error": None}
     assert listed["wap.quarantined"]["quarantined_rows"] == int(str(before)) + 1
     assert "wap.quarantined_quarantine" not in listed  # shown with its table
     assert not [name for name in listed if name.startswith("wap_ledger")]
@@ -59,3 +59,27 @@ def test_tables_lists_rows_last_load_open_branches_and_quarantined_rows(
     assert line.split()[1:2] == ["7"] and line.split()[-2:] == ["1", "-"]
     [line] = [r for r in rows if r.startswith(f"wap.{fresh} ")]
     assert line.split()[1:] == ["-", "-", "1", "-"]
+
+
+def test_a_table_that_cannot_be_read_is_named_with_the_reason_and_the_others_still_listed(
+        lake: Lake, table_name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found in the full suite: one table whose metadata file was gone (another test's) made the whole listing fail."""
+    service, broken = lake.service, f"{table_name}_broken"
+    for name in (table_name, broken):
+        assert service.ingest(lake.put(f"{name}/a.parquet", parquet_bytes(4))).status is OutcomeStatus.PUBLISHED
+    bucket = lake.env["LAKE_BUCKET"]
+    listed = lake.s3.list_objects_v2(Bucket=bucket, Prefix=f"warehouse/wap/{broken}")["Contents"]  # <name>_<uuid>/
+    metadata = [item["Key"] for item in listed if item["Key"].endswith(".metadata.json")]
+    assert metadata
+    for key in metadata:
+        lake.s3.delete_object(Bucket=bucket, Key=key)
+
+    found = tables(capsys)
+    assert found[f"wap.{table_name}"]["rows_on_main"] == 4 and found[f"wap.{table_name}"]["error"] is None
+    assert found[f"wap.{broken}"]["rows_on_main"] is None
+    assert "metadata" in str(found[f"wap.{broken}"]["error"])
+    assert main(["tables"]) == 0
+    text = capsys.readouterr().out
+    [line] = [r for r in text.splitlines() if r.startswith(f"wap.{broken} ") and "could not be read" not in r]
+    assert line.split()[1] == "unreadable"
+    assert f"wap.{broken} could not be read: " in text

@@ -161,10 +161,13 @@ def test_cfn_lint_fails_a_template_against_the_specification(
 ) -> None:
     """The lint is real: raw CloudFormation that serverless.yml may carry (`resources:`, which the Serverless CLI passes
     through unchecked) with a timeout Lambda does not allow and a retention SQS does not allow fails."""
-    stray = ("\nresources:\n  extensions:\n    IngestLambdaFunction:\n      Properties:\n        Timeout: 1200\n"
-             "  Resources:\n    StrayQueue:\n      Type: AWS::SQS::Queue\n      Properties:\n"
-             "        MessageRetentionPeriod: 30\n")
-    (scratch / "serverless.yml").write_text(SERVERLESS_YML.read_text() + stray)
+    text = SERVERLESS_YML.read_text()
+    assert text.count("\nresources:\n  extensions:\n") == 1 and text.rstrip().endswith("[W3005]")  # the last section
+    stray = text.replace("\nresources:\n  extensions:\n", "\nresources:\n  extensions:\n    IngestLambdaFunction:\n"
+                         "      Properties:\n        Timeout: 1200\n") + (
+        "  Resources:\n    StrayQueue:\n      Type: AWS::SQS::Queue\n      Properties:\n"
+        "        MessageRetentionPeriod: 30\n")
+    (scratch / "serverless.yml").write_text(stray)
     found = _lines(cfn_lint(package(serverless_cli, tmp_path / "home", tmp_path / "out", cwd=scratch)))
 
     assert any(line.startswith("E") and "1200" in line and "Timeout" in line for line in found), found

@@ -38,6 +38,7 @@ from wap_ingest.core.models import (
 from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
+from .columnar_checks import check_parquet
 from .spark_audit import added_file_metrics, data_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
 from .spark_deadline import Deadline, within
@@ -54,14 +55,17 @@ log = logging.getLogger(__name__)
 
 class SparkIcebergWriter(TableWriter):
     def __init__(self, engine: SparkEngine, stage: Stage, *, cleanup: Callable[[Path | str], None] | None = None,
-                 lake: LakeCopies | None = None) -> None:
+                 lake: LakeCopies | None = None, decode_before_register: bool = True) -> None:
         """`stage` makes a source object readable by Spark (a local copy, or its s3:// URI on EMR); it stops when
         asked (the invocation's deadline). `lake` reads a source's footer and copies it into a table's location
-        (None: every file is rewritten)."""
+        (None: every file is rewritten). `decode_before_register`: a file to be registered is staged and its every
+        page decoded first (adapters/columnar_checks.py), as the rewrite path checks what it reads; off where
+        staging is a copy in S3 (EMR), whose cluster's readers decide, as for a rewrite there."""
         self._engine = engine
         self._stage = stage
         self._cleanup = cleanup or remove_local
         self._lake = lake
+        self._decode_before_register = decode_before_register
 
     @property
     def spark(self) -> Any:
@@ -96,6 +100,7 @@ class SparkIcebergWriter(TableWriter):
         properties = lineage.snapshot_properties([(source, 0)])
         reason = self._rewrite_reason(spec, fmt)
         if reason is None and self._lake is not None:
+            self._decode_pages(spec, source, deadline)
             found = register(tables, self._lake, source, spec.table, spec.branch, properties, spec.layout)
             if not isinstance(found, str):
                 log.info("registered %s as a data file of %s on %s: %s (%s)", source.uri, spec.table, spec.branch,
@@ -110,6 +115,17 @@ class SparkIcebergWriter(TableWriter):
                 f"table's, or set `write: auto` for {spec.table.name} so such files are rewritten.")
         log.info("rewriting %s into %s on %s: %s", source.uri, spec.table, spec.branch, reason)
         return self._rewrite(tables, spec, source, fmt, properties, WritePath(REWRITTEN, str(reason)), deadline)
+
+    def _decode_pages(self, spec: WriteSpec, source: SourceObject, deadline: Deadline) -> None:
+        """A registered file reaches every reader of the table without any engine having read it: a page that does
+        not decode would be on `main`. Raises UnreadableSourceError (INVALID, naming the column) for damaged bytes."""
+        if not self._decode_before_register:
+            return
+        staged = self._stage(source, deadline.passed)
+        try:
+            check_parquet(Path(staged), source.uri, spec.table.qualified)
+        finally:
+            self._cleanup(staged)
 
     def _rewrite_reason(self, spec: WriteSpec, fmt: FileFormat) -> str | None:
         """Why the file is rewritten whatever its schema, or None (its footer decides)."""

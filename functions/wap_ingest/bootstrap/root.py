@@ -159,8 +159,8 @@ class Service:
         objects, lake = self.objects, self.settings.lake_bucket
         if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake
             return SparkIcebergWriter(self.engine, lambda src, _stop: objects.copy_to(src, lake),
-                                      cleanup=objects.remove, lake=objects)
-        downloads = self.settings.work_dir / "downloads"  # a file registered as it is is never downloaded
+                                      cleanup=objects.remove, lake=objects, decode_before_register=False)
+        downloads = self.settings.work_dir / "downloads"  # a file to register too: its pages are decoded first
         return SparkIcebergWriter(self.engine, lambda src, stop: objects.download(src, downloads, stop), lake=objects)
 
     @cached_property

@@ -13,7 +13,7 @@ added within a version (scripts must ignore keys they do not know); renaming or 
   wap discard --json    DECISION (action "discarded")
   wap history --json    {"schema_version", "table", "entries": [ENTRY], "emr_jobs": [JOB]}, newest first
   wap tables --json     {"schema_version", "tables": [{"table", "rows_on_main", "last_load", "last_source",
-                         "open_branches": [branch name], "quarantined_rows"}]}
+                         "open_branches": [branch name], "quarantined_rows", "error"}]}
 """
 
 from __future__ import annotations
@@ -79,5 +79,5 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                           "emr_jobs": {"type": "array", "items": JOB}}),
     "tables": _document({"tables": {"type": "array", "items": _object({
         "table": _STR, "rows_on_main": _OPT_INT, "last_load": _OPT_STR, "last_source": _OPT_STR,
-        "open_branches": {"type": "array", "items": _STR}, "quarantined_rows": _OPT_INT})}}),
+        "open_branches": {"type": "array", "items": _STR}, "quarantined_rows": _OPT_INT, "error": _OPT_STR})}}),
 }

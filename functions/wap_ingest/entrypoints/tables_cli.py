@@ -3,7 +3,8 @@
 Per table: the rows on `main` (its current snapshot's summary, through the lake reader: no Spark, no data file read),
 the last load published (time and object, from `main`'s history), the open branches of rejected files, and the rows
 its quarantine table holds (`<table>_quarantine`, shown with its table, not as one). A table only open branches hold
-(its first file was rejected) is listed too, with no rows on main. Then `wap history TABLE` tells the rest.
+(its first file was rejected) is listed too, with no rows on main. A table that cannot be read (its metadata gone,
+the catalog refusing it) is listed with the reason, and the others still are. Then `wap history TABLE` tells the rest.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wap_ingest.bootstrap import Service, operations
+from wap_ingest.core.errors import WapError
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.models import QUARANTINE_SUFFIX, TableRef
 
@@ -29,11 +31,13 @@ class TableLine:
     last_source: str | None
     open_branches: tuple[str, ...]
     quarantined_rows: int | None  # None: the table sets no rows aside
+    error: str | None = None  # why the table could not be read (then its counts are None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table.qualified, "rows_on_main": self.rows_on_main,
                 "last_load": self.last_load.isoformat() if self.last_load else None, "last_source": self.last_source,
-                "open_branches": list(self.open_branches), "quarantined_rows": self.quarantined_rows}
+                "open_branches": list(self.open_branches), "quarantined_rows": self.quarantined_rows,
+                "error": self.error}
 
 
 def table_lines(svc: Service) -> list[TableLine]:
@@ -46,12 +50,16 @@ def table_lines(svc: Service) -> list[TableLine]:
     tables = sorted({t for t in on_main if not _is_quarantine(t, names)} | set(branches), key=lambda t: t.qualified)
     lines = []
     for table in tables:
-        loaded = next((e for e in svc.history(table, limit=20) if e.action == "published"), None)
-        quarantine = TableRef(table.namespace, table.name + QUARANTINE_SUFFIX)
-        lines.append(TableLine(
-            table, svc.reader.row_count(table, main) if table.qualified in names else None,
-            loaded.at if loaded else None, loaded.source if loaded else None, tuple(branches.get(table, ())),
-            svc.reader.row_count(quarantine, main) if quarantine.qualified in names else None))
+        waiting = tuple(branches.get(table, ()))
+        try:
+            loaded = next((e for e in svc.history(table, limit=20) if e.action == "published"), None)
+            quarantine = TableRef(table.namespace, table.name + QUARANTINE_SUFFIX)
+            lines.append(TableLine(
+                table, svc.reader.row_count(table, main) if table.qualified in names else None,
+                loaded.at if loaded else None, loaded.source if loaded else None, waiting,
+                svc.reader.row_count(quarantine, main) if quarantine.qualified in names else None))
+        except WapError as exc:  # this table's; the listing goes on
+            lines.append(TableLine(table, None, None, None, waiting, None, error=str(exc)))
     return lines
 
 
@@ -67,12 +75,16 @@ def _text(lines: list[TableLine]) -> str:
     rows = [("table", "rows on main", "last load", "open branches", "quarantined")]
     for line in lines:
         age = "-" if line.last_load is None else f"{line.last_load:%Y-%m-%d %H:%M:%S} ({_ago(now - line.last_load)})"
-        rows.append((line.table.qualified, "-" if line.rows_on_main is None else f"{line.rows_on_main:,}", age,
+        on_main = "unreadable" if line.error else "-" if line.rows_on_main is None else f"{line.rows_on_main:,}"
+        rows.append((line.table.qualified, on_main, age,
                      str(len(line.open_branches)), "-" if line.quarantined_rows is None else
                      f"{line.quarantined_rows:,}"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     text = "\n".join("  ".join(cell.rjust(w) if i in (1, 3, 4) else cell.ljust(w)
                                for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in rows)
+    for line in lines:
+        if line.error is not None:
+            text += f"\n{line.table.qualified} could not be read: {line.error}"
     waiting = sum(len(line.open_branches) for line in lines)
     return text + ("\nOpen branches: wap branches; one table's story: wap history TABLE" if waiting else
                    "\nOne table's story: wap history TABLE")
