@@ -11,9 +11,7 @@ through HTTP.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,26 +31,13 @@ from wap_ingest.core.errors import InfrastructureError
 from wap_ingest.core.models import OutcomeStatus, SourceObject, TableRef
 from wap_ingest.emr_request import audits_digest
 from wap_ingest.entrypoints.lambda_operations import on_job_state
-from wap_ingest.local.processes import free_port
-from wap_ingest.local.slack_sink import _SinkServer, read_messages
+from wap_ingest.local.slack_sink import read_messages
 
 TABLE = TableRef("wap", "customer_data_log")  # listed in tests/data/audits.yml
 KEY = "customer_data_log/big.parquet"
 DIED = ("Job failed, please check complete logs in configured logging destination. ExitCode: 137. Last few "
         "exceptions: Caused by: org.apache.spark.SparkException: Driver lost (java.lang.OutOfMemoryError)")
 
-
-@pytest.fixture
-def sink(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    record = tmp_path / "alerts.jsonl"
-    server = _SinkServer(free_port(), record)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/api/", record
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @dataclass

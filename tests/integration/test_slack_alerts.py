@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,22 +20,10 @@ from wap_ingest.core.models import (
     SourceObject,
 )
 from wap_ingest.local.processes import free_port
-from wap_ingest.local.slack_sink import _SinkServer, read_messages
+from wap_ingest.local.slack_sink import read_messages
 
 TOKEN = "test-token-do-not-log"
 
-
-@pytest.fixture
-def sink(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    record = tmp_path / "alerts.jsonl"
-    server = _SinkServer(free_port(), record)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/api/", record
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def rejected() -> IngestOutcome:
