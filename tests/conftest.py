@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from wap_ingest.adapters.isolated import stop_worker
 from wap_ingest.local.leftovers import Leftover, stop_leftovers, tagged_processes
 from wap_ingest.local.stack import StackConfig, StackState, free_ports, stack_environment, start_stack, stop_stack
 
@@ -68,6 +69,7 @@ def session_leftovers(grace: float = LEFTOVER_GRACE) -> list[Leftover]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _stop_own_spark()
+    stop_worker()  # this process's isolation worker (adapters/isolated.py) is the session's too
     leftovers = session_leftovers()
     if not leftovers:
         return

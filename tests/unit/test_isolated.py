@@ -1,8 +1,9 @@
-"""adapters/isolated.py: a call in a forked child, its answer, its exception, its death and its hang."""
+"""adapters/isolated.py: a call in the worker process, its answer, its exception, its death and its hang."""
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import pytest
@@ -10,22 +11,34 @@ import pytest
 from wap_ingest.adapters.isolated import ChildDiedError, ChildHungError, isolated
 
 
-def _fail(message: str) -> None:
-    raise ValueError(message)
-
-
 def test_the_answer_and_the_exception_come_back() -> None:
-    assert isolated(lambda a, b: {"sum": a + b, "pid": os.getpid()}, 2, 3)["sum"] == 5
+    assert isolated(divmod, 17, 5) == (3, 2)
     assert isolated(os.getpid) != os.getpid()  # it ran in another process
     with pytest.raises(ValueError, match="bad footer"):
-        isolated(_fail, "bad footer")
+        isolated(int, "bad footer")
 
 
-def test_a_child_that_aborts_or_hangs_is_named_and_this_process_lives_on() -> None:
+def test_a_worker_that_aborts_or_hangs_is_named_and_this_process_lives_on() -> None:
     with pytest.raises(ChildDiedError, match="SIGABRT"):
         isolated(os.abort)
     started = time.monotonic()
     with pytest.raises(ChildHungError, match=r"no answer in 0\.5 s"):
         isolated(time.sleep, 60, timeout=0.5)
     assert time.monotonic() - started < 10
-    assert isolated(lambda: "still here") == "still here"
+    assert isolated(divmod, 7, 7) == (1, 0)  # a new worker answers
+
+
+def test_the_worker_is_kept_between_calls_and_answers_threads_in_turn() -> None:
+    first = isolated(os.getpid)
+    answers: list[int] = []
+    threads = [threading.Thread(target=lambda: answers.append(isolated(os.getpid))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [first] * 8
+
+
+def test_what_the_call_prints_does_not_corrupt_the_answers() -> None:
+    assert isolated(print, "noise on stdout") is None
+    assert isolated(divmod, 9, 2) == (4, 1)

@@ -186,8 +186,8 @@ def test_a_footer_that_cannot_be_trusted_is_named() -> None:
 
 def test_a_footer_the_parquet_reader_aborts_on_is_a_footer_error_not_a_dead_process() -> None:
     """pyarrow calls std::terminate on this damaged footer (tests/corruption.py, seed 24: "Definition level histogram
-    size mismatch"); parsed in a fork, it is a FooterError (the file is then rewritten, and the rewrite path names
-    the damage) and this process lives on."""
+    size mismatch"); parsed in the isolation worker, it is a FooterError (the file is then rewritten, and the rewrite
+    path names the damage) and this process lives on."""
     good = corruption.parquet_file("none")
     [aborting] = [d for d in corruption.damaged("parquet", "none", good, 24, 3) if d.case.endswith("footer-4275+1")]
     with pytest.raises(FooterError, match="SIGABRT"):

@@ -24,7 +24,11 @@ from typing import Any
 
 from wap_ingest.core.errors import UnreadableSourceError
 
+from .isolated import ChildDiedError, ChildHungError, isolated
+
 PARQUET_BATCH_ROWS = 65_536
+DECODE_SECONDS = 60.0  # a decode of a Parquet file that takes longer than this plus its size at the rate below hangs
+DECODE_BYTES_PER_SECOND = 5 * 1024 * 1024
 MAX_ORC_BLOCK_BYTES = 64 * 1024 * 1024  # a compression block; ORC writers default to 256 KiB
 ORC_POSTSCRIPT_FIELDS = {1: "footer length", 3: "compression block size", 5: "metadata length"}
 AVRO_MAGIC = b"Obj\x01"
@@ -39,7 +43,18 @@ def damaged(what: str, table: str, problem: str) -> UnreadableSourceError:
 def check_parquet(path: Path, what: str, table: str) -> list[str]:
     """Decode every page of a Parquet file (checksums verified); its column names. Raises UnreadableSourceError
     naming the column and row group at fault. What pyarrow does not implement (a valid file it cannot read) and
-    the machine's own read errors are left to Spark."""
+    the machine's own read errors are left to Spark. The decoding runs in the isolation worker (adapters/isolated.py):
+    pyarrow can abort the process on some damaged files, which here only ends the worker."""
+    timeout = DECODE_SECONDS + path.stat().st_size / DECODE_BYTES_PER_SECOND
+    try:
+        return isolated(_decoded_parquet, path, what, table, timeout=timeout)
+    except ChildDiedError as exc:
+        raise damaged(what, table, f"its bytes crash the Parquet decoder (it {exc})") from exc
+    except ChildHungError as exc:
+        raise damaged(what, table, f"its pages do not finish decoding (the decoder gave {exc})") from exc
+
+
+def _decoded_parquet(path: Path, what: str, table: str) -> list[str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -1,82 +1,178 @@
-"""A call run in a forked child process, for native code that may abort on hostile input.
+"""A call run in a separate worker process, for native code that may abort on hostile input.
 
 pyarrow's Parquet metadata reader calls `std::terminate` on some damaged footers (observed: "Definition level
 histogram size mismatch", thrown where no exception may leave): no Python `except` sees it and the whole process,
-with its warm Spark session, dies. `isolated(fn, *args)` runs `fn` in a fork of this process and returns its
-(picklable) result or raises what it raised; a child that dies raises `ChildDiedError` naming the signal. A fork is a
-few milliseconds (copy-on-write), nothing is imported or started in the child, and it leaves by `os._exit`.
+with its warm Spark session, dies. `isolated(fn, *args)` runs `fn` (a module-level function, named by pickle) in a
+long-lived worker process and returns its (picklable) result or raises what it raised; a worker that dies raises
+`ChildDiedError` naming the signal, one that does not answer in time is killed (`ChildHungError`); the next call
+starts a new worker.
+
+The worker is started with `subprocess` (fork and exec, no Python code run between them), never by a bare
+`os.fork()` of this process: a fork of a process with a Spark session and several threads tears down, in the
+child, the other threads' state, and py4j's per-thread connection finalizers then shut down the sockets the parent's
+threads talk to the JVM on (observed: concurrent files failed with `Py4JError ... sessionState`). A started worker
+answers in well under a millisecond plus the call itself; `start_worker()` starts it ahead of the first call (it
+imports pyarrow once, while this process goes on). It
+reads requests on its stdin and leaves at end of file, so it ends with the process that started it.
 """
 
 from __future__ import annotations
 
-import faulthandler
 import os
 import pickle
 import select
 import signal
+import struct
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 T = TypeVar("T")
 TIMEOUT_SECONDS = 30.0
+_HEADER = struct.Struct("!Q")
 
 
 class ChildDiedError(RuntimeError):
-    """The child ended without an answer (killed by a signal, or an abort in native code)."""
+    """The worker ended without an answer (killed by a signal, or an abort in native code)."""
 
 
 class ChildHungError(RuntimeError):
-    """The child gave no answer in time (it was killed)."""
+    """The worker gave no answer in time (it was killed)."""
+
+
+class _Worker:
+    """One worker process at a time; calls from several threads take turns (each is a few milliseconds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            self._started()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._process is not None:
+                self._stop(self._process)
+
+    def call(self, fn: Callable[..., T], args: tuple[Any, ...], timeout: float) -> T:
+        request = pickle.dumps((fn, args))
+        with self._lock:
+            process = self._started()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                process.stdin.write(_HEADER.pack(len(request)) + request)
+                process.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # it died: reading says how
+            payload = _read_answer(process.stdout, timeout)
+            if payload is None:
+                self._stop(process)
+                raise ChildHungError(f"no answer in {timeout:g} s")
+            if not payload:
+                raise ChildDiedError(_ended(self._stop(process)))
+        ok, value = pickle.loads(payload)
+        if ok:
+            return value  # type: ignore[no-any-return]
+        raise value
+
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        if self._process is not None:
+            self._stop(self._process)
+        path = os.pathsep.join(entry for entry in sys.path if entry)  # where this process finds its modules
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", "from wap_ingest.adapters.isolated import serve; serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": path},
+        )
+        return self._process
+
+    def _stop(self, process: subprocess.Popen[bytes]) -> int:
+        if process.poll() is None:
+            process.kill()
+        code = process.wait()
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+        if self._process is process:
+            self._process = None
+        return code
+
+
+_WORKER = _Worker()
 
 
 def isolated(fn: Callable[..., T], *args: Any, timeout: float = TIMEOUT_SECONDS) -> T:
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: compute, answer, leave without running the parent's clean-up
-        os.close(read_end)
-        faulthandler.disable()  # an abort here is the parent's to report, not a traceback on the shared stderr
-        try:
-            try:
-                answer: tuple[bool, Any] = (True, fn(*args))
-            except BaseException as exc:
-                answer = (False, exc)
-            try:
-                payload = pickle.dumps(answer)
-            except Exception as exc:
-                payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(write_end, view):]
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    try:
-        payload = _read_all(read_end, pid, timeout)
-    finally:
-        os.close(read_end)
-    _, status = os.waitpid(pid, 0)
-    if not payload:
-        if os.WIFSIGNALED(status):
-            raise ChildDiedError(f"killed by {signal.Signals(os.WTERMSIG(status)).name}")
-        raise ChildDiedError(f"exited with status {os.waitstatus_to_exitcode(status)} without an answer")
-    ok, value = pickle.loads(payload)
-    if ok:
-        return value  # type: ignore[no-any-return]
-    raise value
+    """`fn(*args)` in the worker process. `fn` is pickled by name: a module-level function or a built-in."""
+    return _WORKER.call(fn, args, timeout)
 
 
-def _read_all(fd: int, pid: int, timeout: float) -> bytes:
-    chunks: list[bytes] = []
+def start_worker() -> None:
+    """Start the worker now (it imports nothing until its first call), so the first call does not wait for it."""
+    _WORKER.start()
+
+
+def stop_worker() -> None:
+    """Stop the worker (it also ends by itself when this process does)."""
+    _WORKER.stop()
+
+
+def _ended(code: int) -> str:
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exited with status {code} without an answer"
+
+
+def _read_answer(stream: IO[bytes], timeout: float) -> bytes | None:
+    """The answer's bytes; b"" when the worker ended first; None when the deadline passed."""
     deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([fd], [], [], max(left, 0))
+    fd = stream.fileno()
+    header = _read_exactly(fd, _HEADER.size, deadline)
+    if not header:
+        return header
+    return _read_exactly(fd, _HEADER.unpack(header)[0], deadline)
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
+    chunks: list[bytes] = []
+    while size:
+        ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
         if not ready:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise ChildHungError(f"no answer in {timeout:g} s")
-        chunk = os.read(fd, 1 << 16)
+            return None
+        chunk = os.read(fd, min(size, 1 << 20))
         if not chunk:
-            return b"".join(chunks)
+            return b""
         chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def serve() -> None:
+    """The worker's loop: a request (length, pickled (fn, args)) on stdin, its answer on the original stdout. What
+    the called code prints goes to stderr, never into the answers."""
+    import pyarrow.parquet  # noqa: F401 - what the calls use, imported before the first one (the worker is started early)
+
+    requests = os.fdopen(os.dup(0), "rb")
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    while True:
+        header = requests.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return  # the process that started it closed the pipe, or ended
+        body = requests.read(_HEADER.unpack(header)[0])
+        try:
+            fn, args = pickle.loads(body)
+            answer: tuple[bool, Any] = (True, fn(*args))
+        except BaseException as exc:  # every failure of the call is the caller's to see
+            answer = (False, exc)
+        try:
+            payload = pickle.dumps(answer)
+        except Exception as exc:
+            payload = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+        answers.write(_HEADER.pack(len(payload)) + payload)
+        answers.flush()

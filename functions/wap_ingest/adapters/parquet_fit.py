@@ -71,9 +71,7 @@ def footer_length(tail: bytes) -> int:
 
 def footer_from(tail: bytes, size: int) -> Footer:
     """The footer in `tail` (the last bytes of a file of `size` bytes; at least `footer_length(tail)` of them),
-    parsed in a forked child (adapters/isolated.py): pyarrow aborts the process on some damaged footers."""
-    import pyarrow.parquet  # noqa: F401 - imported here, before the fork, so the child imports nothing
-
+    parsed in the isolation worker (adapters/isolated.py): pyarrow aborts the process on some damaged footers."""
     try:
         return isolated(_parsed, tail, size)
     except (ChildDiedError, ChildHungError) as exc:

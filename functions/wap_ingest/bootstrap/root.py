@@ -17,6 +17,7 @@ from typing import Any
 
 from wap_ingest.adapters.emr_maintenance import EmrMaintenanceJobs
 from wap_ingest.adapters.eventbridge import EventBridgeSink
+from wap_ingest.adapters.isolated import start_worker
 from wap_ingest.adapters.lake_reader import IcebergRestReader
 from wap_ingest.adapters.metrics import record_maintenance
 from wap_ingest.adapters.nessie import NessieBranches
@@ -156,6 +157,7 @@ class Service:
 
     @cached_property
     def writer(self) -> SparkIcebergWriter:
+        start_worker()  # the Parquet footers' and pages' worker imports pyarrow while the engine starts
         objects, lake = self.objects, self.settings.lake_bucket
         if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake
             return SparkIcebergWriter(self.engine, lambda src, _stop: objects.copy_to(src, lake),
