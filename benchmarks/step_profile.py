@@ -106,6 +106,11 @@ def instrument(bench: Bench, steps: Steps) -> None:
     steps.wrap(spark_writer, "register", "iceberg: register (footer judged, table, metrics, append commit)")
     steps.wrap(spark_register, "_spark_schema", "spark: the new table's schema from the footer")
     steps.wrap(spark_register, "partition_values", "iceberg: partition values from the metrics")
+    steps.wrap(spark_writer, "check_parquet", "pyarrow: every page decoded (worker)")
+    steps.wrap(spark_register, "footer_from", "pyarrow: footer parsed (worker)")
+    steps.wrap(spark_register, "fit", "register: the footer's fit to the table")
+    steps.wrap(spark_tables.IcebergTables, "find", "iceberg: table load (register)")
+    steps.wrap(spark_register, "_append", "iceberg: data file, metrics, append commit")
     if service.events is not None:
         steps.wrap(service.events, "publish", "downstream event")
 
