@@ -270,7 +270,6 @@ class Transactions:
                                     dict(merge.properties) | dict(decision))
         return Ended("published", 1, name, merged, note=self.branches.clean_up(tables, about, mine=name))
 
-
     def kept_merge(self, name: str) -> Merge | None:
         """What a branch this transaction kept would publish (its ledger commit's plan), or None: not such a branch
         (one kept before plans were recorded, or not a kept one)."""
