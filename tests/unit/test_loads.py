@@ -184,13 +184,22 @@ def test_a_load_checks_the_time_left_before_each_file_and_leaves_no_branch(lake:
     assert lake.catalog.list_branches("wap-") == [] and lake.catalog.publications(TableRef("wap", "orders")) == []
 
 
-def test_a_load_checks_the_disk_before_each_file(lake: Lake) -> None:
+def test_a_load_checks_the_disk_before_each_file(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room for the first file, none left once it is staged: the check before the second file defers the load,
+    after the first was written on the branch, and nothing of it is left."""
     from wap_ingest.core.errors import OverBudgetError
 
     two_tables(lake)
     load = manifest(lake, "day1", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
-    outcome = run_load(lake, load, free_bytes=lambda: 10)
-    assert isinstance(outcome, OverBudgetError) and lake.catalog.list_branches("wap-") == []
+    written: list[str] = []
+    append = lake.ports.writer.append
+    monkeypatch.setattr(lake.ports.writer, "append", lambda spec, source, fmt: written.append(source.key) or append(
+        spec, source, fmt))
+    outcome = run_load(lake, load, free_bytes=lambda: 0 if written else 10**9)  # the first file fills the disk
+    assert isinstance(outcome, OverBudgetError) and "_pending/lines/l.parquet" in str(outcome), outcome
+    assert written == ["_pending/orders/o.parquet"]  # the first file was staged: the check ran again, before the second
+    assert lake.catalog.list_branches("wap-") == [] and lake.catalog.publications(TableRef("wap", "orders")) == []
+    assert rows_on(lake.catalog, "main", "wap.orders") == [] and rows_on(lake.catalog, "main", "wap.lines") == []
 
 
 def test_a_branch_that_cannot_be_deleted_after_the_merge_is_noted_not_raised(
