@@ -3,7 +3,7 @@ fakes: the message format (no token, a digest over every field), the checks made
 addressee, age, integrity), who may ask, the single use of a request id and the answer written once, the SigV4
 proof the operator makes and what the service sends STS for it (STS's answers row by row: test_sts_answers.py).
 Against moto's STS and S3 (IAM enforced): tests/integration/test_publish_signatures.py; through the local stack's
-function: tests/integration/test_stack_auth.py."""
+function: tests/integration/test_stack_auth_publish.py."""
 
 from __future__ import annotations
 
