@@ -136,7 +136,8 @@ class Guards:
 
     def check_time(self, what: str) -> None:
         if self.out_of_time():
-            raise OutOfTimeError(f"{what}: not started, the invocation is nearly out of time; back to the queue.")
+            raise OutOfTimeError(f"{what}: not started, the invocation is nearly out of time; deferred to a later "
+                                 f"invocation (a file's message goes back to the queue).")
 
     def check_disk(self, what: str, needed: int) -> None:
         """`needed`: the staged files and the engine's scratch for what they inflate to (Routed.local_bytes)."""
