@@ -1,12 +1,14 @@
 """Real boto3 clients answered by botocore's Stubber (no network), for the tests of the AWS error table
 (tests/unit/test_aws_errors.py, test_aws_adapter_verdicts.py): a valid request per operation, and the ClientError a
-client raises for a given answer."""
+client raises for a given answer. And STS answering the signed request the service forwards without botocore
+(adapters/publish_requests.py; tests/unit/test_publish_requests.py, test_sts_answers.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import boto3
+import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
@@ -45,3 +47,24 @@ def client_error(service: str, operation: str, code: str, status: int, message: 
         except ClientError as exc:
             return exc
     raise AssertionError("the stubbed call did not fail")
+
+
+class StsAnswers(requests.Session):
+    """STS answering every request one way (`status`, `body`); what was sent is kept."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__()
+        self.status, self.body = status, body
+        self.sent: list[tuple[str, Any, dict[str, str]]] = []
+
+    def post(self, url: Any, data: Any = None, json: Any = None, **kwargs: Any) -> requests.Response:  # type: ignore[override]
+        self.sent.append((url, data, dict(kwargs.get("headers") or {})))
+        answer = requests.Response()
+        answer.status_code, answer._content = self.status, self.body.encode()
+        return answer
+
+
+def sts_error_xml(code: str, message: str = "no") -> str:
+    """STS's error document (the query protocol's ErrorResponse)."""
+    return (f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error>"
+            f"</ErrorResponse>")

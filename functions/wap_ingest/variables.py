@@ -57,7 +57,7 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_STAGE": "how Spark reads a source: `download` (a local copy; the function) or `s3` (a server-side copy "
     "of the exact version in the lake bucket, read by the cluster; EMR jobs)",
     "WAP_TIME_RESERVE_SECONDS": "the function hands a message back to the queue instead of starting a file with "
-    "less time left than this (default: 90)",
+    "less time left than this, and leaves a table's scheduled maintenance to the next schedule (default: 90)",
     "WAP_EVENT_BUS": "EventBridge bus for downstream events (Table Published, File Rejected, File Invalid); unset: "
     "none",
     "WAP_PUBLISH_QUEUE_URL": "`wap publish` asks the service through this queue (the ingest queue) instead of "

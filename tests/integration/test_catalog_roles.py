@@ -91,7 +91,7 @@ def test_reader_reads_main_but_cannot_branch_or_commit(lake: AuthLake, issuer: I
 
 
 def test_operator_deletes_wap_branches_but_cannot_merge_them_itself(lake: AuthLake, issuer: Issuer) -> None:
-    """The operator publishes by asking the service (tests/integration/test_stack_auth.py): a merge into `main`
+    """The operator publishes by asking the service (tests/integration/test_stack_auth_publish.py): a merge into `main`
     is authorized as a direct commit, so the operator gets neither."""
     operator = catalog(lake, issuer, OPERATOR)
     branch = wap_branch(lake, issuer)

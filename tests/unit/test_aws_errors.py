@@ -128,6 +128,8 @@ ROWS = [
     Row("ssm", "get_parameter", "UnrecognizedClientException", 400, Failure.CREDENTIALS, ConfigError),
     Row("events", "put_events", "InvalidClientTokenId", 403, Failure.CREDENTIALS, ConfigError),
     Row("emr-serverless", "get_job_run", "RequestExpired", 400, Failure.CREDENTIALS, ConfigError),
+    Row("ssm", "get_parameter", "IncompleteSignature", 400, Failure.CREDENTIALS, ConfigError),
+    Row("sqs", "send_message", "MissingAuthenticationToken", 403, Failure.CREDENTIALS, ConfigError),
     # what a setting names does not exist, or a request built from settings is invalid
     Row("s3", "put_object", "NoSuchBucket", 404, Failure.NO_BUCKET, ConfigError, "The specified bucket does not exist",
         says=("check the setting that names it, or create the bucket",)),

@@ -18,7 +18,7 @@ from wap_ingest.core.ingest import LargeFiles
 from wap_ingest.core.job_failures import JobRunsExhaustedError
 from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports
-from wap_ingest.core.ports import LargeFileJobs, Notifier
+from wap_ingest.core.ports import LargeFileJobs, Notifier, TableMaintainer
 from wap_ingest.entrypoints import lambda_handler
 
 EVENTS = Path(__file__).resolve().parents[1] / "data" / "events"
@@ -210,10 +210,41 @@ def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_on
     results: list[Any] = [report]
     monkeypatch.setattr(Service, "maintain", lambda self, table, **kw: asked.append((table, kw)) or results)
     assert world.invoke({"wap_maintain": "all"}) == {"maintained": [report.to_dict()]}
-    assert asked == [(None, {})]  # every table on main, here or on EMR by size
+    [(table, kw)] = asked  # every table on main, here or on EMR by size, while the invocation has time left
+    assert table is None and set(kw) == {"out_of_time"} and not kw["out_of_time"]()  # 600 s left, 90 s reserved
     results.append(CatalogUnavailableError("nessie down"))
     with pytest.raises(Exception, match="maintenance failed for 1 of 2 tables: nessie down"):
         world.invoke({"wap_maintain": "all"})
+
+
+class Untouched(TableMaintainer):
+    """A maintainer that must not be called: no time is left to start."""
+
+    def health(self, table: Any, ref: str, small_file_bytes: int) -> Any:
+        raise AssertionError(f"measured {table} on {ref} without time to maintain it")
+
+    def maintain(self, table: Any, branch: str, work: Any, settings: Any, layout: Any) -> None:
+        raise AssertionError("maintained without time left")
+
+    def trim_snapshots(self, table: Any, branch: str, keep: int) -> int:
+        raise AssertionError("trimmed without time left")
+
+
+class LateContext(Context):
+    def get_remaining_time_in_millis(self) -> int:
+        return 5_000  # below WAP_TIME_RESERVE_SECONDS (90 s)
+
+
+def test_the_schedule_out_of_time_defers_maintenance_and_leaves_no_branch(world: World) -> None:
+    """The invocation's deadline reaches maintenance (the transaction's guard): a table not started is deferred to
+    the next schedule, which is no failure (the invocation succeeds), and nothing is branched or merged."""
+    world.catalog.commit("main", {"wap": {"type": "namespace"}, "wap.orders": {"snapshots": [], "columns": ()}})
+    main = world.catalog.refs["main"]
+    world.service = world.service.replaced(maintainer=Untouched())
+    answer = lambda_handler.handler({"wap_maintain": "all"}, LateContext())
+    assert answer["maintained"] == [] and len(answer["deferred"]) == 1, answer
+    assert "wap.orders" in answer["deferred"][0] and "out of time" in answer["deferred"][0]
+    assert world.catalog.refs == {"main": main}
 
 
 def test_the_schedule_resubmits_a_failed_emr_run_no_event_told_of_then_maintains(

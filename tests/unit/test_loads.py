@@ -18,6 +18,7 @@ from wap_ingest.core.pipeline import PipelineConfig, Ports
 SUITES = suites_from({"tables": {
     "orders": [{"check": "not_null", "columns": ["id"]}],
     "lines": [{"check": "not_null", "columns": ["order_id"]}],
+    "sales.orders": [{"check": "not_null", "columns": ["id"]}],
 }}, default_namespace="wap")
 
 
@@ -142,6 +143,34 @@ def test_a_file_that_does_not_fit_its_table_makes_the_load_invalid_and_leaves_no
     assert lake.catalog.list_branches("wap-") == [] and rows_on(lake.catalog, "main", "wap.lines") == []
 
 
+def test_a_new_namespace_reaches_main_only_with_the_loads_merge(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load into a namespace main does not have yet: the namespace is made on the load's branch and reaches main
+    with the merge of the audited rows, never committed to main directly; a rejected load leaves it off main."""
+    from wap_ingest.core.branches import RunKind, parse_branch
+
+    made_on: list[str] = []
+    ensure = lake.catalog.ensure_namespace
+    monkeypatch.setattr(lake.catalog, "ensure_namespace", lambda on, ns: made_on.append(f"{ns}@{on}") or ensure(on, ns))
+    lake.put("_pending/sales/bad.parquet", [{"id": None}])
+    [rejected] = lake.ingest(manifest(lake, "bad", [{"key": "_pending/sales/bad.parquet", "table": "sales.orders"}]))
+    assert rejected.status is OutcomeStatus.REJECTED and rejected.branch is not None
+    assert lake.catalog.has_namespace(rejected.branch, "sales") and not lake.catalog.has_namespace("main", "sales")
+    lake.put("_pending/sales/o.parquet", [{"id": 1}])
+    lake.put("_pending/orders/o.parquet", [{"id": 2}])
+    [outcome] = lake.ingest(manifest(lake, "good", [{"key": "_pending/sales/o.parquet", "table": "sales.orders"},
+                                                     "_pending/orders/o.parquet"]))
+    assert outcome.status is OutcomeStatus.PUBLISHED and lake.catalog.has_namespace("main", "sales")
+    assert [m for m in made_on if m.endswith("@main")] == ["wap_ledger@main"]  # main's first commit: the ledger's
+    runs = [parse_branch(m.split("@", 1)[1]) for m in made_on if m.startswith("sales@")]
+    assert len(runs) == 2 and all(r is not None and r.kind is RunKind.LOAD for r in runs)
+    introduced, cursor = [], lake.catalog.refs["main"]  # the commits of main that brought `sales` there
+    while cursor is not None:
+        commit = lake.catalog.commits[cursor]
+        introduced += [cursor] if "sales" in commit.changed else []
+        cursor = commit.parent
+    assert introduced == [outcome.merged_hash] and len(rows_on(lake.catalog, "main", "sales.orders")) == 1
+
+
 def run_load(lake: Lake, source: SourceObject, **config: object) -> object:
     from wap_ingest.core.pipeline import Load
 
@@ -184,13 +213,22 @@ def test_a_load_checks_the_time_left_before_each_file_and_leaves_no_branch(lake:
     assert lake.catalog.list_branches("wap-") == [] and lake.catalog.publications(TableRef("wap", "orders")) == []
 
 
-def test_a_load_checks_the_disk_before_each_file(lake: Lake) -> None:
+def test_a_load_checks_the_disk_before_each_file(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room for the first file, none left once it is staged: the check before the second file defers the load,
+    after the first was written on the branch, and nothing of it is left."""
     from wap_ingest.core.errors import OverBudgetError
 
     two_tables(lake)
     load = manifest(lake, "day1", ["_pending/orders/o.parquet", "_pending/lines/l.parquet"])
-    outcome = run_load(lake, load, free_bytes=lambda: 10)
-    assert isinstance(outcome, OverBudgetError) and lake.catalog.list_branches("wap-") == []
+    written: list[str] = []
+    append = lake.ports.writer.append
+    monkeypatch.setattr(lake.ports.writer, "append", lambda spec, source, fmt: written.append(source.key) or append(
+        spec, source, fmt))
+    outcome = run_load(lake, load, free_bytes=lambda: 0 if written else 10**9)  # the first file fills the disk
+    assert isinstance(outcome, OverBudgetError) and "_pending/lines/l.parquet" in str(outcome), outcome
+    assert written == ["_pending/orders/o.parquet"]  # the first file was staged: the check ran again, before the second
+    assert lake.catalog.list_branches("wap-") == [] and lake.catalog.publications(TableRef("wap", "orders")) == []
+    assert rows_on(lake.catalog, "main", "wap.orders") == [] and rows_on(lake.catalog, "main", "wap.lines") == []
 
 
 def test_a_branch_that_cannot_be_deleted_after_the_merge_is_noted_not_raised(

@@ -12,7 +12,7 @@ import pytest
 from tests.fakes import FakeCatalog
 from wap_ingest.core.audits import suites_from
 from wap_ingest.core.branches import RunKind, parse_branch
-from wap_ingest.core.errors import AuditSuiteError, EngineError
+from wap_ingest.core.errors import AuditSuiteError, DeferredError, EngineError, OutOfTimeError
 from wap_ingest.core.history import history_context
 from wap_ingest.core.maintenance import (
     MAINTENANCE,
@@ -132,6 +132,24 @@ def test_rows_that_changed_merge_nothing() -> None:
         maintain_table(_ref(), ports=MaintenancePorts(catalog, FakeMaintainer(catalog, SMALL, lose_rows=True)),
                        suite=suite(), config=CONFIG)
     assert catalog.refs == {"main": main}
+
+
+def test_a_maintenance_out_of_time_is_deferred_and_leaves_no_branch() -> None:
+    """The transaction's time guard, as for files and loads: with no time left the table is not started (no branch
+    is made); when time runs out while the table is measured, its branch is deleted before any work on it."""
+    catalog = catalog_with_table()
+    main = catalog.refs["main"]
+    maintainer = FakeMaintainer(catalog, SMALL)
+    ports = MaintenancePorts(catalog, maintainer)
+    with pytest.raises(OutOfTimeError, match="not started") as info:
+        maintain_table(_ref(), ports=ports, suite=suite(), config=CONFIG, out_of_time=lambda: True)
+    assert isinstance(info.value, DeferredError)  # not a failure: the schedule lists it as deferred
+    assert catalog.refs == {"main": main} and not [c for c in catalog.calls if c.startswith("create_branch")]
+    answers = iter([False, True])  # time to start the attempt, none left for the work once the table is measured
+    with pytest.raises(OutOfTimeError, match=r"maintenance of wap\.orders"):
+        maintain_table(_ref(), ports=ports, suite=suite(), config=CONFIG, out_of_time=lambda: next(answers, True))
+    assert [c for c in catalog.calls if c.startswith("create_branch")] and maintainer.worked == []
+    assert catalog.refs == {"main": main}  # its branch is gone, main never moved
 
 
 def test_a_dry_run_and_a_large_table_on_emr_merge_nothing() -> None:

@@ -1,8 +1,9 @@
 """Publish requests without a replayable secret (wap_ingest.core.publish_requests, adapters/publish_requests.py), with
 fakes: the message format (no token, a digest over every field), the checks made before anybody is asked (format,
 addressee, age, integrity), who may ask, the single use of a request id and the answer written once, the SigV4
-proof the operator makes and what the service sends STS for it. Against moto's STS and S3 (IAM enforced): tests/
-integration/test_publish_signatures.py; through the local stack's function: tests/integration/test_stack_auth.py."""
+proof the operator makes and what the service sends STS for it (STS's answers row by row: test_sts_answers.py).
+Against moto's STS and S3 (IAM enforced): tests/integration/test_publish_signatures.py; through the local stack's
+function: tests/integration/test_stack_auth_publish.py."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-import requests
 from botocore.credentials import ReadOnlyCredentials
 
+from tests.aws_stubs import StsAnswers as Sts
 from wap_ingest.adapters.publish_requests import STS_BODY, StsRequesters, queue_name_of
 from wap_ingest.core.errors import BadInputError, CatalogUnavailableError, InfrastructureError, MergeConflictError
 from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, TableRef
@@ -248,29 +249,10 @@ def test_an_altered_copy_claims_nothing_it_can_use() -> None:
 
 # --- the proof and what the service sends STS ------------------------------------------------------------------
 
-class Sts(requests.Session):
-    """STS answering every request one way; what was sent is kept."""
-
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__()
-        self.status, self.body = status, body
-        self.sent: list[tuple[str, Any, dict[str, str]]] = []
-
-    def post(self, url: Any, data: Any = None, json: Any = None, **kwargs: Any) -> requests.Response:  # type: ignore[override]
-        self.sent.append((url, data, dict(kwargs.get("headers") or {})))
-        answer = requests.Response()
-        answer.status_code, answer._content = self.status, self.body.encode()
-        return answer
-
-
 def caller_xml(arn: str) -> str:
     return (f'<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult>'
             f"<Arn>{arn}</Arn><UserId>AROA:alice</UserId><Account>123456789012</Account></GetCallerIdentityResult>"
             f"</GetCallerIdentityResponse>")
-
-
-def error_xml(code: str) -> str:
-    return f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>no</Message></Error></ErrorResponse>"
 
 
 def test_the_proof_is_sigv4_over_the_digest_and_the_service_sends_its_own_digest_to_its_own_sts() -> None:
@@ -306,24 +288,9 @@ def test_a_proof_for_another_endpoint_or_not_over_the_digest_is_refused_without_
     assert sts.sent == []
 
 
-@pytest.mark.parametrize(("status", "body", "error"), [
-    (403, error_xml("SignatureDoesNotMatch"), RequestRefusedError),
-    (403, error_xml("ExpiredToken"), RequestRefusedError),
-    (403, error_xml("InvalidClientTokenId"), RequestRefusedError),
-    (400, error_xml("IncompleteSignature"), RequestRefusedError),
-    (500, error_xml("InternalFailure"), InfrastructureError),
-    (503, "", InfrastructureError),
-    (400, error_xml("Throttling"), InfrastructureError),
-])
-def test_sts_answers_judge_the_signature_or_are_an_outage(status: int, body: str, error: type[Exception]) -> None:
-    with pytest.raises(error) as info:
-        StsRequesters(STS, "us-east-1", timeout=1, session=Sts(status, body)).identify(signed())
-    assert type(info.value) is error
-
-
 def test_an_unreachable_sts_is_an_outage_and_a_local_sts_is_said_to_be_unverified() -> None:
     local = StsRequesters("http://127.0.0.1:9", "us-east-1", timeout=1, credentials=lambda: CREDENTIALS)
-    with pytest.raises(InfrastructureError, match="did not answer"):  # nothing listens on port 9: retried
+    with pytest.raises(InfrastructureError, match=r"no answer from STS \(ConnectionError\)"):  # port 9: retried
         local.identify(local.sign(request()))
     assert local.actor(ALICE) == f"{ALICE} (unverified: the STS at http://127.0.0.1:9 is not AWS's)"
     assert StsRequesters(STS, "us-east-1", timeout=1).actor(ALICE) == ALICE

@@ -4,14 +4,20 @@ failure taxonomy (core/errors.py), in one table that every AWS adapter calls thr
 meaning depends on the call; a missing source object is the file's fault, a missing report is "none").
 
 A code is first read as one `Failure` (`failure_of`: the error code, else the HTTP status, else the kind of
-BotoCoreError), and each failure has one default verdict (`VERDICTS`):
+BotoCoreError), and each failure has one default verdict (`VERDICTS`). An answer read off the wire without botocore
+(STS's answer to the signed GetCallerIdentity request the service forwards for a publish request,
+adapters/publish_requests.py) is read by the same table (`answer_error`: its code and status), and no answer at all
+by `no_answer_error` (UNAVAILABLE):
 - UNAVAILABLE (5xx, InternalError, ServiceUnavailable, RequestTimeout; no answer: connection refused, a timeout, a
-  broken or corrupt transfer) and THROTTLED (SlowDown, Throttling, TooManyRequestsException, a quota, 429): the
-  service's outage (S3: ObjectStoreUnavailableError; the others: InfrastructureError), retried. Nothing is wrong
-  with the request: the same one succeeds later, and back-off is the fix.
+  broken or corrupt transfer, a success without its result) and THROTTLED (SlowDown, Throttling,
+  TooManyRequestsException, a quota, 429): the service's outage (S3: ObjectStoreUnavailableError; the others:
+  InfrastructureError), retried. Nothing is wrong with the request: the same one succeeds later, and back-off is the
+  fix.
 - DENIED (AccessDenied, AccessDeniedException, 403): ConfigError, see below.
-- CREDENTIALS (InvalidAccessKeyId, SignatureDoesNotMatch, ExpiredToken, UnrecognizedClientException; no credentials
-  or no region at all): ConfigError. The credentials and the region are settings, wrong until someone fixes them.
+- CREDENTIALS (InvalidAccessKeyId, SignatureDoesNotMatch, ExpiredToken, UnrecognizedClientException,
+  IncompleteSignature, MissingAuthenticationToken; no credentials or no region at all): ConfigError. The credentials
+  and the region are settings, wrong until someone fixes them (for STS's answer to an operator's signed publish
+  request, the operator's: that call refuses the request instead, adapters/publish_requests.py).
 - NO_BUCKET (NoSuchBucket), NO_RESOURCE (ResourceNotFoundException, QueueDoesNotExist, ParameterNotFound),
   INVALID_REQUEST (ValidationException, InvalidParameterValue, InvalidArgument; a parameter botocore refused):
   ConfigError. The service's buckets, queues, application, bus and parameters are named by settings, and its
@@ -98,8 +104,8 @@ _CODES: dict[str, Failure] = {
     **dict.fromkeys(("AccessDenied", "AccessDeniedException", "AllAccessDisabled", "AuthorizationError"),
                     Failure.DENIED),
     **dict.fromkeys(("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "ExpiredTokenException",
-                     "InvalidToken", "UnrecognizedClientException", "InvalidClientTokenId", "RequestExpired"),
-                    Failure.CREDENTIALS),
+                     "InvalidToken", "UnrecognizedClientException", "InvalidClientTokenId", "RequestExpired",
+                     "IncompleteSignature", "MissingAuthenticationToken"), Failure.CREDENTIALS),
     "NoSuchBucket": Failure.NO_BUCKET,
     **dict.fromkeys(("ResourceNotFoundException", "QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue",
                      "ParameterNotFound"), Failure.NO_RESOURCE),
@@ -187,21 +193,29 @@ EMR_SERVERLESS = AwsService("EMR Serverless", "emr-serverless")
 EVENTBRIDGE = AwsService("EventBridge", "events")
 SSM = AwsService("SSM Parameter Store", "ssm")
 SECRETS_MANAGER = AwsService("Secrets Manager", "secretsmanager")
+STS = AwsService("STS", "sts")
 
 
 def failure_of(exc: BaseException) -> Failure:
     """What went wrong, from the error code, else the HTTP status, else the kind of BotoCoreError."""
     if isinstance(exc, ClientError):
-        code, status = _code(exc), _status(exc)
-        if code in _CODES:
-            return _CODES[code]
-        if status in _STATUSES:
-            return _STATUSES[status]
-        return Failure.UNAVAILABLE if status >= 500 else Failure.UNKNOWN
+        return failure_for(_code(exc), _status(exc))
     for kinds, failure in _NO_ANSWER:
         if isinstance(exc, kinds):
             return failure
     return Failure.UNKNOWN
+
+
+def failure_for(code: str, status: int) -> Failure:
+    """What an answer's error code says, else its HTTP status. A success status without a code is an answer that
+    holds no result (cut short in transit, as a corrupt transfer): UNAVAILABLE."""
+    if code in _CODES:
+        return _CODES[code]
+    if status in _STATUSES:
+        return _STATUSES[status]
+    if not code and 200 <= status < 300:
+        return Failure.UNAVAILABLE
+    return Failure.UNAVAILABLE if status >= 500 else Failure.UNKNOWN
 
 
 def aws_error(exc: ClientError | BotoCoreError, *, service: AwsService, doing: str, resource: str,
@@ -209,20 +223,42 @@ def aws_error(exc: ClientError | BotoCoreError, *, service: AwsService, doing: s
     """The project's error for `exc`: `special` first (the failures whose meaning depends on this call), else the
     table. `doing` and `resource` say what failed ("reading the audit report", "s3://lake/wap-reports/b.json");
     `setting` names the variable that chose the resource, for the fix."""
-    failure = failure_of(exc)
+    operation = getattr(exc, "operation_name", None)
+    if isinstance(exc, ClientError):
+        said = _said(service, operation, _code(exc), _status(exc), _text(exc))
+    else:
+        said = f"no answer from {service.name} ({type(exc).__name__}: {exc})"
+    return _judged(failure_of(exc), said, service=service, operation=operation, doing=doing, resource=resource,
+                   setting=setting, special=special)
+
+
+def answer_error(code: str, status: int, text: str, *, service: AwsService, operation: str, doing: str,
+                 resource: str, setting: str | None = None,
+                 special: Mapping[Failure, Verdict] | None = None) -> WapError:
+    """`aws_error` for an answer read without botocore: its error code ("" when it has none), HTTP status and
+    message."""
+    return _judged(failure_for(code, status), _said(service, operation, code, status, " ".join(text.split())[:300]),
+                   service=service, operation=operation, doing=doing, resource=resource, setting=setting,
+                   special=special)
+
+
+def no_answer_error(exc: Exception, *, service: AwsService, operation: str, doing: str, resource: str,
+                    setting: str | None = None, special: Mapping[Failure, Verdict] | None = None) -> WapError:
+    """`aws_error` for a request sent without botocore that got no answer (`exc`: the HTTP client's error)."""
+    return _judged(Failure.UNAVAILABLE, f"no answer from {service.name} ({type(exc).__name__})", service=service,
+                   operation=operation, doing=doing, resource=resource, setting=setting, special=special)
+
+
+def _judged(failure: Failure, said: str, *, service: AwsService, operation: str | None, doing: str, resource: str,
+            setting: str | None, special: Mapping[Failure, Verdict] | None) -> WapError:
     verdict = (special or {}).get(failure) or VERDICTS[failure]
     if verdict.error is _ServiceOutageError:
         verdict = Verdict(service.unavailable, verdict.meaning, verdict.fix)
-    operation = getattr(exc, "operation_name", None)
-    return verdict.raised(f"{doing} {resource}", _answer(exc, service, operation), service=service.name,
-                          action=service.action(operation), resource=resource,
-                          setting=setting or "the setting that names it")
+    return verdict.raised(f"{doing} {resource}", said, service=service.name, action=service.action(operation),
+                          resource=resource, setting=setting or "the setting that names it")
 
 
-def _answer(exc: ClientError | BotoCoreError, service: AwsService, operation: str | None) -> str:
-    if not isinstance(exc, ClientError):
-        return f"no answer from {service.name} ({type(exc).__name__}: {exc})"
-    code, status, text = _code(exc), _status(exc), _text(exc)
+def _said(service: AwsService, operation: str | None, code: str, status: int, text: str) -> str:
     if code in ("", str(status)):
         said = f"HTTP {status}" + (f" ({text})" if text else "")
     else:

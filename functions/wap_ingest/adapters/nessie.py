@@ -216,7 +216,6 @@ class NessieBranches(CatalogBranches):
         committed = self._v2("post", f"trees/{branch}@{head}/history/commit", doing, body)
         return Branch(branch, str(committed.get("targetBranch", {}).get("hash")))
 
-
     def create_branch(self, name: str, from_hash: str) -> Branch:
         with self._translated(f"creating branch {name!r}"):
             ref = self._client.create_branch(name, ref="main", hash_on_ref=from_hash)

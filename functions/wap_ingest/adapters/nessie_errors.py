@@ -1,7 +1,7 @@
 """Every Nessie HTTP failure, judged once: Nessie's error code (the `errorCode` of its JSON error body, where one
 status covers several meanings) or else the HTTP status, to the project's errors, in one table. Every REST call of
 adapters/nessie.py (REST v2 with `requests`, and pynessie's v1 calls, whose exceptions carry the same status and
-code), of adapters/publish_requests.py and of the lake reader goes through `error_for` (PyIceberg's
+code) and of the lake reader (adapters/lake_reader.py) goes through `error_for` (PyIceberg's
 `_handle_non_200_response(exc, {404: NoSuchTableError})` is the model: a caller passes only what its call changes).
 
 - REFERENCE_NOT_FOUND (404: a branch, or a commit on it): BranchNotFoundError (a WAP run starts again from main).

@@ -7,7 +7,9 @@ message holds).
 - `StsRequesters` signs a request on the operator's machine (an STS GetCallerIdentity request signed with the
   operator's AWS credentials, botocore's SigV4, the request's digest in a signed header) and, in the service, sends
   that signed request to STS to learn who signed it. The service builds the URL and the body itself and takes only
-  the signature headers from the message: it never sends anything to an address a message names;
+  the signature headers from the message: it never sends anything to an address a message names. STS's answer is
+  judged by the AWS table (adapters/aws_errors.py, `answer_error`), with this call's meaning in `SIGNATURE`: its
+  outages are retried as any AWS service's, every other answer refuses the request;
 - `S3RequestResults` keeps, per request id, the claim (`wap-requests/<id>.claim.json`, the first message's id) and
   the answer (`wap-requests/<id>.json`), each written once with If-None-Match.
 """
@@ -37,7 +39,8 @@ from wap_ingest.core.publish_requests import (
     RequestRefusedError,
 )
 
-from .aws_errors import S3, SQS, Failure, aws_error, failure_of
+from .aws_errors import S3, SQS, STS, Failure, answer_error, aws_error, failure_of, no_answer_error
+from .verdicts import Verdict
 
 STS_BODY = "Action=GetCallerIdentity&Version=2011-06-15"
 CONTENT_TYPE = "application/x-www-form-urlencoded; charset=utf-8"
@@ -45,8 +48,14 @@ _AUTHORIZATION = re.compile(r"AWS4-HMAC-SHA256 Credential=[A-Za-z0-9]+/\d{8}/[a-
                             r"aws4_request, ?SignedHeaders=(?P<signed>[a-z0-9;-]+), ?Signature=[0-9a-f]{64}")
 _AMZ_DATE = re.compile(r"\d{8}T\d{6}Z")
 _AWS_HOSTS = (".amazonaws.com", ".amazonaws.com.cn")
-# STS error codes that judge the request's signature or credentials: a refusal (answered), never a retry
-_RETRIED = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "InternalFailure", "ServiceUnavailable"}
+_REFUSED = Verdict(RequestRefusedError, "STS did not accept the signature: the request was changed after it was "
+                   "signed, signed more than 15 minutes ago, or with credentials that are no longer valid (or not "
+                   "allowed to call sts:GetCallerIdentity); nothing was published", "run wap publish again")
+# What STS's answer to a signed request means here: an outage (UNAVAILABLE, THROTTLED) is retried as the table says;
+# any other answer judges the signature or the signer's credentials (STS's own endpoint and body are the service's):
+# a refusal, answered to the operator, never retried
+SIGNATURE: dict[Failure, Verdict] = {failure: _REFUSED for failure in Failure
+                                     if failure not in (Failure.UNAVAILABLE, Failure.THROTTLED)}
 
 
 class SqsPublishRequests:
@@ -135,13 +144,13 @@ class StsRequesters:
                    "Authorization": proof.authorization.strip(), "Accept": "text/xml"}
         if proof.security_token:
             headers["X-Amz-Security-Token"] = proof.security_token
+        doing = f"verifying publish request {request.request_id} with"
         try:
             answer = self._http.post(self.url, data=STS_BODY, headers=headers, timeout=self._timeout)
         except requests.RequestException as exc:
-            raise InfrastructureError(f"verifying publish request {request.request_id}: STS at {self.endpoint} did "
-                                      f"not answer ({type(exc).__name__}); the request is retried. Fix: if it "
-                                      f"persists, check the function's network access to STS.") from exc
-        return _caller_from(answer, request.request_id, self.endpoint)
+            raise no_answer_error(exc, service=STS, operation="GetCallerIdentity", doing=doing, resource=self.url,
+                                  setting="AWS_ENDPOINT_URL", special=SIGNATURE) from exc
+        return _caller_from(answer, doing, self.url)
 
 
 def _text(root: ElementTree.Element, name: str) -> str:
@@ -151,21 +160,17 @@ def _text(root: ElementTree.Element, name: str) -> str:
     return ""
 
 
-def _caller_from(answer: requests.Response, request_id: str, endpoint: str) -> str:
+def _caller_from(answer: requests.Response, doing: str, url: str) -> str:
+    """The caller's ARN from STS's answer, or the error the AWS table and `SIGNATURE` make of it."""
     try:
         root = ElementTree.fromstring(answer.content)
     except ElementTree.ParseError:
         root = ElementTree.Element("none")
     if answer.status_code == 200 and _text(root, "Arn"):
         return _text(root, "Arn")
-    code, message = _text(root, "Code") or f"HTTP {answer.status_code}", _text(root, "Message")
-    if answer.status_code >= 500 or answer.status_code == 429 or code in _RETRIED or answer.status_code == 200:
-        raise InfrastructureError(f"verifying publish request {request_id}: STS at {endpoint} answered {code} "
-                                  f"({message or answer.reason}); the request is retried.")
-    raise RequestRefusedError(
-        f"STS did not accept request {request_id}'s signature ({code}: {message or answer.reason}): it was changed "
-        f"after it was signed, signed more than 15 minutes ago, or with credentials that are no longer valid. "
-        f"Nothing was published. Fix: run wap publish again.")
+    raise answer_error(_text(root, "Code"), answer.status_code, _text(root, "Message") or answer.reason or "",
+                       service=STS, operation="GetCallerIdentity", doing=doing, resource=url,
+                       setting="AWS_ENDPOINT_URL", special=SIGNATURE)
 
 
 class S3RequestResults:

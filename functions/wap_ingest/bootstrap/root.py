@@ -34,7 +34,7 @@ from wap_ingest.config import Settings
 from wap_ingest.core.audits import AuditSuites
 from wap_ingest.core.branches import digest_from_branch
 from wap_ingest.core.dry_run import DryRun, audit_branch, audit_without_publishing
-from wap_ingest.core.errors import WapError
+from wap_ingest.core.errors import DeferredError, WapError
 from wap_ingest.core.ingest import UNKNOWN_DELIVERY, Delivery, Item, LargeFiles, ingest
 from wap_ingest.core.interactions import Answer, Asked, UseCases, answer, decided_by
 from wap_ingest.core.job_sweep import SweepReport
@@ -234,11 +234,12 @@ class Service:
         return audit_without_publishing(source, ports=self.ports, suites=self.suites, config=self.config,
                                         table=table)
 
-    def maintain(self, table: TableRef | None, *, dry_run: bool = False, here: bool = False
-                 ) -> list[MaintenanceReport | WapError]:
+    def maintain(self, table: TableRef | None, *, dry_run: bool = False, here: bool = False,
+                 out_of_time: Callable[[], bool] = lambda: False) -> list[MaintenanceReport | WapError]:
         """`wap maintain`, its schedule and the EMR job (`here`: never sent to EMR again): one table, or every
         table on main (None). Each table's report, or the error that failed it (the others still run); each is
-        logged and counted in the metrics."""
+        logged and counted in the metrics. `out_of_time`: the invocation's deadline (the schedule's Lambda
+        context); a table not started for want of time is a DeferredError in the list, logged as deferred."""
         catalog = self.ports.catalog
         tables = [table] if table else [t for t in catalog.list_tables(self.settings.main_branch)
                                         if t.namespace != LEDGER_NAMESPACE]
@@ -250,7 +251,11 @@ class Service:
         for each in tables:
             try:
                 report = maintain_table(each, ports=ports, suite=self.suites.suite_for(each), config=self.config,
-                                        dry_run=dry_run, here=here)
+                                        dry_run=dry_run, here=here, out_of_time=out_of_time)
+            except DeferredError as exc:
+                log.warning("maintenance of %s deferred: %s", each, exc, extra={"table": each.qualified})
+                results.append(exc)
+                continue
             except WapError as exc:
                 log.error("maintaining %s failed: %s", each, exc, extra={"table": each.qualified})
                 results.append(exc)

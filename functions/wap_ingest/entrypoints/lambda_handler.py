@@ -58,6 +58,6 @@ def _handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
         case JobStateChange():
             return on_job_state(svc, request)
         case Schedule():
-            return on_schedule(svc)
+            return on_schedule(svc, context)
         case _:
             assert_never(request)

@@ -26,7 +26,7 @@ A direct S3 or EventBridge invocation runs its objects the same way (one `ingest
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -36,7 +36,6 @@ from wap_ingest.adapters.events import UnreadableEventError
 from wap_ingest.adapters.inbound import ObjectVersions, SqsBatch, SqsMessage, Unreadable
 from wap_ingest.adapters.slack_requests import SignedRequest
 from wap_ingest.bootstrap import Service
-from wap_ingest.config import Settings
 from wap_ingest.core.alerts import alert_for_unreadable_event
 from wap_ingest.core.errors import DeferredError, UnexpectedError, WapError
 from wap_ingest.core.ingest import Item, notify, retry_delay_seconds
@@ -44,7 +43,7 @@ from wap_ingest.core.models import IngestOutcome, OutcomeStatus
 from wap_ingest.core.pipeline import Result
 from wap_ingest.core.publish_requests import PublishRequest
 from wap_ingest.entrypoints.lambda_observability import correlation, logger, metrics
-from wap_ingest.entrypoints.lambda_operations import on_publish_request
+from wap_ingest.entrypoints.lambda_operations import deadline_for, on_publish_request
 from wap_ingest.entrypoints.lambda_slack import on_slack_action
 
 
@@ -141,7 +140,7 @@ def _ingest(svc: Service, items: Sequence[Item], context: Any) -> list[Result]:
     if not items:
         return []
     try:
-        return svc.ingest_all(items, out_of_time=_deadline(context, svc.settings))
+        return svc.ingest_all(items, out_of_time=deadline_for(context, svc.settings))
     except Exception as exc:  # a bug: every object of the call fails (and is alerted), nothing else does
         logger.exception("ingesting the invocation's objects raised", extra={"error_type": type(exc).__name__})
         error = UnexpectedError(f"ingesting {len(items)} objects: unexpected {type(exc).__name__}: {exc}")
@@ -161,15 +160,6 @@ def _back_off(svc: Service, failed: Iterable[SqsMessage]) -> None:
         if svc.retries.back_off(message.queue_arn, message.receipt_handle, delay):
             logger.info("retry delayed", extra={"message_id": message.message_id, "seconds": delay,
                                                 "receive_count": message.receive_count})
-
-
-def _deadline(context: Any, settings: Settings) -> Callable[[], bool]:
-    """True once the invocation has less time left than a file needs (never without a Lambda context)."""
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if remaining is None:
-        return lambda: False
-    reserve_ms = float(settings.time_reserve_seconds) * 1000
-    return lambda: bool(remaining() < reserve_ms)
 
 
 def settle(item: Item, result: Result) -> tuple[dict[str, Any], str | None]:

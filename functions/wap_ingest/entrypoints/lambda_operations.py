@@ -1,16 +1,18 @@
 """The function's small handlers, one per request that is not a file to ingest (adapters/inbound.py reads them):
 the dead-letter queue's alarm, a large file's EMR run that ended, the schedule (the sweep of the EMR runs, then
 maintenance), and an operator's publish request (an SQS message among the files: answered by its record handler, see
-lambda_objects.py)."""
+lambda_objects.py). `deadline_for` is the invocation's time guard, for files and for the schedule's maintenance."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wap_ingest.adapters.inbound import Alarms, JobStateChange
 from wap_ingest.bootstrap import Service
+from wap_ingest.config import Settings
 from wap_ingest.core.dead_letters import alert_for_alarm
-from wap_ingest.core.errors import WapError
+from wap_ingest.core.errors import DeferredError, WapError
 from wap_ingest.core.job_failures import JobRunsExhaustedError, alert_for_exhausted
 from wap_ingest.core.publish_requests import PublishRequest
 from wap_ingest.entrypoints.lambda_observability import logger
@@ -19,6 +21,16 @@ from wap_ingest.entrypoints.lambda_observability import logger
 class MaintenanceFailedError(WapError):
     """The schedule swept the EMR runs and maintained every table, and some of it failed; Lambda retries the event
     (both are idempotent)."""
+
+
+def deadline_for(context: Any, settings: Settings) -> Callable[[], bool]:
+    """True once the invocation has less time left than WAP_TIME_RESERVE_SECONDS (never without a Lambda
+    context): what is not started by then is deferred, never cut off mid-merge."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if remaining is None:
+        return lambda: False
+    reserve_ms = float(settings.time_reserve_seconds) * 1000
+    return lambda: bool(remaining() < reserve_ms)
 
 
 def on_alarms(svc: Service, request: Alarms) -> dict[str, Any]:
@@ -49,10 +61,12 @@ def on_job_state(svc: Service, change: JobStateChange) -> dict[str, Any]:
     return {"job_run": run_id, "state": state, "resubmitted": again.job_run_id if again else None}
 
 
-def on_schedule(svc: Service) -> dict[str, Any]:
+def on_schedule(svc: Service, context: Any) -> dict[str, Any]:
     """The schedule: first the sweep of the large files' EMR runs (a failed, cancelled or overdue run is resubmitted
     or, past its attempts, alerted, whether or not its state-change event came: adapters/emr.py), then every table on
-    main (each logged and counted by Service.maintain). What failed fails the invocation, after the rest ran."""
+    main (each logged and counted by Service.maintain) while the invocation has time left (`deadline_for`): a table
+    not started for want of time is listed as deferred (the next schedule maintains it), not failed, and leaves no
+    branch. What failed fails the invocation, after the rest ran."""
     failures: list[str] = []
     try:
         swept = svc.sweep_job_runs()
@@ -62,13 +76,16 @@ def on_schedule(svc: Service) -> dict[str, Any]:
     if swept is not None:
         logger.info("EMR runs swept", extra={"emr_sweep": swept.to_dict()})
         failures += [f"the EMR sweep: {error}" for error in swept.errors]
-    results = svc.maintain(None)
-    failed = [str(r) for r in results if isinstance(r, Exception)]
+    results = svc.maintain(None, out_of_time=deadline_for(context, svc.settings))
+    deferred = [str(r) for r in results if isinstance(r, DeferredError)]
+    failed = [str(r) for r in results if isinstance(r, Exception) and not isinstance(r, DeferredError)]
     if failed:
         failures.append(f"maintenance failed for {len(failed)} of {len(results)} tables: {'; '.join(failed)}")
     if failures:
         raise MaintenanceFailedError("; ".join(failures))
     answer: dict[str, Any] = {"maintained": [r.to_dict() for r in results if not isinstance(r, Exception)]}
+    if deferred:
+        answer["deferred"] = deferred
     return answer if swept is None else {"emr_sweep": swept.to_dict(), **answer}
 
 

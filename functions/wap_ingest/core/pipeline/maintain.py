@@ -5,11 +5,14 @@ that the rows did not change, then a merge into main expecting the hash the bran
 published to the table meanwhile makes that merge conflict: the maintenance branch is dropped and the maintenance
 starts again from the new main (with back-off), so the ingestion's data is never touched, never overwritten, and no
 merge is ever forced. A table larger than its `emr_above_mb` is sent to the EMR Serverless job instead.
+The invocation's time left is the transaction's guard, as for files and loads: checked before each attempt and again
+before the maintenance work itself; out of time, the table is not started (or its branch is deleted before any work
+on it) and an OutOfTimeError (a DeferredError) says so: the next run maintains it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from wap_ingest.core import lineage
@@ -22,7 +25,7 @@ from wap_ingest.core.ports import CatalogBranches, MaintenanceJobs, TableMaintai
 from wap_ingest.core.stopwatch import Stopwatch
 
 from .base import PipelineConfig
-from .transaction import Discard, Merge, Publish, Transactions, Verdict, Work
+from .transaction import Discard, Guards, Merge, Publish, Transactions, Verdict, Work
 
 
 @dataclass(frozen=True)
@@ -33,12 +36,15 @@ class MaintenancePorts:
 
 
 def maintain_table(table: TableRef, *, ports: MaintenancePorts, suite: AuditSuite, config: PipelineConfig,
-                   dry_run: bool = False, here: bool = False) -> MaintenanceReport:
-    """Maintain one table; `here`: never send it to EMR (the EMR job itself). Raises a WapError when it fails (the
-    branch of the attempt is deleted: nothing of it stays)."""
-    work = _Maintenance(table, ports, suite, dry_run=dry_run, here=here)
+                   dry_run: bool = False, here: bool = False,
+                   out_of_time: Callable[[], bool] = lambda: False) -> MaintenanceReport:
+    """Maintain one table; `here`: never send it to EMR (the EMR job itself); `out_of_time`: the invocation's
+    deadline (the transaction's guard). Raises a WapError when it fails, an OutOfTimeError when there is no time to
+    start it (the branch of the attempt is deleted: nothing of it stays)."""
+    transactions = Transactions(ports.catalog, config, Guards(out_of_time))
+    work = _Maintenance(table, ports, suite, transactions.guards, dry_run=dry_run, here=here)
     watch = Stopwatch()
-    ended = Transactions(ports.catalog, config).run(work, watch)
+    ended = transactions.run(work, watch)
     if work.report is None:  # pragma: no cover (a transaction without versions always runs its work)
         raise EngineError(f"maintaining {table}: the run ended before measuring the table")
     report = replace(work.report, attempts=ended.attempts, timings=watch.laps())
@@ -52,9 +58,10 @@ class _Maintenance(Work):
 
     kind = RunKind.MAINTAIN
 
-    def __init__(self, table: TableRef, ports: MaintenancePorts, suite: AuditSuite, *, dry_run: bool,
-                 here: bool) -> None:
+    def __init__(self, table: TableRef, ports: MaintenancePorts, suite: AuditSuite, guards: Guards, *,
+                 dry_run: bool, here: bool) -> None:
         self.table, self.ports, self.suite, self.dry_run, self.here = table, ports, suite, dry_run, here
+        self.guards = guards
         self.report: MaintenanceReport | None = None
 
     def tables(self) -> Sequence[TableRef]:
@@ -80,6 +87,7 @@ class _Maintenance(Work):
                                   message=f"{table}: {before.data_bytes} bytes, above emr_above_mb "
                                   f"({settings.emr_above_mb}): EMR Serverless job run {run}")
             return Discard()
+        self.guards.check_time(f"maintenance of {table} ({work.describe()})")  # measuring took some of it
         self.ports.maintainer.maintain(table, name, work, settings, self.suite.layout)
         after = self.ports.maintainer.health(table, name, settings.small_file_mb * MB)
         if after is None or after.rows != before.rows:

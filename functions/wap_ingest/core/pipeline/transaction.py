@@ -136,7 +136,8 @@ class Guards:
 
     def check_time(self, what: str) -> None:
         if self.out_of_time():
-            raise OutOfTimeError(f"{what}: not started, the invocation is nearly out of time; back to the queue.")
+            raise OutOfTimeError(f"{what}: not started, the invocation is nearly out of time; deferred to a later "
+                                 f"invocation (a file's message goes back to the queue).")
 
     def check_disk(self, what: str, needed: int) -> None:
         """`needed`: the staged files and the engine's scratch for what they inflate to (Routed.local_bytes)."""
@@ -269,7 +270,6 @@ class Transactions:
         merged = self.catalog.merge(head, self.config.main_branch, main_hash, merge.message,
                                     dict(merge.properties) | dict(decision))
         return Ended("published", 1, name, merged, note=self.branches.clean_up(tables, about, mine=name))
-
 
     def kept_merge(self, name: str) -> Merge | None:
         """What a branch this transaction kept would publish (its ledger commit's plan), or None: not such a branch
