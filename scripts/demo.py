@@ -83,7 +83,6 @@ def report(env: dict[str, str], state: Any) -> None:
     import requests
     from pyiceberg.catalog import load_catalog
 
-    from wap_ingest.core.alerts import readable
     from wap_ingest.local.slack_sink import read_messages
 
     nessie = env["NESSIE_ENDPOINT"]
@@ -100,9 +99,17 @@ def report(env: dict[str, str], state: Any) -> None:
     messages = read_messages(state.state_dir / "alerts.jsonl")
     if messages:
         print(f"\nLatest alert received by the Slack sink ({messages[-1]['channel']}):")
-        print("  " + readable(messages[-1]["text"]).replace("\n", "\n  "))
+        print(printout_for(messages[-1]["text"]))
         print(f"\nAct on it where it arrives: http://127.0.0.1:{state.slack_port}/ (the local channel; as alice, "
               "click Discard or Publish after review, give a reason; then: wap history customer_data_log)")
+
+
+def printout_for(alert_text: str) -> str:
+    """An alert's text (Slack mrkdwn, as the sink received it) as the demo prints it: what a person reads, indented
+    under its heading. Slack's escapes and links are written out (core.alerts.readable); Slack gets the escaped form."""
+    from wap_ingest.core.alerts import readable
+
+    return "  " + readable(alert_text).replace("\n", "\n  ")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ refused changes nothing: the branch stays open, main keeps its hash, no decision
 | a decision form sent by them (forged, well signed) | the form's error saying why |
 | a form without a reason | the form's error asking for one |
 | a decision on a branch discarded meanwhile (in a terminal) | privately: "Nothing done: it was already discarded by" |
+| a decision on a branch deleted undecided (replaced by a newer attempt) | "No longer open"; privately: "Nothing done" |
 | two people deciding at once | one decision; the other person is told who decided first |
 """
 
@@ -35,7 +36,7 @@ from tests.slack_channel import (
     signed_headers,
 )
 from tests.waiting import wait_for
-from wap_ingest.core.models import TableRef
+from wap_ingest.core.models import OutcomeStatus, SourceObject, TableRef
 from wap_ingest.entrypoints.cli import main
 from wap_ingest.local.state import StackState
 
@@ -169,3 +170,32 @@ def test_two_people_deciding_at_once_one_wins_and_the_other_is_told(lake: Lake, 
     assert alert.branch not in lake.wap_branches()
     message = channel.message_about(alert.branch)
     assert message is not None and message.get("edited")
+
+
+def test_a_decision_on_a_branch_deleted_without_a_decision_is_told_so(lake: Lake, channel: Channel) -> None:
+    alert = rejected(lake, channel)
+    # the same file ingested again (what `wap ingest s3://...` runs): rejected again, its run keeps its own branch and
+    # its clean-up deletes this older attempt's; no one decided it, so nothing is recorded
+    again = lake.service.ingest(SourceObject(lake.source_bucket, f"{alert.table.name}/nulls.parquet"))
+    assert again.status is OutcomeStatus.REJECTED and again.branch not in (None, alert.branch)
+    branches = lake.wap_branches()
+    assert alert.branch not in branches and again.branch in branches
+    main_hash = lake.main_hash()
+    # two people act on the old alert: alice publishes after review, bob discards
+    assert channel.click(ALICE, alert.ts, "wap.publish_reviewed")["status"] == 200
+    assert channel.click(BOB, alert.ts, "wap.discard")["status"] == 200
+    wait_for(lambda: channel.view_of(ALICE) and channel.view_of(BOB), "both forms open")
+    gone = f"{alert.branch} was deleted without a recorded decision; its rows are not on main"
+    for user, name, reason in ((ALICE, "alice", "the nulls are expected"), (BOB, "bob", "the producer resends")):
+        assert channel.submit(user, reason) == {"status": 200, "body": ""}
+        told = wait_for(lambda u=user: [e for e in channel.ephemerals(u) if gone in e], f"{name} told")[-1]
+        print(f"{name} sees: {told}")
+        assert told.startswith(f"Nothing done: {gone} (a newer attempt at the same file replaces it")
+        line = f"No longer open (asked by <@{user}>): {gone}."
+        message = wait_for(lambda ln=line: (m := channel.message_about(alert.branch)) and ln in m["text"] and m,
+                           f"the alert answered for {name}")
+        print(f"the alert now ends: {message['text'].rsplit(chr(10), 1)[-1]}")
+        assert not [b for b in message["blocks"] if b.get("type") == "actions"]  # settled: no buttons left
+    assert lake.main_hash() == main_hash
+    assert lake.service.history(alert.table) == []  # no decision recorded, nothing published
+    assert again.branch in lake.wap_branches()  # the newer attempt, untouched: its own alert decides it

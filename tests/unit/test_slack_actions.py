@@ -183,6 +183,19 @@ def test_a_discard_after_a_publish_is_told_who_published() -> None:
     assert lake.decisions.records == [] and len(lake.catalog.publications(TABLE, on="main")) == 1
 
 
+def test_a_decision_on_a_branch_deleted_without_a_decision_says_so_and_settles() -> None:
+    lake = Lake()
+    branch = lake.catalog.find_branch(BRANCH)
+    assert branch is not None
+    lake.catalog.delete_branch(branch)  # as a newer attempt's clean-up deletes it: no decision recorded
+    for action, person in ((ActionKind.PUBLISH_REVIEWED, ALICE), (ActionKind.DISCARD, BOB)):
+        got = answer(Asked(action, BRANCH, person, "fine"), lake.cases())
+        gone = f"{BRANCH} was deleted without a recorded decision; its rows are not on main"
+        assert got.line == f"No longer open (asked by <@{person.user_id}>): {gone}." and got.settled
+        assert got.private is not None and got.private.startswith(f"Nothing done: {gone} (a newer attempt")
+    assert lake.decisions.records == [] and lake.catalog.publications(TABLE, on="main") == []
+
+
 def test_publish_after_review_merges_with_the_person_as_actor() -> None:
     lake = Lake()
     got = answer(Asked(ActionKind.PUBLISH_REVIEWED, BRANCH, BOB, "nulls are expected"), lake.cases())

@@ -8,7 +8,8 @@ and `>` become `&amp;`, `&lt;`, `&gt;` (Slack's rule: https://api.slack.com/refe
 so `<!channel>`, `<@U123>` or `<https://x|click>` in a key arrive as inert text, and a backtick becomes U+02CB MODIFIER
 LETTER GRAVE ACCENT, which looks alike but cannot open or close a code span or block. The alert's own structure
 (its code spans, `:emoji:`) is left as it is. `plain_text` undoes the entities for a log line (not the backticks);
-`readable` is the text for people outside Slack (a terminal, the demo): the entities and the backtick look-alike undone.
+`readable` is the text for people outside Slack (a terminal, the demo): links and mentions written out, the entities
+and the backtick look-alike undone.
 
 An alert may offer actions (`Action`: plain data, no SDK): a rejected file's branch can be shown, re-audited and
 published, published after review or discarded; an INVALID file retried; the dead-letter queue shown or redriven. The
@@ -19,6 +20,7 @@ gets the same choices as the commands in the alert's text.
 from __future__ import annotations
 
 import enum
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,9 +56,25 @@ def plain_text(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
+_CONTROL = re.compile(r"<([^<>|]*)(?:\|([^<>]*))?>")  # Slack's <target> and <target|label>: a link, a mention
+
+
+def _shown(control: re.Match[str]) -> str:
+    """One of Slack's control sequences as a person reads it: `<@U123>` @U123, `<!here>` @here, `<#C123|alerts>`
+    #alerts, `<https://x|the page>` "the page (https://x)", `<https://x>` https://x."""
+    target, label = control.group(1), control.group(2)
+    if target[:1] in ("@", "#"):
+        return target[0] + (label or target[1:]).lstrip(target[0])
+    if target[:1] == "!":  # <!channel>, <!here>, <!subteam^S123|@team>, <!date^...|fallback>
+        return label or "@" + target[1:].split("^")[0]
+    return f"{label} ({target})" if label and label != target else target
+
+
 def readable(text: str) -> str:
-    """An alert's text for a person outside Slack: `plain_text`, and the backtick look-alike back to a backtick."""
-    return plain_text(text).replace(GRAVE_STAND_IN, "`")
+    """An alert's text for a person outside Slack: Slack's links and mentions written out (an acted-on alert names
+    the person, `<@U123>`), then `plain_text`, and the backtick look-alike back to a backtick. A value's `<` and `>`
+    are entities in the alert (mrkdwn_escape), so they are never taken for a link."""
+    return plain_text(_CONTROL.sub(_shown, text)).replace(GRAVE_STAND_IN, "`")
 
 
 class AlertKind(enum.StrEnum):

@@ -14,8 +14,10 @@ data: the line the alert's message shows from then on (`line`, Slack mrkdwn), wh
 - show / redrive the dead letters: the list, privately / the messages sent back to the ingest queue.
 
 Nothing is done twice: a branch already decided (by someone else a moment before, or with `wap` in a terminal) is
-answered with who decided it, privately ("Nothing done: ..."), and the message says what is true now. An
-infrastructure failure raises (the request is retried, as any message of the queue).
+answered with who decided it, privately ("Nothing done: ..."), and the message says what is true now. A branch deleted
+with no decision (a newer attempt at the same file replaced it, or it was removed by hand) is answered so ("No longer
+open"; settled: nothing is left to decide). An infrastructure failure raises (the request is retried, as any message
+of the queue).
 """
 
 from __future__ import annotations
@@ -150,10 +152,13 @@ def answer(asked: Asked, cases: UseCases) -> Answer:
     except InfrastructureError:
         raise
     except BranchNotFoundError as exc:
-        decided = cases.decided(asked.target) if asked.action.asks_reason else None
+        if not asked.action.asks_reason:
+            return Answer(f"No longer open (asked by {who}): {e(exc)}", settled=True,
+                          private=f"Nothing done: {e(exc)}")
+        decided = cases.decided(asked.target)
         if decided is not None:
             return _already(decided, decided.action)
-        return Answer(f"No longer open (asked by {who}): {e(exc)}", settled=True, private=f"Nothing done: {e(exc)}")
+        return _gone(asked.target, who)
     except ReauditFailedError as exc:
         failed = "; ".join(f"{c.check}({c.target}) {c.measured}, expected {c.expected}" for c in exc.report.failures)
         return Answer(f":x: Re-audit asked by {who} still fails: {e(failed)}. Nothing was published; the branch stays "
@@ -208,6 +213,16 @@ def _already(decision: Decision, action: str) -> Answer:
     line = f"{action.capitalize()} by {e(decision.actor)}: {e(decision.reason)}"
     return Answer(line, settled=True, private=f"Nothing done: it was already {action} by {e(decision.actor)} "
                                               f"({e(decision.reason)}).")
+
+
+def _gone(branch: str, who: str) -> Answer:
+    """The branch was deleted and no one decided it (neither published nor a recorded discard): a newer attempt at
+    the same file replaced it (its run's clean-up), or it was removed by hand. Nothing is left to decide here."""
+    gone = f"{mrkdwn_escape(branch)} was deleted without a recorded decision; its rows are not on main"
+    return Answer(f"No longer open (asked by {who}): {gone}.", settled=True,
+                  private=f"Nothing done: {gone} (a newer attempt at the same file replaces it, or it was removed by "
+                          f"hand). If the file was ingested again, its newer alert has the buttons; open branches: "
+                          f"`wap branches`.")
 
 
 def _rows(branch: str, document: Mapping[str, object] | None) -> str:

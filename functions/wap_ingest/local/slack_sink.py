@@ -10,8 +10,9 @@
 - With `--endpoint`, the app's interactivity endpoint itself, as its HTTP API route serves it in AWS
   (`POST /slack/actions`: the request as the route's Lambda event, payload format 2.0, to
   wap_ingest.entrypoints.slack_interactivity.handler, in this process; the environment is the stack's).
-`GET /messages` returns the channel as it reads now, `GET /ephemerals?user=` the private replies, `GET /sent` the
-last requests posted to the app (headers, body, its answer), `GET /health` answers 200. Loopback only.
+`GET /messages` returns the channel as it reads now (an updated message with `edited_at`), `GET /ephemerals?user=` the
+private replies, `GET /sent` the last requests posted to the app (headers, body, its answer, how long it took to come:
+`seconds`, and when: `answered_at`), `GET /health` answers 200. Loopback only.
 
     python -m wap_ingest.local.slack_sink --port 19122 --record .wap/stack/alerts.jsonl [--endpoint]
 """

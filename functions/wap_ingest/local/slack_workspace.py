@@ -63,7 +63,8 @@ def read_lines(record: Path) -> list[dict[str, Any]]:
 
 
 def read_messages(record: Path) -> list[dict[str, Any]]:
-    """The channel's messages as they read now: each update applied (`edited`), private messages left out."""
+    """The channel's messages as they read now: each update applied (`edited`, and `edited_at`: when, in seconds
+    since the epoch), private messages left out."""
     messages: dict[tuple[str, str], dict[str, Any]] = {}
     for line in read_lines(record):
         if line.get("ephemeral"):
@@ -71,7 +72,8 @@ def read_messages(record: Path) -> list[dict[str, Any]]:
         key = (line.get("channel_id") or channel_id_for(str(line.get("channel"))), str(line["ts"]))
         if line.get("update"):
             if key in messages:
-                messages[key] |= {"text": line.get("text", ""), "blocks": line.get("blocks", []), "edited": True}
+                messages[key] |= {"text": line.get("text", ""), "blocks": line.get("blocks", []), "edited": True,
+                                  "edited_at": line.get("at")}
             continue
         messages[key] = dict(line)
     return list(messages.values())
@@ -127,7 +129,8 @@ class Workspace:
         """None, or Slack's error code."""
         if self.find(channel, ts) is None:
             return "message_not_found"
-        self.append({"update": True, "channel_id": channel_id_for(channel), "ts": ts, "text": text, "blocks": blocks})
+        self.append({"update": True, "channel_id": channel_id_for(channel), "ts": ts, "text": text, "blocks": blocks,
+                     "at": time.time()})
         return None
 
     def ephemeral(self, channel: str, user: str, text: str, blocks: list[Any]) -> dict[str, Any]:
@@ -216,9 +219,12 @@ class Workspace:
                    "X-Slack-Request-Timestamp": stamp,
                    "X-Slack-Signature": str(SignatureVerifier(SIGNING_SECRET).generate_signature(timestamp=stamp,
                                                                                                  body=body))}
+        started = time.monotonic()
         status, answer = self._post(body, headers)
+        seconds, answered_at = time.monotonic() - started, time.time()  # what Slack times against its 3 seconds
         with self.lock:
-            self.sent = [*self.sent[-49:], {"headers": headers, "body": body, "status": status, "answer": answer}]
+            self.sent = [*self.sent[-49:], {"headers": headers, "body": body, "status": status, "answer": answer,
+                                            "seconds": seconds, "answered_at": answered_at}]
         return status, answer
 
     def _post(self, body: str, headers: dict[str, str]) -> tuple[int, str]:
