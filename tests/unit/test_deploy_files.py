@@ -32,15 +32,19 @@ JUSTIFIED_WILDCARDS = {
     "still running long past its limit before resubmitting it",
     "ReadJobArtifacts": "objects under the lake bucket's emr/artifacts/ prefix only",
     "WriteJobLogs": "objects under the lake bucket's emr/logs/ prefix only",
-    "StagingCopiesRecordsAndReports": "objects under the lake bucket's wap-staging/, wap-emr/ and wap-reports/ "
-    "prefixes only (names derive from object digests and branch names)",
-    "LargeFileRecordsAndAuditReports": "objects under the lake bucket's wap-emr/ and wap-reports/ prefixes only",
+    "StagingCopies": "the EMR job's copies of its sources under the lake bucket's wap-staging/ prefix only (names "
+    "derive from object digests)",
+    "LargeFileRecords": "the large files' submission records under the lake bucket's wap-emr/ prefix only (names "
+    "derive from tables and object digests)",
+    "AuditReports": "the rejected runs' audit reports under the lake bucket's wap-reports/ prefix only (names are "
+    "branch names)",
     "AnswerPublishRequests": "claims and answers under the lake bucket's wap-requests/ prefix only (keys are "
     "request ids)",
     "ReadPublishAnswers": "the answers under the lake bucket's wap-requests/ prefix only (keys are request ids)",
     "RememberSlackRequests": "records under the lake bucket's wap-slack-requests/ prefix only (keys are digests of "
     "the requests' signatures)",
-    "ReadDecisionLog": "the decision log under the lake bucket's wap-decisions/ prefix only (read, never written)",
+    "ReadAndRecordDecisions": "the decision log under the lake bucket's wap-decisions/ prefix only (a discard from "
+    "Slack is recorded by the function; records are written once, never overwritten)",
     "DecryptSecretParametersViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to our two parameters",
     "DecryptNessieDatabasePasswordViaSsm": "the aws/ssm key's id differs per account; limited by "
@@ -49,6 +53,9 @@ JUSTIFIED_WILDCARDS = {
     "ReadTablesReportsAndRecords": "objects under the lake bucket's warehouse/, wap-reports/, wap-decisions/, "
     "wap-emr/ and wap-requests/ prefixes only (read, never written)",
     "RecordDecisions": "the decision log under the lake bucket's wap-decisions/ prefix only (`wap discard`)",
+    "ReadSourceObjectsToAudit": "objects of the source bucket (`wap audit s3://...`: any key may land there)",
+    "WriteDryRunsToWarehouse": "objects under the lake bucket's warehouse/ prefix only: `wap audit` writes a dry run's "
+    "data files, on the dry run's own branch (the catalog's rules); nothing is deleted",
     "DecryptOwnCatalogClientSecretViaSsm": "the aws/ssm key's id differs per account; limited by kms:ViaService=ssm "
     "and the encryption context to the operator's client secret parameter",
 }

@@ -157,8 +157,10 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
                "emr_application_id": application_id, "emr_role_arn": role_arn}
     slack_workspace.install(_client(config, "ssm"))  # the local Slack app's signing secret, in the secret store
     stack_env = stack_environment(StackState.from_json(record | {"moto_seconds": 0, "nessie_seconds": 0}))
-    # the sink also serves the app's interactivity endpoint (its HTTP API route), with the function's settings
-    record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK), {**os.environ, **stack_env})
+    # the sink also serves the app's interactivity endpoint (its HTTP API route), with the function's settings and,
+    # with --iam, the function's keys: in AWS the endpoint runs with the function's execution role (serverless.yml)
+    record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK),
+                                {**os.environ, **stack_env} | principal_environment(config.state_dir, FUNCTION))
     write_record(config, record)
     wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
                config.startup_timeout)
