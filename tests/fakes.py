@@ -7,7 +7,7 @@ import hashlib
 import itertools
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +133,8 @@ class FakeWriter(TableWriter):
         self.fail_with: Exception | None = None
         self.batches: list[int] = []  # the number of files of each snapshot written
         self.staged: list[FakeStaged] = []  # every staging, to check they were all closed
+        # as SparkIcebergWriter's `stage`: (the version, "stop now?") -> a local copy, removed once read (None: none)
+        self.stage_with: Callable[[SourceObject, Callable[[], bool]], Path] | None = None
         self._ids = itertools.count(1000)
 
     def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
@@ -141,6 +143,8 @@ class FakeWriter(TableWriter):
         snapshots hold the rows, so it never drops one (trimming is the real maintainer's)."""
         if self.fail_with is not None:
             raise self.fail_with
+        if self.stage_with is not None:  # the invocation's deadline is asked between the download's parts
+            self.stage_with(source, spec.out_of_time or (lambda: False)).unlink()
         rows = self._read(source, fmt)
         if not rows:  # a header without rows: nothing committed, the core calls it empty
             return Appended(None, (), {source.identity: Measurements(row_count=0)})

@@ -39,8 +39,8 @@ KNOWN_VARIABLES: dict[str, str] = {
     "WAP_STAGING_BUDGET_BYTES": "the most one group of files processes at once, counted as the bytes they inflate to "
     "(default: 1 GiB); files whose staged copy and scratch do not fit the free disk now go back to the queue as "
     "deferred",
-    "WAP_MAX_INFLATION": "a file that inflates more than this many times (gzip, bzip2, Parquet's codecs) is a "
-    "decompression bomb: INVALID, never started (default: 200)",
+    "WAP_MAX_INFLATION": "a file that inflates more than this many times (gzip, bzip2, Parquet's and ORC's codecs) "
+    "is a decompression bomb: INVALID, never started (default: 200)",
     "WAP_ABANDONED_BRANCH_SECONDS": "a batch branch older than this belongs to a run that died and is deleted by the "
     "table's next run (default: 960, the function's longest run plus a margin)",
     "WAP_RETRY_BASE_SECONDS": "a failed or deferred SQS message comes back after this many seconds, doubled per "

@@ -10,7 +10,9 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyarrow import orc
 
+from tests import corruption
 from wap_ingest.adapters.s3_weights import BZIP2_PROBE_BYTES, FOOTER_TAIL, PROBE_BYTES, PROBE_CAP, weigh
 from wap_ingest.core.errors import UnreadableSourceError
 from wap_ingest.core.models import FileFormat, SourceObject
@@ -71,10 +73,72 @@ def test_parquet_by_its_footer_in_one_or_two_reads_and_lies_refused() -> None:
         weigh(source("t/c.parquet", lying), FileFormat.PARQUET, Ranges(lying))
 
 
+def orc_bytes(table: pa.Table, codec: str) -> bytes:
+    sink = io.BytesIO()
+    orc.write_table(table, sink, compression=codec)
+    return sink.getvalue()
+
+
+@pytest.mark.parametrize("codec", ["uncompressed", "zlib", "snappy", "lz4", "zstd"])
+def test_orc_by_its_footers_statistics_in_one_read_for_every_codec(codec: str) -> None:
+    rows = 100_000
+    table = pa.table({"a": pa.array(range(rows)), "b": pa.array([f"v{i % 97}" + "x" * 40 for i in range(rows)]),
+                      "c": pa.array([i / 3 for i in range(rows)], pa.float32()), "d": pa.array([[1, 2, 3]] * rows)})
+    reads = Ranges(orc_bytes(table, codec))
+    weight = weigh(source("t/a.orc", reads.body), FileFormat.ORC, reads)
+    # each value at its type's width, the strings by their bytes: here exactly what Arrow holds them in
+    assert (weight.how, weight.processed, weight.stored) == ("ORC footer", table.nbytes, len(reads.body))
+    assert reads.asked == [f"bytes=-{min(FOOTER_TAIL, len(reads.body))}"]
+
+
+def test_a_highly_compressible_orc_weighs_what_its_rows_decode_to() -> None:
+    rows = 3_000_000  # identical rows: a few tens of kilobytes with zstd
+    table = pa.table({"a": pa.array([7] * rows, pa.int64()), "b": pa.array(["the same value"] * rows)})
+    reads = Ranges(orc_bytes(table, "zstd"))
+    weight = weigh(source("t/a.orc", reads.body), FileFormat.ORC, reads)
+    assert weight.processed == rows * (8 + 4 + len("the same value")) and weight.ratio > 1000
+    assert len(reads.body) < FOOTER_TAIL and reads.asked == [f"bytes=-{len(reads.body)}"]  # the file was its tail
+
+
+def test_a_long_orc_footer_is_read_in_a_second_bounded_read() -> None:
+    table = pa.table({f"column_{i:04}": pa.array([i, i + 1], pa.int64()) for i in range(4000)})
+    reads = Ranges(orc_bytes(table, "lz4"))
+    weight = weigh(source("t/a.orc", reads.body), FileFormat.ORC, reads)
+    assert weight.how == "ORC footer" and weight.processed == max(len(reads.body), 4000 * 2 * 8)
+    assert reads.asked[0] == f"bytes=-{FOOTER_TAIL}" and len(reads.asked) == 2
+    assert FOOTER_TAIL < int(reads.asked[1].removeprefix("bytes=-")) < len(reads.body)
+
+
+def test_a_damaged_orc_tail_is_unreadable_naming_the_object() -> None:
+    good = orc_bytes(pa.table({"a": pa.array(range(50_000)), "b": pa.array(["x"] * 50_000)}), "zlib")
+    ps_length = good[-1]
+    footer_end = len(good) - 1 - ps_length
+    stripes = next(r for r in corruption.orc_regions(good) if r.kind == "stripes")
+    cases = {
+        "not orc": (b"not an ORC file at all", "postscript length"),
+        "cut short": (good[:-7], "postscript"),
+        "footer flipped": (good[:footer_end - 40] + bytes(b ^ 0x5A for b in good[footer_end - 40:footer_end])
+                           + good[footer_end:], "its footer does not"),
+        "stripes cut short": (good[:stripes.end // 2] + good[stripes.end:], "outside the file's data"),
+        "lying postscript": (corruption.orc_postscript_lie(1, 1_900_000_000), "postscript claims a 1900000000-byte"),
+    }
+    for name, (data, phrase) in cases.items():
+        with pytest.raises(UnreadableSourceError) as caught:
+            weigh(source(f"t/{name}.orc", data), FileFormat.ORC, Ranges(data))
+        assert phrase in str(caught.value) and f"s3://b/t/{name}.orc: not a complete ORC file" in str(caught.value)
+        assert "Fix:" in str(caught.value)
+    lzo = corruption.orc_postscript_lie(2, 3)  # a codec pyarrow cannot decompress (the engine's reader can)
+    with pytest.raises(UnreadableSourceError, match=r"compressed with lzo, which this service cannot read .* Fix: "
+                                                    "write it with zlib, snappy, LZ4 or zstd"):
+        weigh(source("t/lzo.orc", lzo), FileFormat.ORC, Ranges(lzo))
+
+
 def test_other_files_weigh_what_they_are_stored_as_and_nothing_is_read() -> None:
     reads = Ranges(b"a,b\n1,2\n")
     assert weigh(source("t/a.csv", reads.body), FileFormat.CSV, reads).processed == len(reads.body)
     assert reads.asked == []
+    avro = corruption.avro_container()  # its blocks record only their compressed length: weighed as stored
+    assert weigh(source("t/a.avro", avro), FileFormat.AVRO, Ranges(avro)).processed == len(avro)
 
 
 def test_a_gzip_trailer_that_disagrees_with_the_probe_is_not_believed() -> None:

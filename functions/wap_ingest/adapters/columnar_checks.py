@@ -7,7 +7,7 @@ object, the table and (for Parquet) the column.
   than its header says makes it loop for ever (PARQUET-2060), and a footer that claims a column chunk larger than
   the file makes it allocate that much (an OutOfMemoryError kills the JVM). pyarrow's Parquet reader is fuzzed
   upstream; a checksum written by the producer is checked, which Spark never does.
-- ORC: the postscript (plain protobuf, read here in Python) must fit the file and name a sane compression block;
+- ORC: the postscript (plain protobuf, read in Python by orc_tail) must fit the file and name a sane compression block;
   the footer is then read by the engine's own (Java) ORC reader, never pyarrow's, which crashes the process on some
   damaged footers; every stripe must lie inside the file. A postscript that lies makes the Java reader allocate
   what it claims.
@@ -25,12 +25,11 @@ from typing import Any
 from wap_ingest.core.errors import UnreadableSourceError
 
 from .isolated import ChildDiedError, ChildHungError, isolated
+from .orc_tail import postscript_problem
 
 PARQUET_BATCH_ROWS = 65_536
 DECODE_SECONDS = 60.0  # a decode of a Parquet file that takes longer than this plus its size at the rate below hangs
 DECODE_BYTES_PER_SECOND = 5 * 1024 * 1024
-MAX_ORC_BLOCK_BYTES = 64 * 1024 * 1024  # a compression block; ORC writers default to 256 KiB
-ORC_POSTSCRIPT_FIELDS = {1: "footer length", 3: "compression block size", 5: "metadata length"}
 AVRO_MAGIC = b"Obj\x01"
 FIX = ("write the file again from the original data and upload it again (its bytes are damaged, or it is not the "
        "format its name says)")
@@ -137,21 +136,7 @@ def orc_postscript_problem(path: Path, size: int) -> str | None:
         if file.read(3) != b"ORC":
             return "it does not start with ORC's magic number ('ORC'): it is not an ORC file"
         file.seek(max(0, size - 256))
-        tail = file.read()
-    length = tail[-1]
-    if length == 0 or length + 1 > min(size - 3, len(tail)):
-        return f"its postscript length ({length} bytes) does not fit the file"
-    fields = _protobuf_varints(tail[-1 - length:-1])
-    if fields is None:
-        return "its postscript does not parse"
-    claimed = sum(fields.get(f, 0) for f in (1, 5)) + length + 1  # footer, metadata, postscript, its length
-    if claimed > size - 3:
-        return (f"its postscript claims a {fields.get(1, 0)}-byte footer and {fields.get(5, 0)} bytes of metadata, "
-                f"more than the file's {size} bytes")
-    if fields.get(2, 0) != 0 and not 0 < fields.get(3, 0) <= MAX_ORC_BLOCK_BYTES:
-        return (f"its postscript claims a compression block of {fields.get(3, 0)} bytes (at most "
-                f"{MAX_ORC_BLOCK_BYTES} expected)")
-    return None
+        return postscript_problem(file.read(), size)
 
 
 def check_avro(path: Path, what: str, table: str) -> None:
@@ -223,39 +208,6 @@ class _Bytes:
                 key = self.take(self.long()).decode("utf-8")
                 found[key] = self.take(self.long())
         return found
-
-
-def _protobuf_varints(data: bytes) -> dict[int, int] | None:
-    """The varint fields of a protobuf message (others skipped), or None if it does not parse."""
-    found: dict[int, int] = {}
-    position = 0
-    try:
-        while position < len(data):
-            key, position = _varint(data, position)
-            field, wire = key >> 3, key & 7
-            if wire == 0:
-                found[field], position = _varint(data, position)
-            elif wire == 2:
-                length, position = _varint(data, position)
-                position += length
-            elif wire in (1, 5):
-                position += 8 if wire == 1 else 4
-            else:
-                return None
-    except IndexError:
-        return None
-    return found if position == len(data) else None
-
-
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80 or shift > 63:
-            return value, position
 
 
 def _first_line(exc: BaseException) -> str:

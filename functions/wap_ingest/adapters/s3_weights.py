@@ -3,7 +3,10 @@ exactly that version (its version id, else its ETag):
 - gzip: the trailer's ISIZE (the size of the last member, modulo 4 GiB) and a probe of its first PROBE_BYTES;
 - bzip2: a probe of its first BZIP2_PROBE_BYTES (bzip2 has no size field; it emits a block at a time);
 - Parquet: the footer's uncompressed row-group sizes (one ranged read of the tail, a second for a long footer);
-- any other file (plain text, ORC, Avro: their codecs are per block and bounded by the writer): its stored size.
+- ORC: what its footer's statistics say the rows decode to (adapters/orc_tail.py: each value at its type's width,
+  strings and binary by their bytes), read as Parquet's is, its compressed footer decompressed bounded (natively in
+  the isolation worker);
+- any other file (plain text; Avro, whose blocks record only their compressed length): its stored size.
 A probe decompresses at most PROBE_BYTES of input into at most PROBE_CAP of output, so a bomb costs a bounded read
 and a bounded amount of work: past the cap, the ratio is reported as at least what the cap shows."""
 
@@ -19,11 +22,14 @@ from wap_ingest.core.formats import compression_of
 from wap_ingest.core.models import FileFormat, SourceObject
 from wap_ingest.core.weights import Weight
 
+from .orc_codecs import READABLE
+from .orc_tail import TailError, footer_of, postscript_of
+
 PROBE_BYTES = 64 * 1024  # compressed input a gzip probe reads (deflate emits output as it goes)
 BZIP2_PROBE_BYTES = 1024 * 1024  # bzip2 emits nothing before a whole block (up to 900 kB of text) is read
 CHUNK = 16 * 1024  # a bzip2 probe's feeding step: its ratio is measured at the chunk where output appeared
 PROBE_CAP = 64 * 1024 * 1024  # decompressed output a probe stops at (a ratio of 1,024 at most is measured)
-FOOTER_TAIL = 64 * 1024  # a Parquet file's tail read first (its footer is usually smaller)
+FOOTER_TAIL = 64 * 1024  # a Parquet or ORC file's tail read first (its footer is usually smaller)
 TRAILER_AGREES = 8.0  # how far gzip's ISIZE may be from the probe's estimate to be believed
 
 Read = Callable[[str], bytes]  # an HTTP Range header value -> the bytes of exactly the version
@@ -40,6 +46,8 @@ def weigh(source: SourceObject, fmt: FileFormat, read: Read) -> Weight:
         return _bzip2(source, stored, read(f"bytes=0-{min(stored, BZIP2_PROBE_BYTES) - 1}"))
     if fmt is FileFormat.PARQUET:
         return _parquet(source, stored, read)
+    if fmt is FileFormat.ORC:
+        return _orc(source, stored, read)
     return Weight(stored, stored)
 
 
@@ -113,3 +121,21 @@ def _parquet(source: SourceObject, stored: int, read: Read) -> Weight:
                                     f"ingested. Fix: upload a complete Parquet file.") from exc
     decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     return Weight(stored, max(stored, int(decoded)), "Parquet footer")
+
+
+def _orc(source: SourceObject, stored: int, read: Read) -> Weight:
+    tail = read(f"bytes=-{min(stored, FOOTER_TAIL)}")
+    try:
+        postscript = postscript_of(tail, stored)
+        if postscript.codec not in READABLE:
+            raise UnreadableSourceError(
+                f"{source.uri}: its ORC footer is compressed with {postscript.codec}, which this service cannot read "
+                f"to weigh the file; nothing was ingested. Fix: write it with zlib, snappy, LZ4 or zstd compression "
+                f"(or none) and upload it again.")
+        if postscript.footer_tail > len(tail):
+            tail = read(f"bytes=-{postscript.footer_tail}")
+        footer = footer_of(tail, stored, postscript)
+    except TailError as exc:
+        raise UnreadableSourceError(f"{source.uri}: not a complete ORC file: {exc}; nothing was ingested. Fix: "
+                                    f"write the file again from the original data and upload it again.") from exc
+    return Weight(stored, max(stored, footer.decoded_bytes), footer.how)
