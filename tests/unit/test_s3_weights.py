@@ -128,9 +128,12 @@ def test_a_damaged_orc_tail_is_unreadable_naming_the_object() -> None:
         assert phrase in str(caught.value) and f"s3://b/t/{name}.orc: not a complete ORC file" in str(caught.value)
         assert "Fix:" in str(caught.value)
     lzo = corruption.orc_postscript_lie(2, 3)  # a codec pyarrow cannot decompress (the engine's reader can)
-    with pytest.raises(UnreadableSourceError, match=r"compressed with lzo, which this service cannot read .* Fix: "
-                                                    "write it with zlib, snappy, LZ4 or zstd"):
-        weigh(source("t/lzo.orc", lzo), FileFormat.ORC, Ranges(lzo))
+    weight = weigh(source("t/lzo.orc", lzo), FileFormat.ORC, Ranges(lzo))
+    assert (weight.processed, weight.how) == (len(lzo), "ORC with an LZO footer (weighed as stored)")
+    brotli = corruption.orc_postscript_lie(2, 6)  # ORC 2.0's brotli: the engine's ORC 1.9 reader cannot read it
+    with pytest.raises(UnreadableSourceError, match=r"compressed with brotli, which neither this service nor its "
+                                                    r"engine reads.* Fix: write it with zlib, snappy, LZ4 or zstd"):
+        weigh(source("t/brotli.orc", brotli), FileFormat.ORC, Ranges(brotli))
 
 
 def test_other_files_weigh_what_they_are_stored_as_and_nothing_is_read() -> None:

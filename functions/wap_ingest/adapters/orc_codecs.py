@@ -5,8 +5,8 @@ A compressed ORC stream is a run of chunks, each behind a 3-byte little-endian h
 (raw deflate) and uncompressed streams are read here with the standard library; snappy, LZ4 (raw blocks) and zstd by
 pyarrow's codecs, in the isolation worker (adapters/isolated.py): a native decoder that aborts on hostile bytes
 ends the worker there, not this process. Every chunk is bounded by the block and the whole stream by `limit`, so a
-footer that is itself a bomb costs at most `limit` bytes of work. LZO (pyarrow has no decoder) and brotli (ORC 2.0;
-the engine's ORC 1.9 reader cannot read it either) are not read.
+footer that is itself a bomb costs at most `limit` bytes of work. LZO (pyarrow has no decoder: such a file is weighed
+as stored) and brotli (ORC 2.0; the engine's ORC 1.9 reader cannot read it either: refused) are not read.
 """
 
 from __future__ import annotations

@@ -127,10 +127,12 @@ def _orc(source: SourceObject, stored: int, read: Read) -> Weight:
     tail = read(f"bytes=-{min(stored, FOOTER_TAIL)}")
     try:
         postscript = postscript_of(tail, stored)
+        if postscript.codec == "lzo":  # the engine reads LZO; nothing here decompresses its footer: as stored
+            return Weight(stored, stored, "ORC with an LZO footer (weighed as stored)")
         if postscript.codec not in READABLE:
             raise UnreadableSourceError(
-                f"{source.uri}: its ORC footer is compressed with {postscript.codec}, which this service cannot read "
-                f"to weigh the file; nothing was ingested. Fix: write it with zlib, snappy, LZ4 or zstd compression "
+                f"{source.uri}: its ORC footer is compressed with {postscript.codec}, which neither this service nor "
+                f"its engine reads; nothing was ingested. Fix: write it with zlib, snappy, LZ4 or zstd compression "
                 f"(or none) and upload it again.")
         if postscript.footer_tail > len(tail):
             tail = read(f"bytes=-{postscript.footer_tail}")
