@@ -142,13 +142,14 @@ class FakeCatalog(CatalogBranches):
             return None
         return Publication(head, when.isoformat(), commit.message, dict(commit.properties))
 
-    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
+    def publications(self, table: TableRef | None, on: str = "main", limit: int = 100) -> list[Publication]:
         found: list[Publication] = []
         cursor: str | None = self._head(on)
         while cursor is not None and len(found) < limit:
             commit = self.commits[cursor]
-            if commit.properties.get("wap.table") == table.qualified or \
-                    f",{table.qualified}," in commit.properties.get("wap.tables", ""):
+            named = commit.properties.get("wap.table"), commit.properties.get("wap.tables")
+            if (table is None and named != (None, None)) or (table is not None and (
+                    named[0] == table.qualified or f",{table.qualified}," in (named[1] or ""))):
                 when = self.times.get(cursor)
                 found.append(Publication(cursor, when.isoformat() if when else "", commit.message,
                                          dict(commit.properties)))

@@ -259,6 +259,17 @@ def test_publications_are_the_merges_for_one_table_newest_first(catalog: Catalog
     assert catalog.publications(TableRef(ns, "never")) == []
 
 
+def test_publications_of_every_table_in_one_read(catalog: CatalogBranches) -> None:
+    ns = unique("ns")
+    first = publish(catalog, TableRef(ns, "a"), "publish a")
+    catalog.ensure_namespace("main", unique("ns"))  # a commit that published nothing
+    load = publish(catalog, TableRef(ns, "b"), "a load", {"wap.tables": f",{ns}.b,{ns}.c,"})
+    found = catalog.publications(None, limit=2)
+    assert [p.hash for p in found] == [load, first]
+    assert catalog.publications(None, limit=1)[0].properties["wap.tables"] == f",{ns}.b,{ns}.c,"
+    assert [p.hash for p in catalog.publications(TableRef(ns, "c"))] == [load]
+
+
 def test_publications_on_another_branch(catalog: CatalogBranches) -> None:
     table = TableRef(unique("ns"), "t")
     publish(catalog, table, "on main")

@@ -11,6 +11,7 @@ remote signer when the catalog sends `s3.signer`, which Nessie 0.99 does not (ch
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,7 @@ class IcebergRestReader:
         self._tokens = tokens
         self._timeout = timeout
         self._catalogs: dict[str, Any] = {}
+        self._building = threading.Lock()
 
     def _properties(self) -> dict[str, Any]:
         properties: dict[str, Any] = {"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO",
@@ -89,7 +91,6 @@ class IcebergRestReader:
     def _catalog_call(self, doing: str, ref: str, call: Callable[[Any], Any]) -> Any:
         """`call` on the REST catalog of `ref` (cached), errors translated; None: no such table or namespace."""
         from pyiceberg import exceptions as iceberg
-        from pyiceberg.catalog import load_catalog
 
         # PyIceberg's REST errors, each raised for one HTTP status (pyiceberg.catalog.rest.response)
         statuses: tuple[tuple[type[Exception], int], ...] = (
@@ -97,18 +98,9 @@ class IcebergRestReader:
             (iceberg.ForbiddenError, 403), (iceberg.ServiceUnavailableError, 503), (iceberg.ServerError, 500))
 
         try:
-            if ref not in self._catalogs:
-                uri = f"{self._endpoint}/iceberg/{ref}"
-                # PyIceberg's REST client sets no timeout and fetches its config while it is built: reach the
-                # server within the timeout first, then bound every later call on the client's session.
-                bounded_session(self._timeout).get(f"{uri}/v1/config")
-                catalog = load_catalog(f"nessie-{ref}", type="rest", uri=uri, **self._properties())
-                session = getattr(catalog, "_session", None)
-                if isinstance(session, requests.Session):
-                    adapter = _Bounded(self._timeout)
-                    session.mount("http://", adapter)
-                    session.mount("https://", adapter)
-                self._catalogs[ref] = catalog
+            with self._building:  # one client per ref, also when several threads read at once (`wap tables`)
+                if ref not in self._catalogs:
+                    self._catalogs[ref] = self._client(ref)
             return call(self._catalogs[ref])
         except (iceberg.NoSuchTableError, iceberg.NoSuchNamespaceError):
             return None
@@ -118,6 +110,21 @@ class IcebergRestReader:
                             client_id=self._tokens.client_id if self._tokens else None) from exc
         except (OSError, requests.RequestException) as exc:
             raise CatalogUnavailableError(f"{doing} on {ref!r} from {self._endpoint}: {exc}") from exc
+
+    def _client(self, ref: str) -> Any:
+        from pyiceberg.catalog import load_catalog
+
+        uri = f"{self._endpoint}/iceberg/{ref}"
+        # PyIceberg's REST client sets no timeout and fetches its config while it is built: reach the
+        # server within the timeout first, then bound every later call on the client's session.
+        bounded_session(self._timeout).get(f"{uri}/v1/config")
+        catalog = load_catalog(f"nessie-{ref}", type="rest", uri=uri, **self._properties())
+        session = getattr(catalog, "_session", None)
+        if isinstance(session, requests.Session):
+            adapter = _Bounded(self._timeout)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+        return catalog
 
     def _table(self, table: TableRef, ref: str) -> Any:
         return self._catalog_call(f"reading {table}", ref, lambda catalog: catalog.load_table(table.qualified))

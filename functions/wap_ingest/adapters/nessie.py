@@ -141,12 +141,16 @@ class NessieBranches(CatalogBranches):
             return None
         return _publication(entries[0].get("commitMeta", {}))
 
-    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
+    def publications(self, table: TableRef | None, on: str = "main", limit: int = 100) -> list[Publication]:
         # pynessie's log cannot return commit properties in this form: REST API v2 with a CEL filter.
         # `table` is a validated identifier (letters, digits, `_`, one `.`), safe inside the CEL string.
-        cp, name = "commit.properties", table.qualified  # a load's merge lists its tables in wap.tables
-        cel = (f"('wap.table' in {cp} && {cp}['wap.table'] == '{name}') || "
-               f"('wap.tables' in {cp} && {cp}['wap.tables'].contains(',{name},'))")
+        cp = "commit.properties"  # a load's merge lists its tables in wap.tables
+        if table is None:
+            cel = f"'wap.table' in {cp} || 'wap.tables' in {cp}"
+        else:
+            name = table.qualified
+            cel = (f"('wap.table' in {cp} && {cp}['wap.table'] == '{name}') || "
+                   f"('wap.tables' in {cp} && {cp}['wap.tables'].contains(',{name},'))")
         url = f"{self._endpoint}/api/v2/trees/{on}/history"
         found: list[Publication] = []
         params = {"filter": cel, "max-records": str(min(limit, 250))}

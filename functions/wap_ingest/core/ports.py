@@ -91,8 +91,8 @@ class CatalogBranches(ABC):
         A WAP branch's age, and what a kept branch would publish. Raises BranchNotFoundError."""
 
     @abstractmethod
-    def publications(self, table: TableRef, on: str = "main", limit: int = 100) -> list[Publication]:
-        """The merges into `on` that published to `table`, newest first."""
+    def publications(self, table: TableRef | None, on: str = "main", limit: int = 100) -> list[Publication]:
+        """The merges into `on` that published to `table` (None: to any table, in one read), newest first."""
 
     @abstractmethod
     def list_tables(self, ref: str) -> list[TableRef]:

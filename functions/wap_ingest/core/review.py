@@ -273,35 +273,8 @@ def history_for(
     catalog: CatalogBranches, decisions: DecisionLog | None, table: TableRef, *, main: str = "main", limit: int = 100
 ) -> list[HistoryEntry]:
     """Publications on `main` and recorded discards, merged newest first."""
-    entries = []
-    for pub in catalog.publications(table, on=main, limit=limit):
-        props = pub.properties
-        reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
-        path = lineage.write_path(props)
-        write = None if path is None else str(path)
-        if lineage.is_batch(props):  # one merge for a burst's (or a load's) files: one line per file of this table
-            files = lineage.published_files(props, table)
-            how = f"load {props[lineage.LOAD]}" if lineage.LOAD in props else f"batch of {len(files)}"
-            entries += [HistoryEntry(
-                at=parse_time(pub.committed_at), action="published",
-                how=f"reviewed ({how})" if reviewed else f"audit passed ({how})",
-                branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
-                reason=props.get(f"{DECISION_PREFIX}reason"), source=file.uri, rows=file.rows, hash=pub.hash,
-                reaudit=props.get(f"{DECISION_PREFIX}reaudit"),
-                properties={lineage.IDENTITY: file.identity}, write=file.write or write) for file in files]
-            continue
-        maintained = summary_line(props)
-        if maintained is not None:  # `wap maintain`: what it did, no rows published
-            entries.append(HistoryEntry(at=parse_time(pub.committed_at), action="maintained", how=maintained,
-                                        branch=None, actor=None, reason=None, source=None, rows=None, hash=pub.hash))
-            continue
-        entries.append(HistoryEntry(
-            at=parse_time(pub.committed_at), action="published", how="reviewed" if reviewed else "audit passed",
-            branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
-            reason=props.get(f"{DECISION_PREFIX}reason"), source=source_uri(props),
-            rows=_rows(props.get(lineage.TOTAL_ROWS)),
-            hash=pub.hash, reaudit=props.get(f"{DECISION_PREFIX}reaudit"), properties=props, write=write,
-        ))
+    entries = [entry for pub in catalog.publications(table, on=main, limit=limit)
+               for entry in publication_entries(pub, table)]
     for record in decisions.decisions(table, limit=limit) if decisions is not None else []:
         entries.append(HistoryEntry(
             at=parse_time(record.decided_at), action=record.action,
@@ -309,6 +282,39 @@ def history_for(
             actor=record.actor, reason=record.reason, source=record.source, rows=None, hash=None,
         ))
     return sorted(entries, key=lambda e: e.at, reverse=True)[:limit]
+
+
+def publication_entries(pub: Publication, table: TableRef) -> list[HistoryEntry]:
+    """What one merge into main did to `table`: a line per file it published there, or what a maintenance did."""
+    entries: list[HistoryEntry] = []
+    props = pub.properties
+    reviewed = props.get(f"{DECISION_PREFIX}action") == "published"
+    path = lineage.write_path(props)
+    write = None if path is None else str(path)
+    if lineage.is_batch(props):  # one merge for a burst's (or a load's) files: one line per file of this table
+        files = lineage.published_files(props, table)
+        how = f"load {props[lineage.LOAD]}" if lineage.LOAD in props else f"batch of {len(files)}"
+        entries += [HistoryEntry(
+            at=parse_time(pub.committed_at), action="published",
+            how=f"reviewed ({how})" if reviewed else f"audit passed ({how})",
+            branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
+            reason=props.get(f"{DECISION_PREFIX}reason"), source=file.uri, rows=file.rows, hash=pub.hash,
+            reaudit=props.get(f"{DECISION_PREFIX}reaudit"),
+            properties={lineage.IDENTITY: file.identity}, write=file.write or write) for file in files]
+        return entries
+    maintained = summary_line(props)
+    if maintained is not None:  # `wap maintain`: what it did, no rows published
+        entries.append(HistoryEntry(at=parse_time(pub.committed_at), action="maintained", how=maintained,
+                                    branch=None, actor=None, reason=None, source=None, rows=None, hash=pub.hash))
+        return entries
+    entries.append(HistoryEntry(
+        at=parse_time(pub.committed_at), action="published", how="reviewed" if reviewed else "audit passed",
+        branch=props.get(f"{DECISION_PREFIX}branch"), actor=props.get(f"{DECISION_PREFIX}actor"),
+        reason=props.get(f"{DECISION_PREFIX}reason"), source=source_uri(props),
+        rows=_rows(props.get(lineage.TOTAL_ROWS)),
+        hash=pub.hash, reaudit=props.get(f"{DECISION_PREFIX}reaudit"), properties=props, write=write,
+    ))
+    return entries
 
 
 @dataclass(frozen=True)

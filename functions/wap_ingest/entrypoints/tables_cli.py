@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,8 +20,11 @@ from wap_ingest.bootstrap import Service, operations
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.models import QUARANTINE_SUFFIX, TableRef
+from wap_ingest.core.table_loads import last_loads
 
 from .ops_schema import SCHEMA_VERSION
+
+READERS = 8  # tables read at once (each a catalog call and a metadata read; the catalog serves them in parallel)
 
 
 @dataclass(frozen=True)
@@ -48,19 +52,21 @@ def table_lines(svc: Service) -> list[TableLine]:
     for branch in svc.branches():
         branches.setdefault(branch.table, []).append(branch.name)
     tables = sorted({t for t in on_main if not _is_quarantine(t, names)} | set(branches), key=lambda t: t.qualified)
-    lines = []
-    for table in tables:
-        waiting = tuple(branches.get(table, ()))
+    loads = last_loads(svc.catalog, tables, main=main)  # one read of main's history for every table
+
+    def line_for(table: TableRef) -> TableLine:
+        waiting, loaded = tuple(branches.get(table, ())), loads.get(table)
         try:
-            loaded = next((e for e in svc.history(table, limit=20) if e.action == "published"), None)
             quarantine = TableRef(table.namespace, table.name + QUARANTINE_SUFFIX)
-            lines.append(TableLine(
+            return TableLine(
                 table, svc.reader.row_count(table, main) if table.qualified in names else None,
                 loaded.at if loaded else None, loaded.source if loaded else None, waiting,
-                svc.reader.row_count(quarantine, main) if quarantine.qualified in names else None))
+                svc.reader.row_count(quarantine, main) if quarantine.qualified in names else None)
         except WapError as exc:  # this table's; the listing goes on
-            lines.append(TableLine(table, None, None, None, waiting, None, error=str(exc)))
-    return lines
+            return TableLine(table, None, None, None, waiting, None, error=str(exc))
+
+    with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="wap-tables") as pool:
+        return list(pool.map(line_for, tables))  # each table's metadata read through the catalog, a few at a time
 
 
 def _is_quarantine(table: TableRef, names: set[str]) -> bool:
