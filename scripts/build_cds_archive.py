@@ -192,7 +192,7 @@ def register(spark: Any, work: Path) -> None:
                                 ).table()
     found = spark_register._append(IcebergTables(spark), store, SourceObject("train", "in.parquet"),
                                    TableRef("wap", "t"), "main", iceberg, footer, size, {"wap.source.identity": "r"},
-                                   False)
+                                   False, lambda: None)
     if isinstance(found, spark_register.Registration):
         data_file_metrics(spark, iceberg, gateway.jvm.java.util.Collections.singletonList(found.data_file).iterator())
 

@@ -199,6 +199,31 @@ def test_a_file_whose_pages_do_not_decode_is_invalid_before_it_is_registered(
     assert listed.get("KeyCount", 0) == 0  # (a table's location is warehouse/<namespace>/<table>_<uuid>/)
 
 
+def test_a_damaged_file_for_an_existing_table_leaves_no_copy_while_its_pages_decode_meanwhile(
+        lake: Lake, table_name: str) -> None:
+    """Into a table that exists, the pages are decoded while the footer is judged and the object copied: the verdict
+    comes before the append is committed, and the copy already made is removed (nothing on main, no branch, no
+    data file left in the table's location)."""
+    service = service_for(lake, {table_name: {"checks": [{"check": "row_count", "min": 1}], "write": "register"}})
+    good = service.ingest(lake.put(f"{table_name}/a.parquet", bad_inputs.good_parquet(3, compression="gzip")))
+    assert "registered (" in good.message, good.message  # the damaged file below fits the table: it is copied
+
+    def data_files() -> list[str]:
+        listed = lake.s3.list_objects_v2(Bucket=lake.env["LAKE_BUCKET"], Prefix=f"warehouse/wap/{table_name}")
+        return sorted(item["Key"] for item in listed.get("Contents", []) if "/data/" in item["Key"])
+
+    before = data_files()
+    outcome = service.ingest(lake.put(f"{table_name}/c.parquet", bad_inputs.parquet_corrupt_page()))
+    assert outcome.status is OutcomeStatus.INVALID, outcome.message
+    assert "cannot be ingested" in outcome.message and "Fix" in outcome.message
+    assert not [b for b in lake.wap_branches() if table_name in b]
+    assert data_files() == before and len(before) == 1
+    assert lake.count(f"wap.{table_name}") == 3
+    assert "registered (" in service.ingest(lake.put(f"{table_name}/d.parquet", bad_inputs.good_parquet(
+        4, compression="gzip"))).message  # and the next file is registered as before
+    assert lake.count(f"wap.{table_name}") == 7
+
+
 def test_nanosecond_timestamps_are_not_registered_into_a_format_2_table(lake: Lake, table_name: str) -> None:
     """(With `write: auto` such a file goes to the rewrite path, whose Spark read refuses the type.)"""
     body = rows_with("ts", pa.array(STAMPS, pa.timestamp("ns")))

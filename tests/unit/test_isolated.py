@@ -28,15 +28,25 @@ def test_a_worker_that_aborts_or_hangs_is_named_and_this_process_lives_on() -> N
     assert isolated(divmod, 7, 7) == (1, 0)  # a new worker answers
 
 
-def test_the_worker_is_kept_between_calls_and_answers_threads_in_turn() -> None:
+def test_a_worker_is_kept_between_calls() -> None:
     first = isolated(os.getpid)
+    assert [isolated(os.getpid) for _ in range(5)] == [first] * 5
+
+
+def test_a_long_call_holds_up_no_other_thread() -> None:
+    slow = threading.Thread(target=isolated, args=(time.sleep, 6))
+    slow.start()
+    time.sleep(0.3)  # the slow call has its worker
+    assert isolated(divmod, 9, 4) == (2, 1)  # another worker answers meanwhile,
+    assert slow.is_alive()  # before the slow call ends
+    slow.join()
     answers: list[int] = []
     threads = [threading.Thread(target=lambda: answers.append(isolated(os.getpid))) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert answers == [first] * 8
+    assert len(answers) == 8 and os.getpid() not in answers
 
 
 def test_what_the_call_prints_does_not_corrupt_the_answers() -> None:

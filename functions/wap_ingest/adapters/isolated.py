@@ -4,16 +4,17 @@ pyarrow's Parquet metadata reader calls `std::terminate` on some damaged footers
 histogram size mismatch", thrown where no exception may leave): no Python `except` sees it and the whole process,
 with its warm Spark session, dies. `isolated(fn, *args)` runs `fn` (a module-level function, named by pickle) in a
 long-lived worker process and returns its (picklable) result or raises what it raised; a worker that dies raises
-`ChildDiedError` naming the signal, one that does not answer in time is killed (`ChildHungError`); the next call
-starts a new worker.
+`ChildDiedError` naming the signal, one that does not answer in time is killed (`ChildHungError`). Each call has a
+worker to itself: an idle one, or a new one when all are busy (a whole file's pages decoded while another thread
+reads a footer), kept for the next calls.
 
-The worker is started with `subprocess` (fork and exec, no Python code run between them), never by a bare
+The workers are started with `subprocess` (fork and exec, no Python code run between them), never by a bare
 `os.fork()` of this process: a fork of a process with a Spark session and several threads tears down, in the
 child, the other threads' state, and py4j's per-thread connection finalizers then shut down the sockets the parent's
 threads talk to the JVM on (observed: concurrent files failed with `Py4JError ... sessionState`). A started worker
-answers in well under a millisecond plus the call itself; `start_worker()` starts it ahead of the first call (it
-imports pyarrow once, while this process goes on). It
-reads requests on its stdin and leaves at end of file, so it ends with the process that started it.
+answers in well under a millisecond plus the call itself; `start_worker()` starts one ahead of the first call (it
+imports pyarrow once, while this process goes on). A worker reads requests on its stdin and leaves at end of file,
+so it ends with the process that started it.
 """
 
 from __future__ import annotations
@@ -43,68 +44,91 @@ class ChildHungError(RuntimeError):
     """The worker gave no answer in time (it was killed)."""
 
 
-class _Worker:
-    """One worker process at a time; calls from several threads take turns (each is a few milliseconds)."""
+class _Workers:
+    """Idle worker processes, reused: a call takes one (or starts one) and gives it back when it answered, so a
+    long call (a whole file's pages decoded) never holds up a short one (a footer) made meanwhile by another thread.
+    A worker that died or hung is not given back."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
+        self._idle: list[subprocess.Popen[bytes]] = []
+        self._busy: set[subprocess.Popen[bytes]] = set()
 
     def start(self) -> None:
         with self._lock:
-            self._started()
+            self._idle = [p for p in self._idle if p.poll() is None]
+            if not self._idle:
+                self._idle.append(_spawned())
 
     def stop(self) -> None:
         with self._lock:
-            if self._process is not None:
-                self._stop(self._process)
+            every, self._idle = [*self._idle, *self._busy], []
+            self._busy.clear()
+        for process in every:
+            _stopped(process)
 
     def call(self, fn: Callable[..., T], args: tuple[Any, ...], timeout: float) -> T:
         request = pickle.dumps((fn, args))
-        with self._lock:
-            process = self._started()
-            assert process.stdin is not None and process.stdout is not None
-            try:
-                process.stdin.write(_HEADER.pack(len(request)) + request)
-                process.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # it died: reading says how
-            payload = _read_answer(process.stdout, timeout)
-            if payload is None:
-                self._stop(process)
-                raise ChildHungError(f"no answer in {timeout:g} s")
-            if not payload:
-                raise ChildDiedError(_ended(self._stop(process)))
+        process = self._take()
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(_HEADER.pack(len(request)) + request)
+            process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died: reading says how
+        payload = _read_answer(process.stdout, timeout)
+        if payload is None:
+            self._drop(process)
+            raise ChildHungError(f"no answer in {timeout:g} s")
+        if not payload:
+            raise ChildDiedError(_ended(self._drop(process)))
+        self._give_back(process)
         ok, value = pickle.loads(payload)
         if ok:
             return value  # type: ignore[no-any-return]
         raise value
 
-    def _started(self) -> subprocess.Popen[bytes]:
-        if self._process is not None and self._process.poll() is None:
-            return self._process
-        if self._process is not None:
-            self._stop(self._process)
-        path = os.pathsep.join(entry for entry in sys.path if entry)  # where this process finds its modules
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", "from wap_ingest.adapters.isolated import serve; serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": path},
-        )
-        return self._process
+    def _take(self) -> subprocess.Popen[bytes]:
+        with self._lock:
+            while self._idle:
+                process = self._idle.pop()
+                if process.poll() is None:
+                    self._busy.add(process)
+                    return process
+                _stopped(process)
+            process = _spawned()
+            self._busy.add(process)
+            return process
 
-    def _stop(self, process: subprocess.Popen[bytes]) -> int:
-        if process.poll() is None:
-            process.kill()
-        code = process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                stream.close()
-        if self._process is process:
-            self._process = None
-        return code
+    def _give_back(self, process: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            if process in self._busy:  # not stopped meanwhile
+                self._busy.discard(process)
+                self._idle.append(process)
+
+    def _drop(self, process: subprocess.Popen[bytes]) -> int:
+        with self._lock:
+            self._busy.discard(process)
+        return _stopped(process)
 
 
-_WORKER = _Worker()
+def _spawned() -> subprocess.Popen[bytes]:
+    path = os.pathsep.join(entry for entry in sys.path if entry)  # where this process finds its modules
+    return subprocess.Popen([sys.executable, "-c", "from wap_ingest.adapters.isolated import serve; serve()"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": path})
+
+
+def _stopped(process: subprocess.Popen[bytes]) -> int:
+    if process.poll() is None:
+        process.kill()
+    code = process.wait()
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            stream.close()
+    return code
+
+
+_WORKER = _Workers()
 
 
 def isolated(fn: Callable[..., T], *args: Any, timeout: float = TIMEOUT_SECONDS) -> T:
@@ -113,12 +137,12 @@ def isolated(fn: Callable[..., T], *args: Any, timeout: float = TIMEOUT_SECONDS)
 
 
 def start_worker() -> None:
-    """Start the worker now (it imports nothing until its first call), so the first call does not wait for it."""
+    """Start a worker now (it imports pyarrow while this process goes on), so the first call does not wait for it."""
     _WORKER.start()
 
 
 def stop_worker() -> None:
-    """Stop the worker (it also ends by itself when this process does)."""
+    """Stop the workers (they also end by themselves when this process does)."""
     _WORKER.stop()
 
 

@@ -23,7 +23,7 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
@@ -87,9 +87,12 @@ def read_footer(store: LakeCopies, source: SourceObject) -> tuple[Footer, int]:
 
 
 def register(tables: IcebergTables, store: LakeCopies, source: SourceObject, table: TableRef, branch: str,
-             properties: Mapping[str, str], layout: Layout | None) -> Registration | str:
+             properties: Mapping[str, str], layout: Layout | None,
+             ready: Callable[[], None] = lambda: None) -> Registration | str:
     """Register `source` into `table` on `branch` in one snapshot carrying `properties`, or return why it is to be
-    rewritten instead. Raises a WapError (SourceNotFoundError for a source gone since its head)."""
+    rewritten instead. Raises a WapError (SourceNotFoundError for a source gone since its head). `ready` is called
+    before anything is written (the table made or evolved, or the append committed: its exception stops the
+    registration and leaves nothing behind), so a check of the file can run meanwhile."""
     try:
         footer, size = read_footer(store, source)
     except FooterError as exc:
@@ -114,12 +117,14 @@ def register(tables: IcebergTables, store: LakeCopies, source: SourceObject, tab
         if reason:
             return reason
         created = current is None
+        if created or layout:
+            ready()
         if created:
             _create(tables, table, branch, spark_schema)
         if layout:  # as the rewrite path does: a new table gets it before its first rows, an existing one evolves
             tables.apply_layout(table, branch, layout, source.uri)
         return _append(tables, store, source, table, branch, tables.iceberg_table(table, branch), footer, size,
-                       properties, created)
+                       properties, created, ready)
     except Exception as exc:
         raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, source_uri=source.uri,
                              table=table.qualified) from exc
@@ -174,8 +179,8 @@ def _create(tables: IcebergTables, table: TableRef, branch: str, spark_schema: A
 
 
 def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, table: TableRef, branch: str,
-            iceberg: Any, footer: Footer, size: int, properties: Mapping[str, str], created: bool
-            ) -> Registration | str:
+            iceberg: Any, footer: Footer, size: int, properties: Mapping[str, str], created: bool,
+            ready: Callable[[], None]) -> Registration | str:
     jvm = tables.spark.sparkContext._jvm
     mapping_json = iceberg.properties().get(NAME_MAPPING)
     if mapping_json is not None:  # kept current by Iceberg's schema updates; one set by hand may lag behind
@@ -206,6 +211,7 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
     reason = "a new table made from the file's schema" if created else "the file's schema fits the table"
     store.copy_into(replace(source, size=size), location)  # its size as read: one CopyObject, or parts above 5 GiB
     try:
+        ready()  # (once: a no-op when it was called before the table was made)
         # The table's first registered file also sets its name mapping, in the same commit (a transaction); later
         # ones append alone: a transaction refreshes the table once more before it commits (two more catalog
         # calls, a quarter of the append's time measured on the local stack).

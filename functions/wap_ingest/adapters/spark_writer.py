@@ -19,6 +19,7 @@ import contextlib
 import logging
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -100,8 +101,13 @@ class SparkIcebergWriter(TableWriter):
         properties = lineage.snapshot_properties([(source, 0)])
         reason = self._rewrite_reason(spec, fmt)
         if reason is None and self._lake is not None:
-            self._decode_pages(spec, source, deadline)
-            found = register(tables, self._lake, source, spec.table, spec.branch, properties, spec.layout)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="wap-decode") as meanwhile:
+                # the pages are decoded (another thread, the isolation worker) while the footer is judged and the
+                # object copied; registration waits for the verdict before it writes anything to the table
+                decoded = meanwhile.submit(self._decode_pages, spec, source, deadline)
+                found = register(tables, self._lake, source, spec.table, spec.branch, properties, spec.layout,
+                                 ready=decoded.result)
+                decoded.result()  # also when the file is to be rewritten: a damaged file is INVALID either way
             if not isinstance(found, str):
                 log.info("registered %s as a data file of %s on %s: %s (%s)", source.uri, spec.table, spec.branch,
                          found.location, found.reason)
