@@ -137,15 +137,16 @@ def test_a_file_deleted_before_its_download_is_invalid(lake: Lake, local_stack: 
     assert table_rows(lake, f"wap.{table_name}") is None
 
 
-def test_a_quarter_gib_line_fails_fast_with_bounded_memory(lake: Lake, table_name: str, tmp_path: Path) -> None:
-    """256 MiB without a newline, through the pipeline in this process (the function's path, not EMR): refused
+def test_a_half_gib_line_fails_fast_with_bounded_memory(lake: Lake, table_name: str, tmp_path: Path) -> None:
+    """512 MiB without a newline, through the pipeline in this process (the function's path, not EMR): refused
     before Spark reads it, and this process's peak memory grows far less than the line (a quarter of it at most;
-    1 GiB showed the same and cost the suite two minutes of moto serving the bytes)."""
+    1 GiB showed the same and cost the suite two minutes of moto serving the bytes; at 256 MiB the buffers of the
+    ranged download, about 85 MiB whatever the size, are too close to the bound to tell)."""
     path = tmp_path / "line.csv"
     with path.open("wb") as out:
         out.write(b"id,name\n1,")
         chunk = b"x" * (8 << 20)
-        for _ in range(32):
+        for _ in range(64):
             out.write(chunk)
     key = f"{table_name}/long.csv"
     lake.s3.upload_file(str(path), lake.inbox_bucket, key)
@@ -155,5 +156,5 @@ def test_a_quarter_gib_line_fails_fast_with_bounded_memory(lake: Lake, table_nam
     outcome = here.ingest(here.objects.head(lake.inbox_bucket, key))
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before) / 1024
     assert outcome.status.value == "invalid" and "Fix" in outcome.message, outcome.message
-    assert grown_mib < 64, f"peak memory grew by {grown_mib:.0f} MiB for a 256 MiB line"
+    assert grown_mib < 128, f"peak memory grew by {grown_mib:.0f} MiB for a 512 MiB line"
     assert table_rows(lake, f"wap.{table_name}") is None
