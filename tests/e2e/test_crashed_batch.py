@@ -33,10 +33,11 @@ import pytest
 import requests
 
 from tests.conftest import AUDITS
+from tests.stacks import running_stack
 from tests.waiting import wait_for
 from wap_ingest.local.components import ACCESS_KEY, SECRET_KEY
 from wap_ingest.local.runtime import environment_processes
-from wap_ingest.local.stack import StackConfig, free_port_block, free_ports, start_stack, stop_stack
+from wap_ingest.local.stack import StackConfig, free_port_block, free_ports
 from wap_ingest.local.state import StackState, stack_environment
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
@@ -58,19 +59,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StackConfi
     config = StackConfig(state_dir=tmp_path_factory.mktemp("crashed-batch"), moto_port=moto, nessie_port=nessie,
                          nessie_management_port=management, slack_port=slack, lambda_port=function,
                          runtime_port=function + 1, visibility_seconds=VISIBILITY)
-    patch = pytest.MonkeyPatch()
-    patch.setenv("WAP_AUDITS_FILE", str(AUDITS))
-    patch.setenv("WAP_ABANDONED_BRANCH_SECONDS", str(ABANDONED))  # the function inherits it
-    for name in ("WAP_SOURCE_BUCKETS", "WAP_LARGE_FILE_BYTES", "WAP_STACK_VISIBILITY_SECONDS"):
-        patch.delenv(name, raising=False)
-    try:
-        state = start_stack(config)
-        try:
-            yield config, state
-        finally:
-            stop_stack(config)
-    finally:
-        patch.undo()
+    with running_stack(config, {"WAP_AUDITS_FILE": str(AUDITS), "WAP_ABANDONED_BRANCH_SECONDS": str(ABANDONED)},
+                       unset=("WAP_SOURCE_BUCKETS", "WAP_LARGE_FILE_BYTES", "WAP_STACK_VISIBILITY_SECONDS")) as state:
+        yield config, state
 
 
 def worker_log(config: StackConfig) -> list[dict[str, Any]]:

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import AUDITS
+from tests.stacks import running_stack
 from wap_ingest.entrypoints import stack_cli
-from wap_ingest.local.stack import StackConfig, StackState, free_port_block, free_ports, start_stack, stop_stack
+from wap_ingest.local.stack import StackConfig, StackState, free_port_block, free_ports
 
 
 def wap(*argv: str, commands: Callable[[Any], None] = stack_cli.register) -> tuple[int, str, str]:
@@ -40,21 +41,13 @@ def stack_with_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
     config = StackConfig(state_dir=tmp_path_factory.mktemp("auth-stack"), moto_port=moto, nessie_port=nessie,
                          nessie_management_port=management, slack_port=slack, lambda_port=function,
                          runtime_port=function + 1, auth=True)
-    patch = pytest.MonkeyPatch()
-    patch.setenv("WAP_AUDITS_FILE", str(AUDITS))
-    patch.setenv("WAP_STACK_DIR", str(config.state_dir))  # for `wap stack env`
+    env = {"WAP_AUDITS_FILE": str(AUDITS), "WAP_STACK_DIR": str(config.state_dir)}  # the dir: for `wap stack env`
     for name, value in (("WAP_STACK_MOTO_PORT", moto), ("WAP_STACK_NESSIE_PORT", nessie),
                         ("WAP_STACK_NESSIE_MGMT_PORT", management), ("WAP_STACK_SLACK_PORT", slack),
                         ("WAP_STACK_LAMBDA_PORT", function), ("WAP_STACK_RUNTIME_PORT", function + 1)):
-        patch.setenv(name, str(value))
-    try:
-        state = start_stack(config)
-        try:
-            yield config, state
-        finally:
-            stop_stack(config)
-    finally:
-        patch.undo()
+        env[name] = str(value)
+    with running_stack(config, env) as state:
+        yield config, state
 
 
 def role_env(role: str, monkeypatch: pytest.MonkeyPatch, work: Path) -> dict[str, str]:

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import AUDITS
+from tests.stacks import running_stack
 from wap_ingest.local.runtime import environment_processes
-from wap_ingest.local.stack import StackConfig, free_ports, start_stack, stop_stack
+from wap_ingest.local.stack import StackConfig, free_ports
 from wap_ingest.local.state import StackState
 from wap_ingest.local.status import stack_status
 
@@ -35,19 +36,10 @@ def crash_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stac
     config = StackConfig(state_dir=tmp_path_factory.mktemp("crash-stack"), moto_port=moto, nessie_port=nessie,
                          nessie_management_port=mgmt, slack_port=slack, lambda_port=function, runtime_port=runtime,
                          visibility_seconds=VISIBILITY)
-    patch = pytest.MonkeyPatch()
-    patch.setenv("WAP_AUDITS_FILE", str(AUDITS))
-    patch.setenv("WAP_ABANDONED_BRANCH_SECONDS", "20")  # below the short visibility timeout, as the stack requires
-    for name in ("WAP_SOURCE_BUCKETS", "WAP_LARGE_FILE_BYTES"):
-        patch.delenv(name, raising=False)
-    try:
-        state = start_stack(config)
-        try:
-            yield config, state
-        finally:
-            stop_stack(config)
-    finally:
-        patch.undo()
+    # abandoned below the short visibility timeout, as the stack requires
+    with running_stack(config, {"WAP_AUDITS_FILE": str(AUDITS), "WAP_ABANDONED_BRANCH_SECONDS": "20"},
+                       unset=("WAP_SOURCE_BUCKETS", "WAP_LARGE_FILE_BYTES")) as state:
+        yield config, state
 
 
 def parquet(rows: int) -> bytes:
