@@ -21,9 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.stacks import running_stack
 from wap_ingest.adapters.isolated import stop_worker
 from wap_ingest.local.leftovers import Leftover, stop_leftovers, tagged_processes
-from wap_ingest.local.stack import StackConfig, StackState, free_ports, stack_environment, start_stack, stop_stack
+from wap_ingest.local.stack import StackConfig, StackState, free_ports, stack_environment
 
 AUDITS = Path(__file__).parent / "data" / "audits.yml"
 LARGE_FILE_BYTES = 2 * 1024 * 1024  # the test stack's threshold: files above it go to (local) EMR
@@ -99,21 +100,15 @@ def stack_config(tmp_path_factory: pytest.TempPathFactory) -> StackConfig:
 
 @pytest.fixture(scope="session")
 def local_stack(stack_config: StackConfig) -> Iterator[StackState]:
-    config = stack_config
-    patch = pytest.MonkeyPatch()
-    patch.setenv("WAP_AUDITS_FILE", str(AUDITS))  # the function under the emulator inherits it
-    patch.setenv("WAP_LARGE_FILE_BYTES", str(LARGE_FILE_BYTES))  # so does the routing threshold
-    patch.setenv("WAP_SOURCE_BUCKETS", "inbox")  # and the second source bucket (no notifications) tests use
-    patch.setenv("WAP_RETRY_BASE_SECONDS", "1")  # a failed message's back-off: seconds in tests, as in AWS minutes
-    patch.setenv("WAP_RETRY_MAX_SECONDS", "4")
-    try:
-        state = start_stack(config)
-        try:
-            yield state
-        finally:
-            stop_stack(config)
-    finally:
-        patch.undo()
+    env = {
+        "WAP_AUDITS_FILE": str(AUDITS),  # the function under the emulator inherits it
+        "WAP_LARGE_FILE_BYTES": str(LARGE_FILE_BYTES),  # so does the routing threshold
+        "WAP_SOURCE_BUCKETS": "inbox",  # and the second source bucket (no notifications) tests use
+        "WAP_RETRY_BASE_SECONDS": "1",  # a failed message's back-off: seconds in tests, as in AWS minutes
+        "WAP_RETRY_MAX_SECONDS": "4",
+    }
+    with running_stack(stack_config, env) as state:
+        yield state
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from tests import bad_inputs
 from tests.conftest import parquet_bytes
 from tests.e2e.test_bad_inputs import outcomes_of
 from tests.e2e.test_event_path import alerts_about, wait_for
+from tests.stacks import running_stack
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.local import image
 from wap_ingest.local.stack import (
@@ -32,8 +33,6 @@ from wap_ingest.local.stack import (
     StackState,
     free_ports,
     stack_environment,
-    start_stack,
-    stop_stack,
 )
 
 IMAGE = os.environ.get("WAP_TEST_IMAGE", "").strip()
@@ -57,19 +56,11 @@ def image_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackState
     config = StackConfig(state_dir=tmp_path_factory.mktemp("image-stack"), moto_port=moto, nessie_port=nessie,
                          nessie_management_port=mgmt, slack_port=slack, lambda_port=function, runtime_port=runtime,
                          image=IMAGE)
-    patch = pytest.MonkeyPatch()
-    patch.delenv("WAP_AUDITS_FILE", raising=False)  # the image's own audits.yml, as deployed
-    patch.setenv("WAP_RETRY_BASE_SECONDS", "1")
-    patch.setenv("WAP_RETRY_MAX_SECONDS", "4")
-    try:
-        state = start_stack(config)
-        try:
-            yield state
-        finally:
-            stop_stack(config)
-        assert containers(image.container_name(function)) == [], "wap stack down left the image's container"
-    finally:
-        patch.undo()
+    # the image's own audits.yml, as deployed
+    with running_stack(config, {"WAP_RETRY_BASE_SECONDS": "1", "WAP_RETRY_MAX_SECONDS": "4"},
+                       unset=("WAP_AUDITS_FILE",)) as state:
+        yield state
+    assert containers(image.container_name(function)) == [], "wap stack down left the image's container"
 
 
 @pytest.fixture(scope="module")
