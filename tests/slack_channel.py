@@ -13,14 +13,14 @@ from urllib.parse import urlencode
 import requests
 from slack_sdk.signature import SignatureVerifier
 
+from tests.conftest import Lake, parquet_bytes
+from tests.waiting import wait_for
 from wap_ingest.local.slack_sink import ENDPOINT_PATH
 from wap_ingest.local.slack_workspace import SIGNING_SECRET, channel_id_for
 from wap_ingest.local.state import StackState
 
 ALICE, BOB, MALLORY = "U0ALICE01", "U0BOB0001", "U0MALLORY"
 CHANNEL = "#wap-alerts"
-
-
 
 
 @dataclass(frozen=True)
@@ -81,3 +81,20 @@ def decision_form(user: str, name: str, action: str, branch: str, ts: str, reaso
     return {"type": "view_submission", "user": {"id": user, "username": name},
             "view": {"id": "VFORGED", "callback_id": "wap.decision", "private_metadata": metadata,
                      "state": {"values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}}}}
+
+
+def reaudit_form_open(lake: Lake, channel: Channel, table_name: str) -> str:
+    """A file with two nulls dropped into `table_name`, its alert's "Re-audit and publish" clicked by Alice and her
+    form shown: the rejected file's branch."""
+    lake.drop(f"{table_name}/nulls.parquet", parquet_bytes(10, nulls=2))
+    alert = wait_for(lambda: channel.message_about(f"wap.{table_name}"), "the rejected file's alert")
+    [branch] = [b for b in lake.wap_branches() if f"-{table_name}-" in b]
+    assert channel.click(ALICE, str(alert["ts"]), "wap.reaudit_publish")["status"] == 200
+    wait_for(lambda: channel.view_of(ALICE), "alice's form")
+    return branch
+
+
+def edited(channel: Channel, needle: str) -> dict[str, Any] | None:
+    """The message about `needle` once it has been updated, else None."""
+    message = channel.message_about(needle)
+    return message if message is not None and message.get("edited") else None

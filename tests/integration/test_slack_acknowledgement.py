@@ -15,8 +15,8 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from tests.conftest import Lake, parquet_bytes
-from tests.slack_channel import ALICE, Channel
+from tests.conftest import Lake
+from tests.slack_channel import ALICE, Channel, edited, reaudit_form_open
 from tests.waiting import wait_for
 from wap_ingest.core.models import TableRef
 from wap_ingest.local.state import StackState
@@ -42,17 +42,13 @@ def submission_about(channel: Channel, branch: str) -> dict[str, Any] | None:
 
 def test_a_slow_reaudit_is_acknowledged_at_once_and_answered_in_the_message_later(lake: Lake, channel: Channel,
                                                                                  table_name: str) -> None:
-    lake.drop(f"{table_name}/nulls.parquet", parquet_bytes(10, nulls=2))
-    alert = wait_for(lambda: channel.message_about(f"wap.{table_name}"), "the rejected file's alert")
-    [branch] = [b for b in lake.wap_branches() if f"-{table_name}-" in b]
-    assert channel.click(ALICE, str(alert["ts"]), "wap.reaudit_publish")["status"] == 200
-    wait_for(lambda: channel.view_of(ALICE), "alice's form")
+    branch = reaudit_form_open(lake, channel, table_name)
     # the acknowledgement: an empty 200, no result of the work in it
     assert channel.submit(ALICE, "the suite was fixed (it was not)") == {"status": 200, "body": ""}
     sent = submission_about(channel, branch)
     assert sent is not None and (sent["status"], sent["answer"]) == (200, "")
     # the work, done later by the function: the re-audit (with Spark) still fails and the message says so
-    message = wait_for(lambda: (m := channel.message_about(branch)) and m.get("edited") and m, "the alert updated")
+    message = wait_for(lambda: edited(channel, branch), "the alert updated")
     assert ":x: Re-audit asked by <@U0ALICE01> still fails: not_null(my_col_1) 2 nulls" in message["text"]
     print(f"acknowledged in {sent['seconds']:.3f} s; the message updated "
           f"{message['edited_at'] - sent['answered_at']:.1f} s after the acknowledgement")

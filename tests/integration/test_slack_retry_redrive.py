@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from tests.conftest import Lake, parquet_bytes
-from tests.slack_channel import ALICE, Channel
+from tests.slack_channel import ALICE, Channel, edited, reaudit_form_open
 from tests.waiting import wait_for
 from wap_ingest.core.dead_letters import QueueAlarm, alert_for_alarm
 from wap_ingest.core.models import OutcomeStatus, TableRef
@@ -27,18 +27,9 @@ def channel(local_stack: StackState) -> Channel:
     return Channel.of(local_stack)
 
 
-def edited(channel: Channel, needle: str) -> dict[str, Any] | None:
-    message = channel.message_about(needle)
-    return message if message is not None and message.get("edited") else None
-
-
 def test_a_reaudit_that_still_fails_publishes_nothing_and_keeps_the_buttons(lake: Lake, channel: Channel,
                                                                           table_name: str) -> None:
-    lake.drop(f"{table_name}/nulls.parquet", parquet_bytes(10, nulls=2))
-    alert = wait_for(lambda: channel.message_about(f"wap.{table_name}"), "the rejected file's alert")
-    [branch] = [b for b in lake.wap_branches() if f"-{table_name}-" in b]
-    assert channel.click(ALICE, str(alert["ts"]), "wap.reaudit_publish")["status"] == 200
-    wait_for(lambda: channel.view_of(ALICE), "alice's form")
+    branch = reaudit_form_open(lake, channel, table_name)
     assert channel.submit(ALICE, "the suite was fixed (it was not)")["status"] == 200
     message = wait_for(lambda: edited(channel, branch), "the alert updated")
     assert ":x: Re-audit asked by <@U0ALICE01> still fails: not_null(my_col_1) 2 nulls, expected 0 nulls." \
