@@ -107,9 +107,9 @@ def busy_with_a_file(shell: Checkout, name: str) -> None:
 
 
 @pytest.mark.parametrize("auth", [False, True], ids=["plain", "auth"])
-def test_up_down_up_three_times_leaves_nothing_running(checkout: Checkout, auth: bool) -> None:
+def test_up_down_up_cycles_leave_nothing_running(checkout: Checkout, auth: bool) -> None:
     flags = ["--auth"] if auth else []
-    for cycle in range(1, CYCLES + 1):
+    for cycle in range(1, (CYCLES if not auth else 1) + 1):  # --auth: the same stop, with Nessie's OAuth2 server
         up = checkout.wap("up", *flags)
         assert up.returncode == 0, f"cycle {cycle}: {up.stdout}{up.stderr}"
         busy_with_a_file(checkout, f"cycle_{cycle}")
