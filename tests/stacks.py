@@ -1,5 +1,5 @@
-"""A local stack of its own for one test module: started with these variables set (and those unset), stopped and
-the variables restored after, whatever happened."""
+"""A local stack of its own (the session's, or one test module's): started with these variables set (and those
+unset), stopped and the variables restored after, whatever happened."""
 
 from __future__ import annotations
 

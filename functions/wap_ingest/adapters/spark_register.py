@@ -220,7 +220,7 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
             transaction.updateProperties().set(NAME_MAPPING, jvm.org.apache.iceberg.mapping.NameMappingParser
                                                .toJson(mapping)).commit()
         # A fast append: one new manifest, the others kept as they are (a merging append reads and weighs them
-        # first, about 40 ms more per file here); `wap maintain` rewrites the manifests once they are too many.
+        # first); `wap maintain` rewrites the manifests once they are too many.
         append = (iceberg if transaction is None else transaction).newFastAppend().appendFile(data_file)
         for key, value in (dict(properties) | lineage.write_properties([WritePath(REGISTERED, reason)])).items():
             append = append.set(key, value)
