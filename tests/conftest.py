@@ -1,8 +1,10 @@
 """Shared fixtures. The folder sets the tier: unit/ needs nothing; integration/ and e2e/ use the real
 local stack (moto server + Nessie server processes, started once per session on free ports, so they
-never collide with a developer's `wap stack up`) and a real SparkSession with the pinned jars.
+never collide with a developer's `wap stack up`) and a real SparkSession with the pinned jars. Under `pytest -n`
+(pytest-xdist, as `make test` runs it) each worker is a session of its own: its own stack, its own Spark.
 
-The session leaves no process of its own behind: every process it starts inherits WAP_TEST_SESSION=<id> (moto,
+The session leaves no process of its own behind: every process it starts inherits WAP_TEST_SESSION=<id> (a
+worker's id names the worker, so one worker never takes another's processes for its own leftovers; moto,
 Nessie, the emulators, awslambdaric, the Spark JVMs, workers, Streamlit, Chromium...), and once the session's own
 teardown is done (and this process's Spark is stopped) any of them still alive fails the run, named, and is killed."""
 
@@ -33,7 +35,10 @@ LEFTOVER_GRACE = 15.0  # seconds a process of the session may take to exit after
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    os.environ.setdefault(SESSION_VARIABLE, uuid.uuid4().hex)  # inherited by every process the session starts
+    session = os.environ.setdefault(SESSION_VARIABLE, uuid.uuid4().hex)  # inherited by every process it starts
+    worker = os.environ.get("PYTEST_XDIST_WORKER")  # a worker of `pytest -n`: its processes are its own to check
+    if worker and not session.endswith(f"-{worker}"):
+        os.environ[SESSION_VARIABLE] = f"{session}-{worker}"
 
 
 def _stop_own_spark() -> None:
@@ -86,6 +91,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         print("\n".join(lines))
     if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def _service_loggers_as_they_were() -> Iterator[None]:
+    """A Lambda handler run in this process gives the service's loggers Powertools' handler and stops them
+    propagating (entrypoints/lambda_observability.py `observe`); each test starts from the loggers as they were, so
+    what a test sees of the logs (caplog) does not depend on which tests its worker ran before it."""
+    import logging
+
+    def service_loggers() -> dict[str, logging.Logger]:
+        return {name: found for name, found in logging.Logger.manager.loggerDict.items()
+                if isinstance(found, logging.Logger) and (name == "wap_ingest" or name.startswith("wap_ingest."))}
+
+    before = {name: (found.handlers[:], found.propagate, found.level) for name, found in service_loggers().items()}
+    yield
+    for name, found in service_loggers().items():
+        found.handlers[:], found.propagate, level = before.get(name, ([], True, logging.NOTSET))
+        found.setLevel(level)
 
 
 @pytest.fixture(scope="session")
