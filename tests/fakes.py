@@ -135,7 +135,11 @@ class FakeWriter(TableWriter):
         self.staged: list[FakeStaged] = []  # every staging, to check they were all closed
         # as SparkIcebergWriter's `stage`: (the version, "stop now?") -> a local copy, removed once read (None: none)
         self.stage_with: Callable[[SourceObject, Callable[[], bool]], Path] | None = None
+        self.starts = 0  # how often the core asked the engine to start (in the background)
         self._ids = itertools.count(1000)
+
+    def start(self) -> None:
+        self.starts += 1
 
     def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
         """Reads the rows the fake store holds (any format and options: parsing is the real engine's part); a

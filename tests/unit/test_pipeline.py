@@ -109,6 +109,21 @@ def test_bad_input_is_invalid_and_touches_nothing(lake: Lake, key: str, content:
     assert "Fix:" in outcome.message
     assert lake.catalog.refs["main"] == main_before
     assert lake.wap_branches() == []
+    assert lake.writer.starts == 0  # refused while routed: no engine is started for it
+
+
+def test_the_engine_is_asked_to_start_before_the_first_branch(lake: Lake) -> None:
+    """Its start overlaps the catalog steps before the write (the ledger lookup, the branch): asked once per run."""
+    created: list[int] = []
+    create = lake.catalog.create_branch
+
+    def creating(*args: object, **kwargs: object) -> object:
+        created.append(lake.writer.starts)
+        return create(*args, **kwargs)  # type: ignore[arg-type]
+
+    lake.catalog.create_branch = creating  # type: ignore[method-assign]
+    assert lake.run(lake.put("customer_data_log/a.parquet", rows(3))).status is OutcomeStatus.PUBLISHED
+    assert created == [1] and lake.writer.starts == 1
 
 
 @pytest.mark.parametrize(("key", "content", "table"), [

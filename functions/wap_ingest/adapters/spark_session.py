@@ -8,7 +8,9 @@ one (which would fail every later file).
 Cold start (the first file of a fresh execution environment pays for a JVM, Spark and every class the pipeline
 loads): the driver JVM maps the application class-data sharing (AppCDS) archive that `make setup` and the image
 build make (scripts/build_cds_archive.py), found by a key of the java and the classpath, so a changed JVM or jar
-finds none and starts without it; the pinned jars are on the driver's own classpath, where the archive covers them;
+finds none and starts without it; the pipeline starts the engine in the background as soon as a delivery's files
+are routed (`SparkEngine.start_in_background`), so the catalog steps before the first write overlap it; the pinned
+jars are on the driver's own classpath, where the archive covers them;
 the driver compiles with C1 only, which suits a short-lived driver; SPARK_HOME is set before spark-submit runs,
 which otherwise starts a Python interpreter to find it; and only Iceberg's SQL extensions are loaded.
 WAP_SPARK_STARTUP_TUNING=off turns the archive, the JIT flag and SPARK_HOME off (benchmarks/cold_start.py measures
@@ -287,29 +289,60 @@ class SparkEngine:
 
     def __init__(self, start: Callable[[], Any], on_start: Callable[[Any], None] | None = None) -> None:
         """`on_start(session)`: checks to run once on each new session (the audits' custom SQL); what it raises
-        is raised by that call."""
+        is raised by that call and by every later one, until a fresh session passes them."""
         self._start = start
         self._on_start = on_start
         self._session: Any = None
+        self._refused: Exception | None = None  # what on_start raised for the current session
         self._lock = threading.Lock()
+        self._starting: threading.Thread | None = None
+        self._thread = threading.local()  # the session this thread made its JVM thread's active one
         self.restarts = 0
 
     @property
     def started(self) -> bool:
         return self._session is not None
 
+    def start_in_background(self) -> None:
+        """Start the session in a thread of its own unless it is started or starting; `session()` then waits for
+        that start instead of making its own. A failed start is logged here and made again (and raised) by the
+        next `session()`."""
+        if self._session is not None or (self._starting is not None and self._starting.is_alive()):
+            return
+        self._starting = threading.Thread(target=self._start_quietly, name="wap-engine-start", daemon=True)
+        self._starting.start()
+
+    def _start_quietly(self) -> None:
+        try:
+            self.session()
+        except Exception as exc:  # the caller that needs the engine meets it again, and raises it
+            log.info("the engine's start in the background failed (%s); its first use starts it again",
+                     type(exc).__name__)
+
     def session(self) -> Any:
         with self._lock:
             if self._session is not None and not gateway_alive(self._session):
                 log.warning("the Spark engine of this process died; starting a fresh one")
                 forget_session()
-                self._session = None
+                self._session, self._refused = None, None
                 self.restarts += 1
             if self._session is None:
                 started = time.monotonic()
                 self._session = self._start()
                 if self._on_start is not None:
-                    self._on_start(self._session)
+                    try:
+                        self._on_start(self._session)
+                    except Exception as exc:
+                        self._refused = exc
                 log.info("Spark session started in %.2fs (once per process)", time.monotonic() - started,
                          extra={"spark_ready_at": round(time.time(), 3)})
-            return self._session
+            if self._refused is not None:
+                raise self._refused.with_traceback(None)
+            session = self._session
+        if getattr(self._thread, "session", None) is not session:
+            # Spark reads its SQL settings (the catalogs among them) from the active session of the JVM thread that
+            # runs the call, and each Python thread has a JVM thread of its own: a session started by another
+            # thread (the background start) is made this one's too, once
+            session._jvm.SparkSession.setActiveSession(session._jsparkSession)
+            self._thread.session = session
+        return session

@@ -73,6 +73,9 @@ class SparkIcebergWriter(TableWriter):
         """The live session (a fresh one if the last one died)."""
         return self._engine.session()
 
+    def start(self) -> None:
+        self._engine.start_in_background()
+
     def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
         doing = f"appending {source.uri} to {spec.table}"
         with IcebergTables(self.spark) as tables, _engine_lost_is_infrastructure(tables.spark, doing), \

@@ -163,6 +163,12 @@ class StagedFiles(ABC):
 class TableWriter(ABC):
     """The engine: appends files into an Iceberg table on a branch and measures the new rows of each file."""
 
+    def start(self) -> None:
+        """Files are coming: begin starting the engine, in the background, so that the catalog steps before the
+        first write (the ledger lookup, the branch) overlap its start. Never raises and never waits; what the start
+        raises is raised by the first call that needs the engine. Default: nothing to start."""
+        return
+
     @abstractmethod
     def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
         """Append one file's rows to `spec.table` on `spec.branch` in one snapshot stamped with its lineage

@@ -113,6 +113,8 @@ def run_routed(
     groups: dict[TableRef, list[Item]] = {}
     for index, item in enumerate(routed):
         groups.setdefault(item.table, []).append((index, item))
+    if groups:
+        ports.writer.start()  # meanwhile: the ledger lookups and the branch of the first group
     for target, items in groups.items():
         # "unique against main": each file must see the files published before it, so they go one by one; a table
         # that registers every file (write: register) takes each on its own (files read together are rewritten)
