@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import AUDITS, Lake, parquet_bytes
 from wap_ingest.adapters.audits_file import load_suites
-from wap_ingest.adapters.spark_sql_guard import check_custom_sql, refusal
+from wap_ingest.adapters.spark_sql_guard import check_custom_sql, refusal, require_read_only
+from wap_ingest.adapters.spark_tables import IcebergTables
 from wap_ingest.core.audits import CustomSql, suites_from
 from wap_ingest.core.errors import AuditSuiteError
 from wap_ingest.core.ingest import Item
@@ -192,31 +193,39 @@ def test_the_repositorys_own_audits_are_accepted(spark: Any, path: Path) -> None
         spark.catalog.dropTempView("new_rows")
 
 
-def test_a_temporary_function_that_took_a_builtin_name_is_refused(lake: Lake, session: Any,
-                                                                   table_name: str) -> None:
-    """Spark resolves a one-part name to the session's temporary function before the built-in: judged on the
-    analysed plan, at start-up (the table exists on main) and where it would run."""
-    lake.service.ingest(lake.put(f"{table_name}/base.parquet", parquet_bytes(4)))
+def test_a_temporary_function_that_took_a_builtin_name_is_refused_before_it_runs(session: Any) -> None:
+    """Spark resolves a one-part name to the session's temporary function before the built-in: only the analysed
+    plan shows it, and it is judged where the query would run (the new rows in the view). The start-up check judges
+    the parsed plan, where `lower` is the built-in's name (the service's own sessions register no function)."""
     query = "SELECT * FROM new_rows WHERE lower(my_col_1) = 'v1'"
-    suites = suites_from({"tables": {table_name: [{"check": "custom_sql", "name": "shadowed", "sql": query}]}},
+    suites = suites_from({"tables": {"shadowed": [{"check": "custom_sql", "name": "shadowed", "sql": query}]}},
                          default_namespace="wap")
-    check_custom_sql(session, suites)  # lower() is the built-in one
-    session.udf.register("lower", lambda value: value, "string")
-    with pytest.raises(AuditSuiteError, match=rf"table 'wap\.{table_name}', check 'shadowed' \(custom_sql\) is "
-                                              r"refused: it uses a Python user-defined function \(lower\(my_col_1\)"):
-        check_custom_sql(session, suites)
     session.createDataFrame([(1, "v1")], "my_col_0 int, my_col_1 string").createOrReplaceTempView("new_rows")
+    assert refusal(session, query) is None  # lower() is the built-in one
+    session.udf.register("lower", lambda value: value, "string")  # this test's own session only
+    check_custom_sql(session, suites)  # the parsed plan names a built-in
     assert "user-defined function" in (refusal(session, query) or "")
+    with pytest.raises(AuditSuiteError, match=r"custom_sql check is refused: it uses a Python user-defined "
+                                              r"function \(lower\(my_col_1\)"):
+        require_read_only(session, query)
 
 
-def test_without_the_table_the_suites_schema_check_lends_its_columns(session: Any, table_name: str) -> None:
-    session.udf.register("upper", lambda value: value, "string")
-    suites = suites_from({"tables": {table_name: [
-        {"check": "schema", "columns": {"my_col_0": "int", "my_col_1": "string"}},
-        {"check": "custom_sql", "name": "shadowed", "sql": "SELECT * FROM new_rows WHERE upper(my_col_1) = 'V1'"},
-    ]}}, default_namespace="wap")
-    with pytest.raises(AuditSuiteError, match=r"check 'shadowed' \(custom_sql\) is refused: it uses a Python user-"):
-        check_custom_sql(session, suites)
+def test_the_start_up_check_loads_no_table(lake: Lake, session: Any, table_name: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Judging the parsed plan needs no table: a cold start does not pay for each listed table's schema."""
+    lake.service.ingest(lake.put(f"{table_name}/base.parquet", parquet_bytes(4)))  # a table there is to load
+    suites = suites_from({"tables": {table_name: [{"check": "custom_sql", "name": "rows", "sql": ACCEPTED[0]}]}},
+                         default_namespace="wap")
+    loads: list[str] = []
+    original = IcebergTables.iceberg_table
+
+    def loading(self: IcebergTables, table: Any, ref: str) -> Any:
+        loads.append(f"{table}@{ref}")
+        return original(self, table, ref)
+
+    monkeypatch.setattr(IcebergTables, "iceberg_table", loading)
+    check_custom_sql(session, suites)
+    assert loads == []
 
 
 def test_a_cte_scope_does_not_open_a_relation_of_the_same_name(session: Any) -> None:
