@@ -189,3 +189,30 @@ def test_maintain_compacts_registered_files_into_the_tables_layout(lake: Lake, t
     assert len(after) == 1 and not after[0].rsplit("/", 1)[-1].startswith("wap-")
     assert spark_rows(lake, table_name) == before
     assert pyiceberg_table(lake, table_name).num_rows == 30
+
+
+def test_a_registered_file_costs_a_bounded_number_of_jvm_round_trips(lake: Lake, table_name: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through Py4J each dot of `jvm.org.apache...` and each static member's lookup is a round trip: a registered
+    small file made 188 of them from the calling thread before they were looked up once per JVM
+    (adapters/py4j_lookup.py), 83 after. A count, not a time: it fails when such lookups come back."""
+    import threading
+
+    from py4j.clientserver import ClientServerConnection
+
+    service = service_for(lake, {table_name: CHECKS})
+    assert "registered (" in service.ingest(lake.put(f"{table_name}/first.parquet", parquet_bytes(10))).message
+    calls: list[str] = []
+    send = ClientServerConnection.send_command
+    me = threading.current_thread()
+
+    def counted(self: ClientServerConnection, command: str) -> Any:
+        if threading.current_thread() is me:
+            calls.append(command.split("\n", 1)[0])
+        return send(self, command)
+
+    monkeypatch.setattr(ClientServerConnection, "send_command", counted)
+    outcome = service.ingest(lake.put(f"{table_name}/second.parquet", parquet_bytes(10)))
+    monkeypatch.undo()
+    assert "registered (" in outcome.message
+    assert 0 < len(calls) <= 110, len(calls)

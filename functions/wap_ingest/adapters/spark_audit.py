@@ -28,6 +28,7 @@ from typing import Any
 from wap_ingest.core.audits import NEW_ROWS_VIEW
 from wap_ingest.core.models import MeasurementPlan, Measurements, RowRule, Sample, sample_key
 
+from .py4j_lookup import static
 from .spark_sql_guard import require_read_only
 
 MAX_VALUE_CHARS = 80
@@ -72,13 +73,14 @@ def data_file_metrics(spark: Any, iceberg_table: Any, data_files: Any,
     schema = iceberg_table.schema()
     wanted = None if bounds_for is None else {c.lower() for c in bounds_for}
     fields = []  # (field id, name, its type id, the Java type when its bounds are wanted)
-    for column in json.loads(str(jvm.org.apache.iceberg.SchemaParser.toJson(schema)))["fields"]:
+    for column in json.loads(str(static(jvm, "org.apache.iceberg.SchemaParser", "toJson")(schema)))["fields"]:
         field_id, name, type_id = int(column["id"]), str(column["name"]), _type_id(column["type"])
         bounded_type = schema.findType(field_id) if type_id in _NUMERIC | _TEMPORAL and (
             wanted is None or name.lower() in wanted) else None
         fields.append((field_id, name, type_id, bounded_type))
     # the class once (each lookup through the JVM view is a round trip), and only when a bound is wanted
-    conversions: Any = jvm.org.apache.iceberg.types.Conversions if any(f[3] is not None for f in fields) else None
+    conversions: Any = static(jvm, "org.apache.iceberg.types.Conversions") if any(f[3] is not None for f in fields) \
+        else None
     nulls: dict[str, int] = {}
     lower: dict[str, Bound] = {}
     upper: dict[str, Bound] = {}

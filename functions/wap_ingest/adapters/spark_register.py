@@ -44,6 +44,7 @@ from .parquet_fit import (
     mapping_gap,
     nanosecond_problem,
 )
+from .py4j_lookup import static
 from .spark_errors import EngineStep, engine_failure
 from .spark_tables import IcebergTables
 
@@ -74,6 +75,11 @@ class Registration:
     location: str  # the data file's URI in the table's location
     reason: str  # why it could be registered (for the log, the snapshot and the merge)
     data_file: Any = None  # the (Java) DataFile appended: its metrics, without reading the manifest back
+
+
+def schema_json(jvm: Any, schema: Any) -> Any:
+    """An Iceberg (Java) schema as its JSON document (SchemaParser), parsed."""
+    return json.loads(str(static(jvm, "org.apache.iceberg.SchemaParser", "toJson")(schema)))
 
 
 def read_footer(store: LakeCopies, source: SourceObject) -> tuple[Footer, int]:
@@ -110,10 +116,11 @@ def register(tables: IcebergTables, store: LakeCopies, source: SourceObject, tab
             spark_schema = nanosecond_problem(footer.columns, version) or _spark_schema(tables.spark, footer.raw)
             if isinstance(spark_schema, str):
                 return spark_schema
-            schema = jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(spark_schema)
+            schema = static(jvm, "org.apache.iceberg.spark.SparkSchemaUtil", "convert")(spark_schema)
         else:
-            schema, version = current.schema(), int(jvm.org.apache.iceberg.TableUtil.formatVersion(current))
-        reason = fit(footer.columns, json.loads(str(jvm.org.apache.iceberg.SchemaParser.toJson(schema))), version)
+            version = int(static(jvm, "org.apache.iceberg.TableUtil", "formatVersion")(current))
+            schema = current.schema()
+        reason = fit(footer.columns, schema_json(jvm, schema), version)
         if reason:
             return reason
         created = current is None
@@ -138,7 +145,7 @@ def _spark_schema(spark: Any, raw: bytes) -> Any:
 
     jvm, session = spark.sparkContext._jvm, spark._jsparkSession
     parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
-    metadata = _footer_metadata(jvm.org.apache.parquet, jvm, raw)
+    metadata = _footer_metadata("org.apache.parquet", jvm, raw)
     footer = jvm.org.apache.parquet.hadoop.Footer(jvm.org.apache.hadoop.fs.Path("file:/footer.parquet"), metadata)
     try:
         schema = parquet.ParquetFileFormat.readSchemaFromFooter(
@@ -149,12 +156,14 @@ def _spark_schema(spark: Any, raw: bytes) -> Any:
     return jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(nullable))
 
 
-def _footer_metadata(parquet: Any, jvm: Any, raw: bytes) -> Any:
-    """The footer's bytes as `parquet`'s ParquetMetadata (Spark's Parquet, or the one Iceberg shades), read with
-    default read options (the converter's own default has no message size limit set, which newer Parquet refuses)."""
-    converter = parquet.format.converter.ParquetMetadataConverter
-    options = parquet.ParquetReadOptions.builder().build()
-    return converter(options).readParquetMetadata(jvm.java.io.ByteArrayInputStream(raw), converter.NO_FILTER)
+def _footer_metadata(parquet: str, jvm: Any, raw: bytes) -> Any:
+    """The footer's bytes as the ParquetMetadata of the Parquet in package `parquet` (Spark's, or the one Iceberg
+    shades), read with default read options (the converter's own default has no message size limit set, which newer
+    Parquet refuses)."""
+    converter = f"{parquet}.format.converter.ParquetMetadataConverter"
+    options = static(jvm, f"{parquet}.ParquetReadOptions", "builder")().build()
+    return static(jvm, converter)(options).readParquetMetadata(static(jvm, "java.io.ByteArrayInputStream")(raw),
+                                                              static(jvm, converter, "NO_FILTER"))
 
 
 def _nullable(kind: Any) -> Any:
@@ -184,19 +193,22 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
     jvm = tables.spark.sparkContext._jvm
     mapping_json = iceberg.properties().get(NAME_MAPPING)
     if mapping_json is not None:  # kept current by Iceberg's schema updates; one set by hand may lag behind
-        schema = json.loads(str(jvm.org.apache.iceberg.SchemaParser.toJson(iceberg.schema())))
-        gap = mapping_gap(json.loads(str(mapping_json)), schema)
+        gap = mapping_gap(json.loads(str(mapping_json)), schema_json(jvm, iceberg.schema()))
         if gap:
             return gap
-    mapping = jvm.org.apache.iceberg.mapping.MappingUtil.create(iceberg.schema()) if mapping_json is None else \
-        jvm.org.apache.iceberg.mapping.NameMappingParser.fromJson(mapping_json)
-    metadata = _footer_metadata(jvm.org.apache.iceberg.shaded.org.apache.parquet, jvm, footer.raw)
-    parquet = jvm.org.apache.iceberg.parquet.ParquetUtil
-    metrics = parquet.footerMetrics(metadata, jvm.java.util.stream.Stream.empty(),
-                                    jvm.org.apache.iceberg.MetricsConfig.forTable(iceberg), mapping)
+    if mapping_json is None:
+        mapping = static(jvm, "org.apache.iceberg.mapping.MappingUtil", "create")(iceberg.schema())
+    else:
+        mapping = static(jvm, "org.apache.iceberg.mapping.NameMappingParser", "fromJson")(mapping_json)
+    metadata = _footer_metadata("org.apache.iceberg.shaded.org.apache.parquet", jvm, footer.raw)
+    parquet = "org.apache.iceberg.parquet.ParquetUtil"
+    config = static(jvm, "org.apache.iceberg.MetricsConfig", "forTable")(iceberg)
+    metrics = static(jvm, parquet, "footerMetrics")(metadata, static(jvm, "java.util.stream.Stream", "empty")(), config,
+                                                     mapping)
     spec = iceberg.spec()
-    builder = jvm.org.apache.iceberg.DataFiles.builder(spec).withFormat("parquet").withFileSizeInBytes(size) \
-        .withMetrics(metrics).withSplitOffsets(parquet.getSplitOffsets(metadata))
+    offsets = static(jvm, parquet, "getSplitOffsets")(metadata)
+    builder = static(jvm, "org.apache.iceberg.DataFiles", "builder")(spec).withFormat("parquet") \
+        .withFileSizeInBytes(size).withMetrics(metrics).withSplitOffsets(offsets)
     name = f"wap-{hashlib.sha256(source.identity.encode()).hexdigest()[:16]}-{uuid.uuid4().hex}.parquet"
     locations = iceberg.locationProvider()
     if spec.isPartitioned():
@@ -217,8 +229,8 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
         # calls, a quarter of the append's time measured on the local stack).
         transaction = iceberg.newTransaction() if mapping_json is None else None
         if transaction is not None:
-            transaction.updateProperties().set(NAME_MAPPING, jvm.org.apache.iceberg.mapping.NameMappingParser
-                                               .toJson(mapping)).commit()
+            transaction.updateProperties().set(NAME_MAPPING, static(
+                jvm, "org.apache.iceberg.mapping.NameMappingParser", "toJson")(mapping)).commit()
         # A fast append: one new manifest, the others kept as they are (a merging append reads and weighs them
         # first); `wap maintain` rewrites the manifests once they are too many.
         append = (iceberg if transaction is None else transaction).newFastAppend().appendFile(data_file)
@@ -236,9 +248,9 @@ def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, tabl
 def partition_values(jvm: Any, iceberg: Any, spec: Any, metrics: Any) -> list[str | None] | str:
     """Each partition field's value for every row of the file, as Iceberg's partition strings, from the file's
     metrics; or why they cannot be derived (the file spans partitions, a bound is missing, a bucket)."""
-    schema = json.loads(str(jvm.org.apache.iceberg.SchemaParser.toJson(iceberg.schema())))
+    schema = schema_json(jvm, iceberg.schema())
     types = {int(f["id"]): (str(f["name"]), f["type"]) for f in schema["fields"]}
-    fields = json.loads(str(jvm.org.apache.iceberg.PartitionSpecParser.toJson(spec)))["fields"]
+    fields = json.loads(str(static(jvm, "org.apache.iceberg.PartitionSpecParser", "toJson")(spec)))["fields"]
     rows = int(metrics.recordCount())
     values: list[str | None] = []
     for field in fields:
@@ -267,7 +279,7 @@ def _bound(jvm: Any, buffer: Any, kind: Any) -> int | str | bool | None:
     """A bound in Iceberg's single-value serialization, decoded for the types a partition value is derived from."""
     if buffer is None or not isinstance(kind, str):
         return None
-    data = bytes(jvm.org.apache.iceberg.util.ByteBuffers.toByteArray(buffer))
+    data = bytes(static(jvm, "org.apache.iceberg.util.ByteBuffers", "toByteArray")(buffer))
     if kind in ("int", "long", "date", "timestamp", "timestamptz"):
         return int.from_bytes(data, "little", signed=True)
     if kind == "string":

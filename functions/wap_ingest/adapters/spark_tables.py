@@ -24,6 +24,7 @@ from wap_ingest.core.errors import SchemaDriftError
 from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import AppendResult, TableRef
 
+from .py4j_lookup import static
 from .spark_errors import EngineStep, engine_failure, first_line
 from .spark_layout import apply_layout
 from .spark_session import CATALOG
@@ -62,6 +63,8 @@ class IcebergTables:
         self.spark = spark
         self._loaded: dict[tuple[TableRef, str], Any] = {}  # one run's loaded tables (an instance serves one run)
         self._touched: set[tuple[TableRef, str]] = set()  # what the session's catalog may have cached for this run
+        self._identifiers: dict[tuple[TableRef, str], Any] = {}  # Spark's Identifier of each, made once
+        self._plugin: Any = None
 
     def __enter__(self) -> IcebergTables:
         return self
@@ -101,7 +104,8 @@ class IcebergTables:
         schema of the run's one load, converted as Spark's own table does)."""
         try:
             iceberg = self.iceberg_table(table, ref)
-            converted = self.spark.sparkContext._jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(iceberg.schema())
+            converted = static(self.spark.sparkContext._jvm, "org.apache.iceberg.spark.SparkSchemaUtil", "convert")(
+                iceberg.schema())
         except Exception as exc:
             if _not_found(exc) or _no_such_table(exc):
                 return None
@@ -203,13 +207,19 @@ class IcebergTables:
         return loaded
 
     def _catalog(self) -> Any:
-        return self.spark._jsparkSession.sessionState().catalogManager().catalog(CATALOG)
+        if self._plugin is None:  # the session's catalog plugin, the same object for the run (4 round trips once)
+            self._plugin = self.spark._jsparkSession.sessionState().catalogManager().catalog(CATALOG)
+        return self._plugin
 
     def _identifier(self, table: TableRef, ref: str) -> Any:
-        gateway = self.spark.sparkContext._gateway
-        namespace = gateway.new_array(gateway.jvm.java.lang.String, 1)
-        namespace[0] = table.namespace
-        return gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, f"{table.name}@{ref}")
+        found = self._identifiers.get((table, ref))
+        if found is None:
+            gateway = self.spark.sparkContext._gateway
+            namespace = gateway.new_array(static(gateway.jvm, "java.lang.String"), 1)
+            namespace[0] = table.namespace
+            of = static(gateway.jvm, "org.apache.spark.sql.connector.catalog.Identifier", "of")
+            found = self._identifiers[(table, ref)] = of(namespace, f"{table.name}@{ref}")
+        return found
 
     def last_append(
         self, table: TableRef, branch: str, created: bool, columns: tuple[str, ...], added: tuple[str, ...] = ()
@@ -224,8 +234,8 @@ class IcebergTables:
                 return None
             parent = snapshot.parentId()
             records = snapshot.summary().get("added-records")
-            jvm = self.spark.sparkContext._jvm
-            count = jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size(iceberg.snapshots())
+            count = static(self.spark.sparkContext._jvm, "org.apache.iceberg.relocated.com.google.common.collect."
+                           "Iterables", "size")(iceberg.snapshots())
             return AppendResult(rows=int(records or 0), snapshot_id=int(snapshot.snapshotId()),
                                 parent_snapshot_id=None if parent is None else int(parent), table_created=created,
                                 columns=columns, added_columns=added, snapshots=int(count))

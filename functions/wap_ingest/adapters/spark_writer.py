@@ -40,6 +40,7 @@ from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
 from .columnar_checks import check_parquet
+from .py4j_lookup import static
 from .spark_audit import added_file_metrics, data_file_metrics, measure_frame
 from .spark_batch import FILE_COLUMN, compatible, measure_grouped, path_of, tag_of
 from .spark_deadline import Deadline, within
@@ -216,8 +217,8 @@ class SparkIcebergWriter(TableWriter):
             bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
             iceberg = tables.iceberg_table(table, branch)
             metrics = added_file_metrics(spark, iceberg, appended.snapshot_id, bounds_for) if data_file is None else \
-                data_file_metrics(spark, iceberg, spark.sparkContext._jvm.java.util.Collections.singletonList(
-                    data_file).iterator(), bounds_for)
+                data_file_metrics(spark, iceberg, static(spark.sparkContext._jvm, "java.util.Collections",
+                                                         "singletonList")(data_file).iterator(), bounds_for)
             base = None
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
                 base = spark.read.format("iceberg").option("snapshot-id", str(appended.parent_snapshot_id)).load(ident)
