@@ -26,6 +26,7 @@ from wap_ingest.core.formats import FormatOptions, option, spark_options
 from wap_ingest.core.models import FileFormat
 
 from .columnar_checks import check_avro, check_parquet, orc_columns
+from .py4j_lookup import static
 from .spark_errors import EngineStep, engine_failure
 from .text_checks import (
     CHUNK_BYTES,
@@ -128,15 +129,15 @@ def footer_schema(spark: Any, path: str) -> Any | None:
     footers), Spark's inference reads one footer too. None if the footer cannot be read: Spark's read then
     infers the schema itself and its error is classified as before."""
     try:
-        jvm, session = spark.sparkContext._jvm, spark._jsparkSession
-        parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
-        hadoop_path = jvm.org.apache.hadoop.fs.Path(str(_local(path)))
-        footer = jvm.org.apache.parquet.hadoop.ParquetFileReader.readFooter(
-            session.sessionState().newHadoopConf(), hadoop_path,
-            jvm.org.apache.parquet.format.converter.ParquetMetadataConverter.SKIP_ROW_GROUPS)
-        converter = parquet.ParquetToSparkSchemaConverter(session.sessionState().conf())
-        schema = parquet.ParquetFileFormat.readSchemaFromFooter(jvm.org.apache.parquet.hadoop.Footer(
-            hadoop_path, footer), converter)
+        jvm, state = spark.sparkContext._jvm, spark._jsparkSession.sessionState()
+        parquet = "org.apache.spark.sql.execution.datasources.parquet"
+        hadoop_path = static(jvm, "org.apache.hadoop.fs.Path")(str(_local(path)))
+        footer = static(jvm, "org.apache.parquet.hadoop.ParquetFileReader", "readFooter")(
+            state.newHadoopConf(), hadoop_path,
+            static(jvm, "org.apache.parquet.format.converter.ParquetMetadataConverter", "SKIP_ROW_GROUPS"))
+        converter = static(jvm, f"{parquet}.ParquetToSparkSchemaConverter")(state.conf())
+        schema = static(jvm, f"{parquet}.ParquetFileFormat", "readSchemaFromFooter")(
+            static(jvm, "org.apache.parquet.hadoop.Footer")(hadoop_path, footer), converter)
         from pyspark.sql.types import StructType
 
         return StructType.fromJson(json.loads(schema.json()))

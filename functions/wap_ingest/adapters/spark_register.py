@@ -144,16 +144,17 @@ def _spark_schema(spark: Any, raw: bytes) -> Any:
     from py4j.protocol import Py4JJavaError
 
     jvm, session = spark.sparkContext._jvm, spark._jsparkSession
-    parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
+    parquet = "org.apache.spark.sql.execution.datasources.parquet"
     metadata = _footer_metadata("org.apache.parquet", jvm, raw)
-    footer = jvm.org.apache.parquet.hadoop.Footer(jvm.org.apache.hadoop.fs.Path("file:/footer.parquet"), metadata)
+    footer = static(jvm, "org.apache.parquet.hadoop.Footer")(static(jvm, "org.apache.hadoop.fs.Path")(
+        "file:/footer.parquet"), metadata)
     try:
-        schema = parquet.ParquetFileFormat.readSchemaFromFooter(
-            footer, parquet.ParquetToSparkSchemaConverter(session.sessionState().conf()))
+        schema = static(jvm, f"{parquet}.ParquetFileFormat", "readSchemaFromFooter")(
+            footer, static(jvm, f"{parquet}.ParquetToSparkSchemaConverter")(session.sessionState().conf()))
     except Py4JJavaError as exc:  # Spark refuses a type of the file (the JVM answered: it is alive)
         return f"Spark cannot read its schema ({exc.java_exception.getMessage()!s})"
     nullable = _nullable(json.loads(str(schema.json())))
-    return jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps(nullable))
+    return static(jvm, "org.apache.spark.sql.types.DataType", "fromJson")(json.dumps(nullable))
 
 
 def _footer_metadata(parquet: str, jvm: Any, raw: bytes) -> Any:

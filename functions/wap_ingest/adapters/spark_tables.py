@@ -190,7 +190,7 @@ class IcebergTables:
         """Add the file's new columns to the table on the branch (a schema commit there, not on main)."""
         try:
             jvm = self.spark.sparkContext._jvm
-            added = jvm.org.apache.iceberg.spark.SparkSchemaUtil.convert(frame.select(*new)._jdf.schema())
+            added = static(jvm, "org.apache.iceberg.spark.SparkSchemaUtil", "convert")(frame.select(*new)._jdf.schema())
             self.iceberg_table(table, branch).updateSchema().unionByNameWith(added).commit()
         except Exception as exc:
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=f"adding columns {', '.join(new)} to {table} "
