@@ -8,14 +8,17 @@ secret read from SSM at start-up) all work, and the client secret appears in no 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import secrets
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
@@ -168,14 +171,30 @@ def test_a_refused_token_is_forgotten_and_replaced(auth_lake: AuthLake, issuer: 
 
 # --- Spark (a `wap ingest` process) and PyIceberg --------------------------------------------------------
 
-def wap_ingest(env: dict[str, str], uri: str) -> subprocess.CompletedProcess[str]:
-    """`wap -v ingest` as an operator runs it: a separate process (its own SparkSession), logging at INFO."""
+def wap_ingest(env: dict[str, str], uri: str, seen: set[str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`wap -v ingest` as an operator runs it: a separate process (its own SparkSession), logging at INFO. `seen`
+    collects, while it runs, the command lines of every process on the machine that carry the client secret."""
     ours = ("WAP_", "SLACK_", "AWS_", "NESSIE_", "SOURCE_BUCKET", "LAKE_BUCKET")  # e.g. the session stack's
     inherited = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
-    return subprocess.run(
-        [sys.executable, "-m", "wap_ingest.entrypoints.cli", "-v", "ingest", uri, "--json"],
-        env=inherited | env, capture_output=True, text=True, timeout=300, check=False,
-    )
+    with subprocess.Popen([sys.executable, "-m", "wap_ingest.entrypoints.cli", "-v", "ingest", uri, "--json"],
+                          env=inherited | env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        watching = threading.Event()
+
+        def watch() -> None:  # what `ps` would show anyone on the machine: the driver JVM's arguments among them
+            while not watching.wait(0.1):
+                for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                    with contextlib.suppress(OSError):
+                        if SECRET.encode() in cmdline.read_bytes() and seen is not None:
+                            seen.add(cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200])
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        finally:
+            watching.set()
+            watcher.join()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 @pytest.mark.spark
@@ -191,9 +210,11 @@ def test_spark_with_oauth2_publishes_and_pyiceberg_reads_it(
     )
     before = len(issuer.requests)
 
-    result = wap_ingest(service_env, f"s3://{auth_lake.config.source_bucket}/{key}")
+    on_command_lines: set[str] = set()
+    result = wap_ingest(service_env, f"s3://{auth_lake.config.source_bucket}/{key}", on_command_lines)
 
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert on_command_lines == set()  # pyspark passes a builder's settings to spark-submit as arguments
     [outcome] = json.loads(result.stdout)["outcomes"]
     assert (outcome["status"], outcome["rows"], outcome["table"]) == ("published", 12, f"wap.{table}")
     # the process got tokens for pynessie/REST v2 (Python) and for the Nessie client inside Iceberg (Java)

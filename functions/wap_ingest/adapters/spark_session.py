@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -52,6 +53,7 @@ SHORT_RUN_JIT = ("-XX:TieredStopAtLevel=1",)
 SMALL_FOOTPRINT_GC = ("-XX:+UseSerialGC",)
 ARCHIVE_FORMAT = "3"  # part of the archive's key: bump it when the training workload changes
 TUNING_VARIABLE = "WAP_SPARK_STARTUP_TUNING"
+SECRET_SETTING = re.compile(r"(?i)secret|password")  # settings kept off the JVM's command line
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,9 @@ class SparkSettings:
 def spark_conf_for(
     settings: SparkSettings, credentials: ClientCredentials | None = None, *, local_jars: bool = True
 ) -> dict[str, str]:
-    """Everything the session needs. With `credentials` the conf holds the Nessie client secret: it stays
-    in-process and is never logged (Spark redacts keys containing "secret")."""
+    """Everything the session needs. With `credentials` the conf holds the Nessie client secret: it is set on the
+    running session (spark_session_for), never on a command line, and never logged (Spark redacts keys containing
+    "secret")."""
     cat = f"spark.sql.catalog.{CATALOG}"
     timeout_ms = int(settings.http_timeout * 1000)
     conf = {
@@ -166,9 +169,16 @@ def spark_session_for(
             conf = with_java_options(conf, startup_java_options(archive))
             # spark-submit's scripts otherwise start a Python interpreter to find it (pyspark's find-spark-home).
             os.environ.setdefault("SPARK_HOME", str(spark_home()))
+    # A secret (the Nessie client's) is set on the session once it runs, never in the builder: pyspark hands the
+    # builder's settings to spark-submit as `--conf` arguments, which the driver JVM's command line keeps for anyone
+    # who lists the processes. The catalog reads it from the session's settings at its first use.
+    hidden = {key: value for key, value in conf.items() if SECRET_SETTING.search(key)}
     for key, value in conf.items():
-        builder = builder.config(key, value)
+        if key not in hidden:
+            builder = builder.config(key, value)
     session = builder.getOrCreate()
+    for key, value in hidden.items():
+        session.conf.set(key, value)
     session.sparkContext.setLogLevel("ERROR")
     log.info("Spark started", extra={"spark_startup": startup_times(session, began, archive)})
     return session
