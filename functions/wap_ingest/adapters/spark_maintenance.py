@@ -21,7 +21,7 @@ from wap_ingest.core.ports import TableMaintainer
 
 from .spark_errors import EngineStep, engine_failure
 from .spark_session import CATALOG, SparkEngine
-from .spark_tables import IcebergTables, table_identifier
+from .spark_tables import IcebergTables, snapshot_count, table_identifier
 
 log = logging.getLogger(__name__)
 NESSIE_SAFE = {"gc.enabled": "false", "write.metadata.delete-after-commit.enabled": "false"}
@@ -54,10 +54,6 @@ def trim_snapshots(jvm: Any, iceberg: Any, keep: int) -> int:
         ids.add(jvm.java.lang.Long.valueOf(snapshot_id))
     ops.commit(base, jvm.org.apache.iceberg.TableMetadata.buildFrom(base).removeSnapshots(ids).build())
     return len(dropped)
-
-
-def snapshot_count(jvm: Any, iceberg: Any) -> int:
-    return int(jvm.org.apache.iceberg.relocated.com.google.common.collect.Iterables.size(iceberg.snapshots()))
 
 
 class SparkTableMaintainer(TableMaintainer):

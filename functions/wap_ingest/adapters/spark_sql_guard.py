@@ -25,6 +25,7 @@ from typing import Any
 from wap_ingest.core.audits import NEW_ROWS_VIEW, AuditSuites, CustomSql
 from wap_ingest.core.errors import AuditSuiteError
 
+from .py4j_lookup import per_jvm, static
 from .spark_sql_allowed import (
     ANALYSED_EXPRESSIONS,
     ANALYSED_PLANS,
@@ -38,24 +39,6 @@ from .spark_sql_allowed import (
 )
 
 CATALYST = "org.apache.spark.sql.catalyst."
-
-
-class _Jvm:
-    """What the guard looks up once per JVM (a restarted engine is a new one): the allowed functions' classes and
-    the Java classes nodes are tested against."""
-
-    current: _Jvm | None = None
-
-    def __init__(self, jvm: Any) -> None:
-        self.jvm = jvm
-        self.functions: dict[str, str | None] = {}  # an allowed function's name -> its class in Spark's registry
-        self.classes: dict[str, Any] = {}
-
-    @classmethod
-    def of(cls, spark: Any) -> _Jvm:
-        if cls.current is None or cls.current.jvm is not spark._jvm:
-            cls.current = _Jvm(spark._jvm)
-        return cls.current
 
 
 def refusal(spark: Any, query: str) -> str | None:
@@ -203,12 +186,13 @@ def _expressions(spark: Any, roots: Any) -> Iterator[Any]:
 def _function_classes(spark: Any, names: Iterable[str]) -> frozenset[str]:
     """The classes of these allowed functions in Spark's built-in registry (never the session's, where a temporary
     function can take a built-in's name), relative to CATALYST."""
-    known = _Jvm.of(spark).functions
-    catalyst = spark._jvm.org.apache.spark.sql.catalyst
+    jvm = spark._jvm
+    known: dict[str, str | None] = per_jvm(jvm).setdefault("custom_sql.function_classes", {})
+    registry = f"{CATALYST}analysis.FunctionRegistry"
     for name in set(names) - known.keys():
-        registry = catalyst.analysis.FunctionRegistry
-        info = registry.builtin().lookupFunction(catalyst.FunctionIdentifier.apply(name))
-        info = info if info.isDefined() else registry.builtinOperators().get(name)
+        identifier = static(jvm, f"{CATALYST}FunctionIdentifier", "apply")(name)
+        info = static(jvm, registry, "builtin")().lookupFunction(identifier)
+        info = info if info.isDefined() else static(jvm, registry, "builtinOperators")().get(name)
         found = info.get().getClassName() if info.isDefined() else None  # an operator's info may name no class
         known[name] = str(found).removeprefix(CATALYST) if found else None
     return frozenset(c for c in (known[n] for n in names) if c is not None)
@@ -237,10 +221,10 @@ def _name(node: Any) -> str:
 
 
 def _is(spark: Any, kind: str, node: Any) -> bool:
-    classes = _Jvm.of(spark).classes
-    if kind not in classes:
-        classes[kind] = spark._jvm.java.lang.Class.forName(CATALYST + kind)
-    return bool(classes[kind].isInstance(node))
+    known, key = per_jvm(spark._jvm), f"custom_sql.class:{kind}"
+    if key not in known:
+        known[key] = static(spark._jvm, "java.lang.Class", "forName")(CATALYST + kind)
+    return bool(known[key].isInstance(node))
 
 
 def _seq(scala_seq: Any) -> list[Any]:

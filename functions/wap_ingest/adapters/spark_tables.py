@@ -234,8 +234,7 @@ class IcebergTables:
                 return None
             parent = snapshot.parentId()
             records = snapshot.summary().get("added-records")
-            count = static(self.spark.sparkContext._jvm, "org.apache.iceberg.relocated.com.google.common.collect."
-                           "Iterables", "size")(iceberg.snapshots())
+            count = snapshot_count(self.spark.sparkContext._jvm, iceberg)
             return AppendResult(rows=int(records or 0), snapshot_id=int(snapshot.snapshotId()),
                                 parent_snapshot_id=None if parent is None else int(parent), table_created=created,
                                 columns=columns, added_columns=added, snapshots=int(count))
@@ -288,3 +287,9 @@ def drift(source_uri: str, table: TableRef, frame: Any, difference: tuple[str, .
         f"{source_uri}: its columns do not fit table {table} ({why}). Difference (file vs table): {shown}. "
         f"File schema: {frame.schema.simpleString()}. Fix: {fix}.", difference,
     )
+
+
+def snapshot_count(jvm: Any, iceberg: Any) -> int:
+    """How many snapshots the (Java) table's current metadata lists."""
+    return int(static(jvm, "org.apache.iceberg.relocated.com.google.common.collect.Iterables", "size")(
+        iceberg.snapshots()))
