@@ -338,3 +338,19 @@ def test_an_emr_run_that_failed_is_resubmitted_or_alerted_when_it_cannot_be(worl
     assert len(world.notifier.alerts) == 1
     event["detail"]["state"] = "SUCCESS"
     assert world.invoke(event)["resubmitted"] is None and len(jobs.ended) == 3  # a success is left alone
+
+
+@pytest.mark.parametrize("shape", ["s3", "eventbridge", "sqs"])
+def test_every_entry_point_asks_the_engine_to_start_once_and_not_for_a_refused_key(world: World, shape: str) -> None:
+    """The engine's start overlaps the catalog steps before the first write, whichever way the event came; an
+    object refused while routed (a key naming no table) starts nothing."""
+    world.objects.put("source", "customer_data_log/my file ü.parquet", ROWS, **S3_PUT)
+    world.objects.put("source", "customer_data_log/café menu.parquet", ROWS, etag=EVENTBRIDGE_ETAG)
+    world.objects.put("source", "customer_data_log/a.parquet", ROWS)
+    event = {"s3": fixture("s3_put.json"), "eventbridge": fixture("eventbridge_object_created.json"),
+             "sqs": sqs_event(s3_body("customer_data_log/a.parquet"))}[shape]
+    assert [o["status"] for o in world.invoke(event)["objects"]] == ["published"]
+    assert world.writer.starts == 1
+    world.objects.put("source", "orphan.parquet", ROWS)
+    world.invoke(sqs_event(s3_body("orphan.parquet")))
+    assert world.writer.starts == 1
