@@ -71,10 +71,16 @@ def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
             spark = record.get("spark_startup")
         elif "spark_ready_at" in record and ready_at is None:
             ready_at = float(record["spark_ready_at"])
-    if built_at is None or spark is None or ready_at is None:
-        raise RuntimeError("the log lacks a timing line (service built, Spark started or session started)")
+    if built_at is None:
+        raise RuntimeError("the log lacks the service's timing line (service built)")
+    handler_at = built_at - built_s
+    if spark is None or ready_at is None or ready_at > on_main:  # no engine before main (a file registered by
+        phases = {"interpreter_imports": handler_at - started, "service_wiring": built_s,  # PyIceberg)
+                  "jvm_start": 0.0, "spark_session": 0.0, "first_spark_job": 0.0, "pipeline": on_main - built_at}
+        return {"total_s": round(on_main - started, 3), "phases": {k: round(v, 3) for k, v in phases.items()},
+                "jvm_detail": None, "engine_before_main": False, "spark_jobs_before_main": 0}
     ended = [end for end in job_ends if end <= on_main]
-    handler_at, first_job = built_at - built_s, min(ended) if ended else ready_at  # no job: a registered file
+    first_job = min(ended) if ended else ready_at  # no job: a registered file
     phases = {
         "interpreter_imports": handler_at - started,
         "service_wiring": built_s,
@@ -86,5 +92,5 @@ def phases_from(log: str, started: float, on_main: float) -> dict[str, Any]:
     return {"total_s": round(on_main - started, 3), "phases": {k: round(v, 3) for k, v in phases.items()},
             "jvm_detail": {"spark_submit_launcher": round(spark["jvm_started_at"] - spark["began_at"], 3),
                            "driver_jvm_to_context": round(spark["context_started_at"] - spark["jvm_started_at"], 3)},
-            "class_data_archive": spark.get("class_data_archive"),
+            "class_data_archive": spark.get("class_data_archive"), "engine_before_main": True,
             "spark_jobs_before_main": len(ended)}

@@ -77,7 +77,7 @@ class Steps:
 
 
 def instrument(bench: Bench, steps: Steps) -> None:
-    from wap_ingest.adapters import spark_register, spark_tables, spark_writer
+    from wap_ingest.adapters import lake_tables, spark_register, spark_tables, spark_writer
 
     service = bench.service
     for attribute, step in (("head", "s3: head"), ("download", "s3: download"),
@@ -101,7 +101,8 @@ def instrument(bench: Bench, steps: Steps) -> None:
     steps.wrap(spark_tables.IcebergTables, "write", "spark: write job + Iceberg commit")
     steps.wrap(spark_tables.IcebergTables, "last_append", "iceberg: the new snapshot")
     steps.wrap(spark_writer, "added_file_metrics", "iceberg: new files' metrics")
-    steps.wrap(spark_writer, "data_file_metrics", "iceberg: new files' metrics")  # a registered file's, in hand
+    steps.wrap(spark_writer, "metrics_of", "pyiceberg: the registered file's metrics")  # in hand, not read back
+    steps.wrap(spark_writer, "measure_without_rows", "audit: answered from the metrics (no engine)")
     steps.wrap(spark_writer, "measure_frame", "audit: measure (scan if needed)")
     steps.wrap(spark_writer, "register", "iceberg: register (footer judged, table, metrics, append commit)")
     steps.wrap(spark_register, "_spark_schema", "spark: the new table's schema from the footer")
@@ -109,8 +110,9 @@ def instrument(bench: Bench, steps: Steps) -> None:
     steps.wrap(spark_writer, "check_parquet", "pyarrow: every page decoded (worker)")
     steps.wrap(spark_register, "footer_from", "pyarrow: footer parsed (worker)")
     steps.wrap(spark_register, "fit", "register: the footer's fit to the table")
-    steps.wrap(spark_tables.IcebergTables, "find", "iceberg: table load (register)")
-    steps.wrap(spark_register, "_append", "iceberg: data file, metrics, append commit")
+    steps.wrap(lake_tables.BranchTables, "load", "pyiceberg: table load (nessie content, metadata file)")
+    steps.wrap(spark_register, "_append", "pyiceberg: data file, metrics, manifests")
+    steps.wrap(lake_tables._BranchCommitter, "commit_table", "pyiceberg: commit (metadata file, nessie commit)")
     if service.events is not None:
         steps.wrap(service.events, "publish", "downstream event")
 

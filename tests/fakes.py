@@ -136,10 +136,12 @@ class FakeWriter(TableWriter):
         # as SparkIcebergWriter's `stage`: (the version, "stop now?") -> a local copy, removed once read (None: none)
         self.stage_with: Callable[[SourceObject, Callable[[], bool]], Path] | None = None
         self.starts = 0  # how often the core asked the engine to start (in the background)
+        self.started_for: list[list[tuple[WriteSpec, FileFormat]]] = []  # the files of each ask
         self._ids = itertools.count(1000)
 
-    def start(self) -> None:
+    def start(self, files: Sequence[tuple[WriteSpec, FileFormat]], *, together: bool = False) -> None:
         self.starts += 1
+        self.started_for.append(list(files))
 
     def append(self, spec: WriteSpec, source: SourceObject, fmt: FileFormat) -> Appended:
         """Reads the rows the fake store holds (any format and options: parsing is the real engine's part); a

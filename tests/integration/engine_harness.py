@@ -1,5 +1,7 @@
 """A warm process whose Spark JVM dies in the middle of a file: that file fails as infrastructure (to be retried),
-and the next file in the same process gets a fresh engine and is published.
+and the next file in the same process gets a fresh engine and is published. The JVM is killed as the file's rows
+are read (a rewrite), or as a registration first asks for the engine (a new table made from the file's schema; a
+registration into an existing table whose audit its metrics answer asks for no engine at all).
 
     python -m tests.integration.engine_harness BUCKET KEY_BEFORE KEY_DURING KEY_AFTER
 
@@ -23,7 +25,7 @@ from wap_ingest.core.models import IngestOutcome, SourceObject
 
 def main(bucket: str, before: str, during: str, after: str) -> int:
     service = build_service(Settings.from_env())
-    read, register = spark_writer.read_source, spark_writer.register
+    read, asked = spark_writer.read_source, spark_writer._OnDemand.tables
 
     def kill(spark: Any) -> None:
         gateway = spark.sparkContext._gateway
@@ -34,13 +36,14 @@ def main(bucket: str, before: str, during: str, after: str) -> int:
         kill(spark)
         return read(spark, *args, **kwargs)
 
-    def killing_register(tables: Any, *args: Any, **kwargs: Any) -> Any:
-        kill(tables.spark)
-        return register(tables, *args, **kwargs)
+    def killing_ask(self: Any) -> Any:
+        tables = asked(self)
+        kill(tables.spark)  # the engine dies as the registration starts using it
+        return tables
 
     for key in (before, during, after):
         spark_writer.read_source = killing_read if key == during else read  # type: ignore[assignment]
-        spark_writer.register = killing_register if key == during else register  # type: ignore[assignment]
+        spark_writer._OnDemand.tables = killing_ask if key == during else asked  # type: ignore[method-assign]
         (result,) = service.ingest_all([Item(SourceObject(bucket, key))])
         line = {"key": key, "restarts": service.engine.restarts if service.engine else None}
         if isinstance(result, IngestOutcome):

@@ -19,8 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_dead_jvm_fails_its_file_and_the_next_file_gets_a_fresh_engine(lake: Lake, table_name: str) -> None:
-    keys = [lake.put(f"{table_name}/{name}.parquet", parquet_bytes(n)).key
-            for name, n in (("before", 3), ("during", 5), ("after", 7))]
+    """`before` makes the table (the engine starts); `during` goes to a new table, which its registration asks the
+    engine to make: the JVM dies there; `after` makes that table with a fresh engine."""
+    first, second = f"{table_name}_a", f"{table_name}_b"
+    keys = [lake.put(f"{table}/{name}.parquet", parquet_bytes(n)).key
+            for table, name, n in ((first, "before", 3), (second, "during", 5), (second, "after", 7))]
     run = subprocess.run([sys.executable, "-m", "tests.integration.engine_harness", lake.inbox_bucket, *keys],
                          cwd=ROOT, env=os.environ.copy(), capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -28,8 +31,9 @@ def test_a_dead_jvm_fails_its_file_and_the_next_file_gets_a_fresh_engine(lake: L
     assert before["status"] == "published" and before["restarts"] == 0
     assert during["status"] == "failed" and during["error"] == "EngineLostError", during
     assert after["status"] == "published" and after["restarts"] == 1, after
-    assert lake.count(f"wap.{table_name}") == 3 + 7  # the failed file left nothing; its redelivery adds it
+    assert "registered (" in before["message"] and "registered (" in after["message"], (before, after)
+    assert (lake.count(f"wap.{first}"), lake.count(f"wap.{second}")) == (3, 7)  # the failed file left nothing
     assert [b for b in lake.wap_branches() if table_name in b] == []
     redelivered = lake.service.ingest(lake.service.objects.head(lake.inbox_bucket, keys[1]))
     assert redelivered.status is OutcomeStatus.PUBLISHED
-    assert lake.count(f"wap.{table_name}") == 3 + 5 + 7
+    assert lake.count(f"wap.{second}") == 5 + 7

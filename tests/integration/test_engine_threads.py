@@ -25,7 +25,7 @@ COLD_PROCESS = textwrap.dedent('''
     from wap_ingest.core.models import TableRef
 
     service = build_service(Settings.from_env())
-    service.ports.writer.start()  # as the pipeline does before its first branch: a thread of its own starts Spark
+    service.ports.writer.start([], together=True)  # as for files read together: a thread of its own starts Spark
     with IcebergTables(service.ports.writer.spark) as tables:  # this thread's first catalog call
         found = tables.find(TableRef("wap", sys.argv[1]), "main")
         print(found.currentSnapshot().summary().get("total-records"))

@@ -13,6 +13,8 @@ import pytest
 
 from wap_ingest.adapters.spark_session import SparkEngine
 from wap_ingest.core.errors import AuditSuiteError
+from wap_ingest.core.layout import Layout, SortField
+from wap_ingest.core.models import FileFormat, QuarantinePlan, TableRef
 
 
 def live_session() -> Any:
@@ -83,3 +85,34 @@ def test_a_refused_suite_is_refused_by_every_use_not_only_the_first() -> None:
         with pytest.raises(AuditSuiteError, match="is refused"):
             engine.session()
     assert starts.calls == 1 and len(checks) == 1
+
+
+class Holder:
+    """An engine that records the background starts asked of it."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def start_in_background(self) -> None:
+        self.asked += 1
+
+
+@pytest.mark.parametrize(("fmt", "settings", "together", "starts"), [
+    (FileFormat.PARQUET, {}, False, 0),  # it may be registered: no engine unless it turns out to need one
+    (FileFormat.PARQUET, {}, True, 1),  # files read together are rewritten
+    (FileFormat.CSV, {}, False, 1),
+    (FileFormat.PARQUET, {"write": "rewrite"}, False, 1),
+    (FileFormat.PARQUET, {"quarantine": QuarantinePlan(TableRef("wap", "t_quarantine"), 0.05)}, False, 1),
+    (FileFormat.PARQUET, {"layout": Layout(sort=(SortField("a"),))}, False, 1),
+], ids=["parquet", "together", "csv", "write-rewrite", "quarantine", "sorted"])
+def test_the_writer_starts_the_engine_early_only_for_files_that_surely_need_it(
+        fmt: FileFormat, settings: dict[str, Any], together: bool, starts: int) -> None:
+    from wap_ingest.adapters.spark_writer import SparkIcebergWriter
+    from wap_ingest.core.models import MeasurementPlan
+    from wap_ingest.core.ports import WriteSpec
+
+    holder = Holder()
+    writer = SparkIcebergWriter(holder, lambda source, stop: "", lake=object(),  # type: ignore[arg-type]
+                                branches=object())  # type: ignore[arg-type]
+    writer.start([(WriteSpec(TableRef("wap", "t"), "", MeasurementPlan(), **settings), fmt)], together=together)
+    assert holder.asked == starts

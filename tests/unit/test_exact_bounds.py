@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 from pyspark.sql import types as T
 
-from wap_ingest.adapters.spark_audit import _edge, _exact_type, rule_bound, within
+from wap_ingest.adapters.audit_metadata import rule_bound, within
+from wap_ingest.adapters.spark_audit import _edge, _exact_type
 from wap_ingest.core.models import RowRule
 
 OVER = Decimal("1.000000000000000001")

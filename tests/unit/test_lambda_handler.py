@@ -16,7 +16,7 @@ from wap_ingest.core.audits import suites_from
 from wap_ingest.core.errors import CatalogUnavailableError, ObjectStoreUnavailableError
 from wap_ingest.core.ingest import LargeFiles
 from wap_ingest.core.job_failures import JobRunsExhaustedError
-from wap_ingest.core.models import JobRun, SourceObject, TableRef
+from wap_ingest.core.models import FileFormat, JobRun, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports
 from wap_ingest.core.ports import LargeFileJobs, Notifier, TableMaintainer
 from wap_ingest.entrypoints import lambda_handler
@@ -351,6 +351,8 @@ def test_every_entry_point_asks_the_engine_to_start_once_and_not_for_a_refused_k
              "sqs": sqs_event(s3_body("customer_data_log/a.parquet"))}[shape]
     assert [o["status"] for o in world.invoke(event)["objects"]] == ["published"]
     assert world.writer.starts == 1
+    (spec, fmt), = world.writer.started_for[0]  # the file, with how its table is written, before its branch exists
+    assert (spec.table.name, spec.branch, fmt) == ("customer_data_log", "", FileFormat.PARQUET)
     world.objects.put("source", "orphan.parquet", ROWS)
     world.invoke(sqs_event(s3_body("orphan.parquet")))
     assert world.writer.starts == 1

@@ -6,7 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from wap_ingest.adapters.spark_audit import MICROS_PER_DAY, _number
+from wap_ingest.adapters.audit_metadata import MICROS_PER_DAY
+from wap_ingest.adapters.spark_audit import _number
 
 
 @pytest.mark.parametrize(

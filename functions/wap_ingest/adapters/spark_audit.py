@@ -20,7 +20,6 @@ import json
 import math
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 from functools import reduce
 from typing import Any
@@ -28,28 +27,14 @@ from typing import Any
 from wap_ingest.core.audits import NEW_ROWS_VIEW
 from wap_ingest.core.models import MeasurementPlan, Measurements, RowRule, Sample, sample_key
 
+from .audit_metadata import MICROS_PER_DAY, Bound, FileMetrics, answered, rule_bound
 from .py4j_lookup import static
 from .spark_sql_guard import require_read_only
 
 MAX_VALUE_CHARS = 80
 _NUMERIC = {"INTEGER", "LONG", "FLOAT", "DOUBLE", "DECIMAL"}
 _TEMPORAL = {"DATE", "TIMESTAMP", "TIMESTAMP_NANO"}
-MICROS_PER_DAY = 86_400_000_000
-Bound = float | int | Decimal
 _EXACT = Context(prec=100)  # room for any decimal(38, s) value and any bound a float can write, without rounding
-
-
-@dataclass(frozen=True)
-class FileMetrics:
-    """Column metrics of the data files one snapshot added, from its manifests (no data file is read).
-    A column is listed only if every new file reported the metric for it."""
-
-    files: int = 0
-    bytes: int = 0
-    rows: int = 0
-    null_counts: dict[str, int] = field(default_factory=dict)
-    lower: dict[str, Bound] = field(default_factory=dict)  # numbers (decimals exact); dates, timestamps in micros
-    upper: dict[str, Bound] = field(default_factory=dict)
 
 
 def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
@@ -151,31 +136,6 @@ def _number(value: Any, type_id: str) -> Bound:
     return int(value) if type_id in ("INTEGER", "LONG") else float(value)
 
 
-def rule_bound(value: int | float) -> Decimal | None:
-    """A range rule's bound as the number the audits file wrote: YAML's `0.1` is the float nearest 0.1, whose
-    shortest representation is what was written. None for an infinite or NaN bound."""
-    if isinstance(value, int):
-        return Decimal(value)
-    return Decimal(repr(value)) if math.isfinite(value) else None
-
-
-def within(low: Bound, high: Bound, rule: RowRule) -> bool:
-    """Whether every value between the new files' bounds `low` and `high` meets `rule` (a range), compared exactly
-    (decimals as decimals, against the bound as written): True only when that is certain."""
-    for value, bound, is_minimum in ((low, rule.low, True), (high, rule.high, False)):
-        if bound is None:
-            continue
-        if isinstance(bound, float) and math.isnan(bound):
-            return False  # the rows decide what a NaN bound means
-        limit: Bound = bound
-        if isinstance(value, Decimal):
-            written = rule_bound(bound)
-            limit = Decimal(bound) if written is None else written  # Decimal(inf) is Infinity
-        if value < limit if is_minimum else value > limit:
-            return False
-    return True
-
-
 def _violation(frame: Any, rule: RowRule, column: str) -> Any:
     """The rows breaking the rule (nulls are not_null's business). Values are literals, never SQL text."""
     from pyspark.sql import functions as F
@@ -259,46 +219,9 @@ def measure_frame(
     types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
     names = {c.lower(): c for c in columns}
     metrics = metrics or FileMetrics()
-    from_metadata: list[str] = []
-    if row_count is not None:
-        from_metadata.append("row_count")
-
-    nulls: dict[str, int] = {}
-    null_columns = []
-    for wanted in plan.null_count_columns:
-        name = names.get(wanted.lower())
-        if name is None:
-            continue
-        if name in metrics.null_counts:
-            nulls[name] = metrics.null_counts[name]
-            from_metadata.append(f"not_null:{name}")
-        else:
-            null_columns.append(name)
-
-    violations: dict[str, int] = {}
-    rules: list[tuple[RowRule, str]] = []
-    for rule in plan.rules:
-        name = names.get(rule.column.lower())
-        if name is None:
-            continue
-        if rule.kind == "range" and name in metrics.lower and name in metrics.upper and \
-                within(metrics.lower[name], metrics.upper[name], rule):
-            violations[rule.key] = 0  # every new file's bounds lie inside the range
-            from_metadata.append(rule.key)
-        else:
-            rules.append((rule, name))
-
-    newest: dict[str, int | None] = {}
-    max_columns = []
-    for wanted in plan.max_columns:
-        name = names.get(wanted.lower())
-        if name is None:
-            continue
-        if name in metrics.upper and types.get(name, "").startswith(("timestamp", "date")):
-            newest[name] = int(metrics.upper[name])
-            from_metadata.append(f"freshness:{name}")
-        else:
-            max_columns.append(name)
+    found = answered(plan, names, types, metrics, row_count)
+    nulls, null_columns, violations, rules = found.nulls, found.null_columns, found.violations, found.rules
+    newest, max_columns, from_metadata = found.newest, found.max_columns, found.from_metadata
 
     key_sets = [k for k in dict.fromkeys(plan.unique_keys + plan.existing_keys)
                 if all(c.lower() in names for c in k)]

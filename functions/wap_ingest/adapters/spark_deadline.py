@@ -33,21 +33,24 @@ class Deadline:
 
 
 @contextlib.contextmanager
-def within(spark: Any, out_of_time: Callable[[], bool] | None, doing: str) -> Iterator[Deadline]:
+def within(spark: Any | None, out_of_time: Callable[[], bool] | None, doing: str) -> Iterator[Deadline]:
+    """`spark` None: a block that runs no Spark job (a registration without the engine): only staging is stopped."""
     deadline = Deadline()
     if out_of_time is None:
         yield deadline
         return
-    context, group = spark.sparkContext, f"wap-{uuid.uuid4().hex[:12]}"
-    context.setJobGroup(group, doing, interruptOnCancel=True)
+    context, group = None if spark is None else spark.sparkContext, f"wap-{uuid.uuid4().hex[:12]}"
+    if context is not None:
+        context.setJobGroup(group, doing, interruptOnCancel=True)
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.wait(POLL_SECONDS):
             if out_of_time():
                 deadline.fire()
-                with contextlib.suppress(Exception):  # a dead engine has no job to cancel
-                    context.cancelJobGroup(group)
+                if context is not None:
+                    with contextlib.suppress(Exception):  # a dead engine has no job to cancel
+                        context.cancelJobGroup(group)
                 return
 
     watcher = threading.Thread(target=watch, name="wap-deadline", daemon=True)
@@ -62,9 +65,10 @@ def within(spark: Any, out_of_time: Callable[[], bool] | None, doing: str) -> It
     finally:
         stop.set()
         watcher.join()
-        with contextlib.suppress(Exception):
-            context.setLocalProperty("spark.jobGroup.id", None)
-            context.setLocalProperty("spark.job.description", None)
-            context.setLocalProperty("spark.job.interruptOnCancel", None)
+        if context is not None:
+            with contextlib.suppress(Exception):
+                context.setLocalProperty("spark.jobGroup.id", None)
+                context.setLocalProperty("spark.job.description", None)
+                context.setLocalProperty("spark.job.interruptOnCancel", None)
     if deadline.passed():  # it fired as the block ended: the block's result is not trusted to have been complete
         raise OutOfTimeError(f"{doing}: the invocation ran out of time as it ended; the file goes back to the queue.")

@@ -18,9 +18,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,3 +321,18 @@ def _error_for(kind: Kind | None, chain: list[Cause], doing: str, source_uri: st
     into = f" into {table}" if table else ""
     bad = SourceNotFoundError if kind is Kind.MISSING else UnreadableSourceError
     return bad(f"{what}: cannot be ingested{into}: {kind.value} ({detail}). Fix: {_FIXES[kind]}.")
+
+
+@contextlib.contextmanager
+def engine_lost_is_infrastructure(spark: Any, doing: str) -> Iterator[None]:
+    """Whatever a failure looked like (a Py4J error, an unreadable file), if the engine is dead afterwards the file
+    was not the problem: it is an infrastructure failure, retried, and the next use starts a fresh engine. `spark`:
+    the session, or a function giving it (None: no engine was used, so none was lost)."""
+    try:
+        yield
+    except Exception as exc:
+        session = spark() if callable(spark) else spark
+        if session is not None and not gateway_alive(session):
+            raise EngineLostError(f"{doing}: the Spark engine died ({first_line(exc)}); the file will be retried "
+                                  f"and this process starts a fresh engine.") from exc
+        raise

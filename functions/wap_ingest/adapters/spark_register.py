@@ -3,11 +3,13 @@
 The file's footer is read from the source object (one ranged GET of exactly the announced version) and judged by
 parquet_fit against the table's schema as the branch has it (a new table: the schema the rewrite path would create
 from Spark's reading of the same footer). When it fits, the object is copied server-side into the table's data
-location (never downloaded), and appended on the branch through Iceberg's Java API in the Spark driver, in one
-commit: `AppendFiles.appendFile(DataFile)` whose metrics come from the footer (`ParquetUtil.footerMetrics` with the
-table's metrics config and name mapping), stamped with the run's snapshot properties, and, when the table has none
-yet, the table's name mapping (`schema.name-mapping.default`, MappingUtil.create), so readers find the columns of
-files written without Iceberg field ids by name. No Spark job runs.
+location (never downloaded), and appended on the branch in one commit made from Python (PyIceberg, committed to
+Nessie by lake_tables.BranchTables, the table's history kept): a DataFile whose metrics come from the footer
+(PyIceberg's `data_file_statistics_from_parquet_metadata` with the table's metrics config, columns matched by name),
+stamped with the run's snapshot properties, and, when the table has none yet, the table's name mapping
+(`schema.name-mapping.default`), so readers find the columns of files written without Iceberg field ids by name.
+No Spark job runs, and no JVM unless the table is to be made (from Spark's reading of the footer, as a rewrite
+would make it) or its layout applied: those go through the engine (spark_tables), before the commit.
 
 A partitioned table takes a file whose rows all fall in one partition: each partition field's value is derived from
 the file's metrics (its null count and bounds, through the field's transform: identity of an integer, string, date or
@@ -26,14 +28,17 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from wap_ingest.core import lineage
+from wap_ingest.core.errors import CatalogError, WapError
 from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import SourceObject, TableRef
 from wap_ingest.core.write_paths import REGISTERED, WritePath
 
+from .lake_tables import BranchTables
 from .parquet_fit import (
+    PARQUET_MAGIC,
     TAIL_BYTES,
     Footer,
     FooterError,
@@ -74,12 +79,8 @@ class Registration:
     columns: tuple[str, ...]  # the file's top-level columns
     location: str  # the data file's URI in the table's location
     reason: str  # why it could be registered (for the log, the snapshot and the merge)
-    data_file: Any = None  # the (Java) DataFile appended: its metrics, without reading the manifest back
-
-
-def schema_json(jvm: Any, schema: Any) -> Any:
-    """An Iceberg (Java) schema as its JSON document (SchemaParser), parsed."""
-    return json.loads(str(static(jvm, "org.apache.iceberg.SchemaParser", "toJson")(schema)))
+    data_file: Any = None  # the (PyIceberg) DataFile appended: its metrics, without reading the manifest back
+    table: Any = None  # the (PyIceberg) table as the commit left it: the new snapshot is its current one
 
 
 def read_footer(store: LakeCopies, source: SourceObject) -> tuple[Footer, int]:
@@ -92,13 +93,15 @@ def read_footer(store: LakeCopies, source: SourceObject) -> tuple[Footer, int]:
     return footer_from(tail, size), size
 
 
-def register(tables: IcebergTables, store: LakeCopies, source: SourceObject, table: TableRef, branch: str,
-             properties: Mapping[str, str], layout: Layout | None,
+def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: LakeCopies, source: SourceObject,
+             table: TableRef, branch: str, properties: Mapping[str, str], layout: Layout | None,
              ready: Callable[[], None] = lambda: None) -> Registration | str:
     """Register `source` into `table` on `branch` in one snapshot carrying `properties`, or return why it is to be
     rewritten instead. Raises a WapError (SourceNotFoundError for a source gone since its head). `ready` is called
     before anything is written (the table made or evolved, or the append committed: its exception stops the
-    registration and leaves nothing behind), so a check of the file can run meanwhile."""
+    registration and leaves nothing behind), so a check of the file can run meanwhile. `engine` is asked for only
+    when the table is to be made or its layout applied: an existing table without a layout takes the file with no
+    JVM (the commit is PyIceberg's, through `lake`)."""
     try:
         footer, size = read_footer(store, source)
     except FooterError as exc:
@@ -106,32 +109,40 @@ def register(tables: IcebergTables, store: LakeCopies, source: SourceObject, tab
     problem = footer.problem or first_problem(footer.columns) or ("it has no rows" if footer.rows == 0 else "")
     if problem:
         return problem
-    jvm, doing = tables.spark.sparkContext._jvm, f"registering {source.uri} into {table} on {branch!r}"
+    doing = f"registering {source.uri} into {table} on {branch!r}"
     try:
-        current = tables.find(table, branch)
-        if current is not None and not current.sortOrder().isUnsorted():
+        current = lake.load(table, branch)
+        if current is not None and not current.sort_order().is_unsorted:
             return "the table has a sort order (its rows are written sorted)"
         if current is None:
-            version = int(FORMAT_VERSION)
-            spark_schema = nanosecond_problem(footer.columns, version) or _spark_schema(tables.spark, footer.raw)
+            tables = engine()
+            jvm = tables.spark.sparkContext._jvm
+            spark_schema = nanosecond_problem(footer.columns, int(FORMAT_VERSION)) or _spark_schema(tables.spark,
+                                                                                                   footer.raw)
             if isinstance(spark_schema, str):
                 return spark_schema
-            schema = static(jvm, "org.apache.iceberg.spark.SparkSchemaUtil", "convert")(spark_schema)
+            schema = static(jvm, "org.apache.iceberg.SchemaParser", "toJson")(
+                static(jvm, "org.apache.iceberg.spark.SparkSchemaUtil", "convert")(spark_schema))
+            reason = fit(footer.columns, json.loads(str(schema)), int(FORMAT_VERSION))
         else:
-            version = int(static(jvm, "org.apache.iceberg.TableUtil", "formatVersion")(current))
-            schema = current.schema()
-        reason = fit(footer.columns, schema_json(jvm, schema), version)
+            reason = fit(footer.columns, json.loads(current.schema().model_dump_json()), current.format_version)
         if reason:
             return reason
         created = current is None
         if created or layout:
             ready()
-        if created:
-            _create(tables, table, branch, spark_schema)
-        if layout:  # as the rewrite path does: a new table gets it before its first rows, an existing one evolves
-            tables.apply_layout(table, branch, layout, source.uri)
-        return _append(tables, store, source, table, branch, tables.iceberg_table(table, branch), footer, size,
-                       properties, created, ready)
+            tables = engine()
+            if created:
+                _create(tables, table, branch, spark_schema)
+            if layout:  # as the rewrite path does: a new table gets it before its first rows, an existing one evolves
+                tables.apply_layout(table, branch, layout, source.uri)
+            tables.forget()  # the engine's view of the table is not kept: the commit below is made without it
+            current = lake.load(table, branch)
+            if current is None:
+                raise CatalogError(f"{doing}: the table made on the branch is not there")
+        return _append(lake, store, source, table, current, footer, size, properties, created, ready)
+    except WapError:
+        raise
     except Exception as exc:
         raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, source_uri=source.uri,
                              table=table.qualified) from exc
@@ -188,99 +199,141 @@ def _create(tables: IcebergTables, table: TableRef, branch: str, spark_schema: A
     tables.create(table, branch, spark_schema, transforms, {"format-version": FORMAT_VERSION})
 
 
-def _append(tables: IcebergTables, store: LakeCopies, source: SourceObject, table: TableRef, branch: str,
-            iceberg: Any, footer: Footer, size: int, properties: Mapping[str, str], created: bool,
+def _append(lake: BranchTables, store: LakeCopies, source: SourceObject, table: TableRef, iceberg: Any,
+            footer: Footer, size: int, properties: Mapping[str, str], created: bool,
             ready: Callable[[], None]) -> Registration | str:
-    jvm = tables.spark.sparkContext._jvm
-    mapping_json = iceberg.properties().get(NAME_MAPPING)
+    """The file copied into the table's location and appended as a data file with its footer's metrics (PyIceberg's
+    reading of the footer the isolation worker already parsed), in one commit on the branch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata, parquet_path_to_id_mapping
+    from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+    from pyiceberg.table.locations import load_location_provider
+    from pyiceberg.table.name_mapping import create_mapping_from_schema
+    from pyiceberg.typedef import Record
+
+    schema, spec = iceberg.schema(), iceberg.spec()
+    mapping_json = iceberg.properties.get(NAME_MAPPING)
     if mapping_json is not None:  # kept current by Iceberg's schema updates; one set by hand may lag behind
-        gap = mapping_gap(json.loads(str(mapping_json)), schema_json(jvm, iceberg.schema()))
+        gap = mapping_gap(json.loads(str(mapping_json)), json.loads(schema.model_dump_json()))
         if gap:
             return gap
-    if mapping_json is None:
-        mapping = static(jvm, "org.apache.iceberg.mapping.MappingUtil", "create")(iceberg.schema())
-    else:
-        mapping = static(jvm, "org.apache.iceberg.mapping.NameMappingParser", "fromJson")(mapping_json)
-    metadata = _footer_metadata("org.apache.iceberg.shaded.org.apache.parquet", jvm, footer.raw)
-    parquet = "org.apache.iceberg.parquet.ParquetUtil"
-    config = static(jvm, "org.apache.iceberg.MetricsConfig", "forTable")(iceberg)
-    metrics = static(jvm, parquet, "footerMetrics")(metadata, static(jvm, "java.util.stream.Stream", "empty")(), config,
-                                                     mapping)
-    spec = iceberg.spec()
-    offsets = static(jvm, parquet, "getSplitOffsets")(metadata)
-    builder = static(jvm, "org.apache.iceberg.DataFiles", "builder")(spec).withFormat("parquet") \
-        .withFileSizeInBytes(size).withMetrics(metrics).withSplitOffsets(offsets)
-    name = f"wap-{hashlib.sha256(source.identity.encode()).hexdigest()[:16]}-{uuid.uuid4().hex}.parquet"
-    locations = iceberg.locationProvider()
-    if spec.isPartitioned():
-        values = partition_values(jvm, iceberg, spec, metrics)
+    metadata = pq.ParquetFile(pa.BufferReader(PARQUET_MAGIC + footer.raw + len(footer.raw).to_bytes(4, "little")
+                                              + PARQUET_MAGIC)).metadata
+    try:
+        plan = _statistics_plan(schema, iceberg.properties, metadata)
+        stats = data_file_statistics_from_parquet_metadata(metadata, plan, parquet_path_to_id_mapping(schema))
+    except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        return f"its footer's statistics cannot be taken as the table's metrics ({exc})"
+    fields = stats.to_serialized_dict()
+    partition: Any = Record()
+    if spec.fields:
+        values = partition_values(schema, spec, footer.rows, fields["null_value_counts"], fields["lower_bounds"],
+                                  fields["upper_bounds"])
         if isinstance(values, str):
             return values
-        placed = builder.withPartitionValues(values).withPath(name).build()  # its partition, for the location
-        location = str(locations.newDataLocation(spec, placed.partition(), name))
-    else:
-        location = str(locations.newDataLocation(name))
-    data_file = builder.withPath(location).build()
+        partition = Record(*values)
+    name = f"wap-{hashlib.sha256(source.identity.encode()).hexdigest()[:16]}-{uuid.uuid4().hex}.parquet"
+    locations = load_location_provider(iceberg.location(), iceberg.properties)
+    location = locations.new_data_location(name, cast(Any, _Placed(spec.partition_to_path(partition, schema)))
+                                           if spec.fields else None)
+    data_file = DataFile.from_args(
+        content=DataFileContent.DATA, file_path=location, file_format=FileFormat.PARQUET, partition=partition,
+        file_size_in_bytes=size, sort_order_id=None, spec_id=spec.spec_id, equality_ids=None, key_metadata=None,
+        **fields)
     reason = "a new table made from the file's schema" if created else "the file's schema fits the table"
     store.copy_into(replace(source, size=size), location)  # its size as read: one CopyObject, or parts above 5 GiB
     try:
         ready()  # (once: a no-op when it was called before the table was made)
-        # The table's first registered file also sets its name mapping, in the same commit (a transaction); later
-        # ones append alone: a transaction refreshes the table once more before it commits (two more catalog
-        # calls, a quarter of the append's time measured on the local stack).
-        transaction = iceberg.newTransaction() if mapping_json is None else None
-        if transaction is not None:
-            transaction.updateProperties().set(NAME_MAPPING, static(
-                jvm, "org.apache.iceberg.mapping.NameMappingParser", "toJson")(mapping)).commit()
-        # A fast append: one new manifest, the others kept as they are (a merging append reads and weighs them
-        # first); `wap maintain` rewrites the manifests once they are too many.
-        append = (iceberg if transaction is None else transaction).newFastAppend().appendFile(data_file)
-        for key, value in (dict(properties) | lineage.write_properties([WritePath(REGISTERED, reason)])).items():
-            append = append.set(key, value)
-        append.commit()
-        if transaction is not None:
-            transaction.commitTransaction()
+        # A fast append: one new manifest, the others kept as they are; `wap maintain` rewrites the manifests once
+        # they are too many. The table's first registered file also sets its name mapping, in the same commit.
+        with iceberg.transaction() as transaction:
+            if mapping_json is None:
+                transaction.set_properties({NAME_MAPPING: create_mapping_from_schema(schema).model_dump_json()})
+            stamped = dict(properties) | lineage.write_properties([WritePath(REGISTERED, reason)])
+            with transaction.update_snapshot(snapshot_properties=stamped).fast_append() as append:
+                append.append_data_file(data_file)
     except BaseException:
         store.remove(location)  # nothing refers to it: the branch did not take the commit
         raise
-    return Registration(created, tuple(c.name for c in footer.columns), location, reason, data_file)
+    return Registration(created, tuple(c.name for c in footer.columns), location, reason, data_file, iceberg)
 
 
-def partition_values(jvm: Any, iceberg: Any, spec: Any, metrics: Any) -> list[str | None] | str:
-    """Each partition field's value for every row of the file, as Iceberg's partition strings, from the file's
-    metrics; or why they cannot be derived (the file spans partitions, a bound is missing, a bucket)."""
-    schema = schema_json(jvm, iceberg.schema())
-    types = {int(f["id"]): (str(f["name"]), f["type"]) for f in schema["fields"]}
-    fields = json.loads(str(static(jvm, "org.apache.iceberg.PartitionSpecParser", "toJson")(spec)))["fields"]
-    rows = int(metrics.recordCount())
-    values: list[str | None] = []
-    for field in fields:
-        name, kind = types.get(int(field["source-id"]), ("?", None))
-        transform = str(field["transform"])
+def _statistics_plan(schema: Any, properties: Mapping[str, str], metadata: Any) -> dict[int, Any]:
+    """The table's metrics config for the file's columns; a column whose Parquet type PyIceberg takes no bounds from
+    for its Iceberg type (a decimal(10, 2) pyarrow writes as FIXED_LEN_BYTE_ARRAY, where PyIceberg writes INT64) keeps
+    its counts and has no bounds: readers then read its values (Iceberg's Java reader took such bounds)."""
+    from pyiceberg.io.pyarrow import (
+        MetricModeTypes,
+        MetricsMode,
+        StatsAggregator,
+        compute_statistics_plan,
+        parquet_path_to_id_mapping,
+    )
+
+    plan = compute_statistics_plan(schema, dict(properties))
+    ids = parquet_path_to_id_mapping(schema)
+    for index in range(len(metadata.schema)):
+        column = metadata.schema.column(index)
+        collector = plan.get(ids.get(column.path, -1))
+        if collector is None or collector.mode.type not in (MetricModeTypes.TRUNCATE, MetricModeTypes.FULL):
+            continue
+        try:
+            StatsAggregator(collector.iceberg_type, column.physical_type)
+        except ValueError:
+            plan[collector.field_id] = replace(collector, mode=MetricsMode(MetricModeTypes.COUNTS))
+    return plan
+
+
+def partition_values(schema: Any, spec: Any, rows: int, nulls: Mapping[int, int], lower: Mapping[int, bytes],
+                     upper: Mapping[int, bytes]) -> list[Any] | str:
+    """Each partition field's value for every row of the file (PyIceberg's partition record values), from the
+    file's metrics; or why they cannot be derived (the file spans partitions, a bound is missing, a bucket)."""
+    values: list[Any] = []
+    for field in spec.fields:
+        source = schema.find_field(field.source_id)
+        name, kind, transform = source.name, str(source.field_type), str(field.transform)
         if transform == "void":
             values.append(None)
             continue
-        nulls = metrics.nullValueCounts().get(int(field["source-id"]))
-        if nulls is not None and int(nulls) == rows:
+        count = nulls.get(field.source_id)
+        if count is not None and int(count) == rows:
             values.append(None)
             continue
-        low, high = (_bound(jvm, bounds.get(int(field["source-id"])), kind)
-                     for bounds in (metrics.lowerBounds(), metrics.upperBounds()))
+        low, high = (_bound(bounds.get(field.source_id), kind) for bounds in (lower, upper))
         where = f"the table is partitioned by {transform}({name}) and"
-        if nulls is None or int(nulls) > 0 or low is None or high is None:
+        if count is None or int(count) > 0 or low is None or high is None:
             return f"{where} the file's metrics do not give one value of it (nulls, or no bounds)"
         value = derive(transform, kind, low, high)
         if value is None:
             return f"{where} the file's rows span several partitions (or the value cannot be derived)"
-        values.append(value)
+        values.append(_typed(value, str(field.transform.result_type(source.field_type))))
     return values
 
 
-def _bound(jvm: Any, buffer: Any, kind: Any) -> int | str | bool | None:
+class _Placed:
+    """The partition's path, where a location provider asks a partition key for it."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def to_path(self) -> str:
+        return self._path
+
+
+def _typed(value: str, result_type: str) -> Any:
+    """A partition string as the partition record holds it (a date as days since the epoch)."""
+    if result_type == "date":
+        return (date.fromisoformat(value) - _EPOCH).days
+    if result_type == "boolean":
+        return value == "true"
+    return value if result_type == "string" else int(value)
+
+
+def _bound(data: bytes | None, kind: Any) -> int | str | bool | None:
     """A bound in Iceberg's single-value serialization, decoded for the types a partition value is derived from."""
-    if buffer is None or not isinstance(kind, str):
+    if data is None or not isinstance(kind, str):
         return None
-    data = bytes(static(jvm, "org.apache.iceberg.util.ByteBuffers", "toByteArray")(buffer))
     if kind in ("int", "long", "date", "timestamp", "timestamptz"):
         return int.from_bytes(data, "little", signed=True)
     if kind == "string":

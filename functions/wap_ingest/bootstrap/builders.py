@@ -12,6 +12,7 @@ from wap_ingest.adapters.audits_file import load_suites
 from wap_ingest.adapters.decision_log import S3DecisionLog
 from wap_ingest.adapters.emr import EmrServerlessJobs
 from wap_ingest.adapters.lake_reader import IcebergRestReader
+from wap_ingest.adapters.lake_tables import BranchTables
 from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.nessie_credentials import nessie_client
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
@@ -77,6 +78,16 @@ def catalog_for(settings: Settings, tokens: TokenProvider | None = None) -> Ness
     tokens = tokens or nessie_tokens_for(settings)
     auth = BearerAuth(tokens) if tokens is not None else None
     return NessieBranches(settings.nessie_endpoint, timeout=settings.http_timeout, auth=auth)
+
+
+def branch_tables_for(settings: Settings, tokens: TokenProvider | None = None,
+                      remove: Callable[[str], None] | None = None) -> BranchTables:
+    """Tables on a branch loaded and committed from Python (the register path's commit), as the catalog client
+    authenticates, with the service's S3 (`remove`: its client's delete of an s3:// URI)."""
+    tokens = tokens or nessie_tokens_for(settings)
+    return BranchTables(settings.nessie_endpoint, timeout=settings.http_timeout,
+                        auth=BearerAuth(tokens) if tokens is not None else None,
+                        s3_endpoint=settings.aws_endpoint_url, region=settings.aws_region, remove=remove)
 
 
 def reports_for(settings: Settings, s3: Any | None = None) -> S3ReportStore:

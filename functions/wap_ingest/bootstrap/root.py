@@ -159,11 +159,14 @@ class Service:
     def writer(self) -> SparkIcebergWriter:
         start_worker()  # the Parquet footers' and pages' worker imports pyarrow while the engine starts
         objects, lake = self.objects, self.settings.lake_bucket
+        branches = builders.branch_tables_for(self.settings, self.tokens, objects.remove)
         if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake
             return SparkIcebergWriter(self.engine, lambda src, _stop: objects.copy_to(src, lake),
-                                      cleanup=objects.remove, lake=objects, decode_before_register=False)
+                                      cleanup=objects.remove, lake=objects, branches=branches,
+                                      decode_before_register=False)
         downloads = self.settings.work_dir / "downloads"  # a file to register too: its pages are decoded first
-        return SparkIcebergWriter(self.engine, lambda src, stop: objects.download(src, downloads, stop), lake=objects)
+        return SparkIcebergWriter(self.engine, lambda src, stop: objects.download(src, downloads, stop), lake=objects,
+                                  branches=branches)
 
     @cached_property
     def maintainer(self) -> SparkTableMaintainer:

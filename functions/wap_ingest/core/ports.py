@@ -163,8 +163,10 @@ class StagedFiles(ABC):
 class TableWriter(ABC):
     """The engine: appends files into an Iceberg table on a branch and measures the new rows of each file."""
 
-    def start(self) -> None:
-        """Files are coming: begin starting the engine, in the background, so that the catalog steps before the
+    def start(self, files: Sequence[tuple[WriteSpec, FileFormat]], *, together: bool = False) -> None:
+        """These files are coming to `append` (each with how its table is written; the specs' branch is not made
+        yet: empty), and, if `together`, some files to `stage`: begin starting the engine, in the background, if
+        they will need it, so that the catalog steps before the
         first write (the ledger lookup, the branch) overlap its start. Never raises and never waits; what the start
         raises is raised by the first call that needs the engine. Default: nothing to start."""
         return

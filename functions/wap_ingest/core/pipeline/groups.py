@@ -113,16 +113,24 @@ def run_routed(
     groups: dict[TableRef, list[Item]] = {}
     for index, item in enumerate(routed):
         groups.setdefault(item.table, []).append((index, item))
-    if groups:
-        ports.writer.start()  # meanwhile: the ledger lookups and the branch of the first group
+    if groups:  # meanwhile: the ledger lookups and the branch of the first group
+        lone = {t: _alone(suites.suite_for(t), dry_run) or len(items) == 1 for t, items in groups.items()}
+        ports.writer.start([(spec_for(suites.suite_for(t), t, "", alone=True), item.fmt)
+                            for t, items in groups.items() if lone[t] for _, item in items],
+                           together=not all(lone.values()))
     for target, items in groups.items():
         # "unique against main": each file must see the files published before it, so they go one by one; a table
         # that registers every file (write: register) takes each on its own (files read together are rewritten)
         suite = suites.suite_for(target)
-        alone = dry_run or bool(suite.plan().existing_keys) or suite.write == "register"
+        alone = _alone(suite, dry_run)
         for group in ([[i] for i in items] if alone else _chunks(items, config.staging_budget_bytes)):
             run.group(target, group)
     return [run.settled[i] for i in range(len(routed))]
+
+
+def _alone(suite: AuditSuite, dry_run: bool) -> bool:
+    """Whether a table's files each run alone (else consecutive files are read together, within the budget)."""
+    return dry_run or bool(suite.plan().existing_keys) or suite.write == "register"
 
 
 def _chunks(items: list[Item], budget: int | None) -> list[list[Item]]:
