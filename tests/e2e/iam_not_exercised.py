@@ -41,7 +41,6 @@ NOT_EXERCISED: dict[tuple[str, ...], str] = {
     ("emr-job", "ReadSourceObjects", "s3:GetObjectVersion"): _VERSION,
     ("function", "ReadWriteLakeWarehouse", "s3:AbortMultipartUpload"): _MULTIPART,
     ("emr-job", "ReadWriteLakeWarehouse", "s3:AbortMultipartUpload"): _MULTIPART,
-    ("function", "ListLakeWarehouse", "s3:ListBucket"): _NOT_FOUND_LAKE,
     ("emr-job", "ListLakeWarehouseAndEmrPrefixes", "s3:ListBucket"): _NOT_FOUND_LAKE,
     ("function", "LargeFileRecords", "s3:DeleteObject"): "adapters/emr.py `_release`: a claim is dropped when the "
     "first submission of a large file fails, so the retried event submits it again: a failure path",
