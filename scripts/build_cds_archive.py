@@ -172,29 +172,14 @@ class TrainingCopies:
 
 
 def register(spark: Any, work: Path) -> None:
-    """A Parquet file registered as the function registers one (adapters/spark_register.py): its footer parsed by
-    Spark's Parquet and Iceberg's, its metrics with the table's name mapping, appended in one transaction, and the
-    audit's metrics taken from the DataFile."""
+    """What the register path still asks of the JVM (adapters/spark_register.py): a new table's schema from Spark's
+    reading of the file's footer. Its append is committed from Python (adapters/lake_tables.py): nothing to train."""
     from wap_ingest.adapters import spark_register
-    from wap_ingest.adapters.spark_audit import data_file_metrics
-    from wap_ingest.adapters.spark_tables import IcebergTables
-    from wap_ingest.core.models import SourceObject, TableRef
+    from wap_ingest.core.models import SourceObject
 
     data = (work / "in.parquet").read_bytes()
-    store = TrainingCopies(data)
-    footer, size = spark_register.read_footer(store, SourceObject("train", "in.parquet"))
+    footer, _ = spark_register.read_footer(TrainingCopies(data), SourceObject("train", "in.parquet"))
     spark_register._spark_schema(spark, footer.raw)
-    gateway = spark.sparkContext._gateway
-    namespace = gateway.new_array(gateway.jvm.java.lang.String, 1)
-    namespace[0] = "wap"
-    catalog = spark._jsparkSession.sessionState().catalogManager().catalog("train")
-    iceberg = catalog.loadTable(gateway.jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, "t")
-                                ).table()
-    found = spark_register._append(IcebergTables(spark), store, SourceObject("train", "in.parquet"),
-                                   TableRef("wap", "t"), "main", iceberg, footer, size, {"wap.source.identity": "r"},
-                                   False, lambda: None)
-    if isinstance(found, spark_register.Registration):
-        data_file_metrics(spark, iceberg, gateway.jvm.java.util.Collections.singletonList(found.data_file).iterator())
 
 
 def build(jars: list[Path], target: Path) -> None:

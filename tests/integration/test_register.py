@@ -130,6 +130,24 @@ def test_registered_files_read_back_as_the_rewrite_path_writes_them(lake: Lake, 
     assert any(r["key"] == "schema.name-mapping.default" for r in properties)
 
 
+def test_a_registered_tables_types_are_spelled_as_spark_reads_them(lake: Lake, table_name: str) -> None:
+    """An audit answered from the metrics has no engine's frame to name the types: they are Spark's names of the
+    table's Iceberg types (audit_metadata.spark_type_name), checked here against Spark's own reading, every type."""
+    from wap_ingest.adapters.audit_metadata import spark_type_name
+    from wap_ingest.bootstrap import builders
+
+    wanted = {"i32": "int", "i64": "bigint", "ts_utc": "timestamp", "ts_local": "timestamp_ntz", "dec": "decimal(10,2)",
+              "b": "binary", "d": "date"}
+    service = service_for(lake, {table_name: [{"check": "schema", "columns": wanted}]})
+    for n in range(2):  # a new table (the engine makes it), then an existing one (no engine)
+        outcome = service.ingest(lake.put(f"{table_name}/{n}.parquet", parquet_of(TYPES)))
+        assert outcome.status is OutcomeStatus.PUBLISHED and "registered (" in outcome.message, outcome.message
+    table = builders.branch_tables_for(lake.service.settings).load(TableRef("wap", table_name), "main")
+    assert table is not None
+    spark_types, _ = spark_rows(lake, table_name)
+    assert [(f.name, spark_type_name(f.field_type)) for f in table.schema().fields] == spark_types
+
+
 def test_the_audit_answers_from_the_registered_files_metrics_without_a_spark_job(lake: Lake, table_name: str
                                                                                 ) -> None:
     service = service_for(lake, {table_name: CHECKS})

@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol, cast
 
 from wap_ingest.core import lineage
-from wap_ingest.core.errors import CatalogError, WapError
+from wap_ingest.core.errors import CatalogError, ObjectStoreUnavailableError, WapError
 from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import SourceObject, TableRef
 from wap_ingest.core.write_paths import REGISTERED, WritePath
@@ -143,6 +143,8 @@ def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: Lak
         return _append(lake, store, source, table, current, footer, size, properties, created, ready)
     except WapError:
         raise
+    except OSError as exc:  # PyArrow's S3 while PyIceberg wrote the manifests: retried, as any S3 outage
+        raise ObjectStoreUnavailableError(f"{doing}: S3 failed while the commit's files were written: {exc}") from exc
     except Exception as exc:
         raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, source_uri=source.uri,
                              table=table.qualified) from exc
