@@ -15,7 +15,7 @@ def _stages(stages: dict[str, float] | None) -> str:
 def small_file(small: dict[str, Any]) -> list[str]:
     rows = [("service, pipeline called directly, rewrite path (`write: rewrite`)", "service_direct"),
             ("service, pipeline called directly, register path (`write: register`: footer, server-side copy, "
-             "Iceberg append, no Spark job)", "service_register"), (BASELINE, "baseline"),
+             "PyIceberg append committed to Nessie, no JVM)", "service_register"), (BASELINE, "baseline"),
             ("engine alone: plain Spark + Iceberg append to main, same session", "engine_alone"),
             ("service, event path (S3 -> SQS -> worker, 0.25 s window -> Lambda runtime, polled)",
              "service_event_path")]

@@ -20,6 +20,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,12 +33,13 @@ ROWS = 1_000
 
 
 class Steps:
-    """Exclusive wall time per named step, for the file being ingested."""
+    """Exclusive wall time per named step, for the file being ingested. Nesting is tracked per thread: a step in
+    another thread (the page decoding, meanwhile) is not a child of the calling thread's step."""
 
     def __init__(self) -> None:
         self.spent: dict[str, float] = {}
         self.calls: dict[str, int] = {}
-        self._children: list[float] = []  # the time of wrapped calls inside each active one
+        self._local = threading.local()  # per thread: the time of wrapped calls inside each active one
         self._wrapped: list[tuple[Any, str, Any, bool]] = []  # (owner, attribute, original, the owner's own?)
 
     def wrap(self, owner: Any, attribute: str, step: str) -> None:
@@ -46,20 +48,27 @@ class Steps:
             return
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            self._children.append(0.0)
+            children = self._children()
+            children.append(0.0)
             started = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 elapsed = time.perf_counter() - started
-                inner = self._children.pop()
+                inner = children.pop()
                 self.spent[step] = self.spent.get(step, 0.0) + elapsed - inner
                 self.calls[step] = self.calls.get(step, 0) + 1
-                if self._children:
-                    self._children[-1] += elapsed
+                if children:
+                    children[-1] += elapsed
 
         self._wrapped.append((owner, attribute, original, attribute in vars(owner)))
         setattr(owner, attribute, timed)
+
+    def _children(self) -> list[float]:
+        if not hasattr(self._local, "children"):
+            self._local.children = []
+        children: list[float] = self._local.children
+        return children
 
     def restore(self) -> None:
         """Every wrapped attribute as it was (an instance's method is its class's again)."""
@@ -104,7 +113,7 @@ def instrument(bench: Bench, steps: Steps) -> None:
     steps.wrap(spark_writer, "metrics_of", "pyiceberg: the registered file's metrics")  # in hand, not read back
     steps.wrap(spark_writer, "measure_without_rows", "audit: answered from the metrics (no engine)")
     steps.wrap(spark_writer, "measure_frame", "audit: measure (scan if needed)")
-    steps.wrap(spark_writer, "register", "iceberg: register (footer judged, table, metrics, append commit)")
+    steps.wrap(spark_writer, "register", "register: its own steps (footer judged, partition, location)")
     steps.wrap(spark_register, "_spark_schema", "spark: the new table's schema from the footer")
     steps.wrap(spark_register, "partition_values", "iceberg: partition values from the metrics")
     steps.wrap(spark_writer, "check_parquet", "pyarrow: every page decoded (worker)")
