@@ -31,7 +31,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol, cast
 
 from wap_ingest.core import lineage
-from wap_ingest.core.errors import CatalogError, ObjectStoreUnavailableError, WapError
+from wap_ingest.core.errors import CatalogError, ObjectStoreUnavailableError, UnexpectedError, WapError
 from wap_ingest.core.layout import Layout
 from wap_ingest.core.models import SourceObject, TableRef
 from wap_ingest.core.write_paths import REGISTERED, WritePath
@@ -110,12 +110,18 @@ def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: Lak
     if problem:
         return problem
     doing = f"registering {source.uri} into {table} on {branch!r}"
+    asked: list[IcebergTables] = []
+
+    def tables_of_engine() -> IcebergTables:
+        asked.append(engine())
+        return asked[-1]
+
     try:
         current = lake.load(table, branch)
         if current is not None and not current.sort_order().is_unsorted:
             return "the table has a sort order (its rows are written sorted)"
         if current is None:
-            tables = engine()
+            tables = tables_of_engine()
             jvm = tables.spark.sparkContext._jvm
             spark_schema = nanosecond_problem(footer.columns, int(FORMAT_VERSION)) or _spark_schema(tables.spark,
                                                                                                    footer.raw)
@@ -131,7 +137,7 @@ def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: Lak
         created = current is None
         if created or layout:
             ready()
-            tables = engine()
+            tables = tables_of_engine()
             if created:
                 _create(tables, table, branch, spark_schema)
             if layout:  # as the rewrite path does: a new table gets it before its first rows, an existing one evolves
@@ -146,6 +152,9 @@ def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: Lak
     except OSError as exc:  # PyArrow's S3 while PyIceberg wrote the manifests: retried, as any S3 outage
         raise ObjectStoreUnavailableError(f"{doing}: S3 failed while the commit's files were written: {exc}") from exc
     except Exception as exc:
+        if not asked:  # no engine was used: PyIceberg's or this code's, retried and then dead-lettered
+            raise UnexpectedError(f"{doing}: unexpected {type(exc).__name__}: {exc}. The file will be retried; if "
+                                  f"it keeps failing, it reaches the dead-letter queue.") from exc
         raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, source_uri=source.uri,
                              table=table.qualified) from exc
 
