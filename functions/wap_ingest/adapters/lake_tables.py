@@ -27,7 +27,8 @@ from urllib.parse import quote
 
 import requests
 
-from wap_ingest.adapters.nessie_errors import error_for, unavailable
+from wap_ingest.adapters.http import json_object
+from wap_ingest.adapters.nessie_errors import checked, unavailable
 from wap_ingest.adapters.oauth2 import BearerAuth
 from wap_ingest.core.errors import ObjectStoreUnavailableError, WapError
 from wap_ingest.core.models import TableRef
@@ -92,18 +93,10 @@ class BranchTables:
                                           json=None if body is None else dict(body), timeout=self._timeout)
         except requests.RequestException as exc:
             raise unavailable(self._endpoint, doing, exc) from exc
-        try:
-            payload = response.json()
-        except ValueError:
-            payload = {}
-        payload = payload if isinstance(payload, dict) else {}
-        if missing_ok and response.status_code == 404 and payload.get("errorCode") == "CONTENT_NOT_FOUND":
+        client_id = self._auth.client_id if self._auth else None
+        if missing_ok and response.status_code == 404 and json_object(response).get("errorCode") == "CONTENT_NOT_FOUND":
             return None
-        if response.status_code >= 400:
-            raise error_for(response.status_code, payload.get("errorCode"),
-                            str(payload.get("message") or response.text[:300]), doing=doing, endpoint=self._endpoint,
-                            client_id=self._auth.client_id if self._auth else None)
-        return payload
+        return checked(response, doing, endpoint=self._endpoint, client_id=client_id)
 
 
 class _BranchCommitter:

@@ -25,7 +25,7 @@ from pynessie.error import NessieContentNotFoundException, NessieException
 from pynessie.model import ContentKey, Namespace, Put
 
 from wap_ingest.adapters.http import json_object
-from wap_ingest.adapters.nessie_errors import MERGE, error_for, unavailable
+from wap_ingest.adapters.nessie_errors import MERGE, checked, error_for, unavailable
 from wap_ingest.adapters.oauth2 import BearerAuth
 from wap_ingest.adapters.verdicts import Verdict
 from wap_ingest.core.errors import (
@@ -308,19 +308,14 @@ class NessieBranches(CatalogBranches):
     def _unavailable(self, doing: str, exc: Exception) -> CatalogUnavailableError:
         return unavailable(self._endpoint, doing, exc)
 
-    def _error(self, status: int, code: str | None, message: str, doing: str,
-               special: Mapping[int | str, Verdict] | None = None) -> WapError:
+    def _error(self, status: int, code: str | None, message: str, doing: str) -> WapError:
         return error_for(status, code, message, doing=doing, endpoint=self._endpoint,
-                         client_id=self._auth.client_id if self._auth else None, special=special)
+                         client_id=self._auth.client_id if self._auth else None)
 
     def _check(self, response: requests.Response, doing: str,
                special: Mapping[int | str, Verdict] | None = None) -> dict[str, Any]:
-        """The answer's JSON object; an answer of HTTP 400 or more raises the table's error for it."""
-        payload = json_object(response)
-        if response.status_code >= 400:
-            raise self._error(response.status_code, payload.get("errorCode"),
-                              str(payload.get("message") or response.text[:300]), doing, special)
-        return payload
+        return checked(response, doing, endpoint=self._endpoint,
+                       client_id=self._auth.client_id if self._auth else None, special=special)
 
     @contextmanager
     def _translated(self, doing: str) -> Iterator[None]:

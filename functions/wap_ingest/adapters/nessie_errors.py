@@ -21,6 +21,9 @@ code) and of the lake reader (adapters/lake_reader.py) goes through `error_for` 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+import requests
 
 from wap_ingest.core.errors import (
     BranchExistsError,
@@ -33,6 +36,7 @@ from wap_ingest.core.errors import (
     WapError,
 )
 
+from .http import json_object
 from .verdicts import Verdict
 
 _NOT_FOUND = Verdict(CatalogError, "no such table or namespace there", "check the name (wap history <table>)")
@@ -97,6 +101,17 @@ def error_for(status: int, code: str | None, message: str, *, doing: str, endpoi
     said = f"Nessie at {endpoint} answered HTTP {status}" + (f" {code}" if code else "")
     text = " ".join(message.split())[:300].rstrip(".")
     return verdict.raised(doing, f"{said}: {text}" if text else said)
+
+
+def checked(response: requests.Response, doing: str, *, endpoint: str, client_id: str | None = None,
+            special: Mapping[int | str, Verdict] | None = None) -> dict[str, Any]:
+    """A REST v2 answer's JSON object; an answer of HTTP 400 or more raises the table's error for it."""
+    payload = json_object(response)
+    if response.status_code >= 400:
+        raise error_for(response.status_code, payload.get("errorCode"),
+                        str(payload.get("message") or response.text[:300]), doing=doing, endpoint=endpoint,
+                        client_id=client_id, special=special)
+    return payload
 
 
 def unavailable(endpoint: str, doing: str, exc: Exception) -> CatalogUnavailableError:

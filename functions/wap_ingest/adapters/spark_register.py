@@ -167,7 +167,11 @@ def _spark_schema(spark: Any, raw: bytes) -> Any:
 
     jvm, session = spark.sparkContext._jvm, spark._jsparkSession
     parquet = "org.apache.spark.sql.execution.datasources.parquet"
-    metadata = _footer_metadata("org.apache.parquet", jvm, raw)
+    # default read options: the converter's own default has no message size limit set, which newer Parquet refuses
+    converter = "org.apache.parquet.format.converter.ParquetMetadataConverter"
+    options = static(jvm, "org.apache.parquet.ParquetReadOptions", "builder")().build()
+    metadata = static(jvm, converter)(options).readParquetMetadata(static(jvm, "java.io.ByteArrayInputStream")(raw),
+                                                                  static(jvm, converter, "NO_FILTER"))
     footer = static(jvm, "org.apache.parquet.hadoop.Footer")(static(jvm, "org.apache.hadoop.fs.Path")(
         "file:/footer.parquet"), metadata)
     try:
@@ -177,16 +181,6 @@ def _spark_schema(spark: Any, raw: bytes) -> Any:
         return f"Spark cannot read its schema ({exc.java_exception.getMessage()!s})"
     nullable = _nullable(json.loads(str(schema.json())))
     return static(jvm, "org.apache.spark.sql.types.DataType", "fromJson")(json.dumps(nullable))
-
-
-def _footer_metadata(parquet: str, jvm: Any, raw: bytes) -> Any:
-    """The footer's bytes as the ParquetMetadata of the Parquet in package `parquet` (Spark's, or the one Iceberg
-    shades), read with default read options (the converter's own default has no message size limit set, which newer
-    Parquet refuses)."""
-    converter = f"{parquet}.format.converter.ParquetMetadataConverter"
-    options = static(jvm, f"{parquet}.ParquetReadOptions", "builder")().build()
-    return static(jvm, converter)(options).readParquetMetadata(static(jvm, "java.io.ByteArrayInputStream")(raw),
-                                                              static(jvm, converter, "NO_FILTER"))
 
 
 def _nullable(kind: Any) -> Any:
