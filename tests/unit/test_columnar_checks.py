@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests import bad_inputs, corruption
-from wap_ingest.adapters.columnar_checks import check_avro, check_parquet, orc_postscript_problem
+from wap_ingest.adapters.columnar_checks import check_avro, orc_postscript_problem
+from wap_ingest.adapters.parquet_decode import check_parquet
 from wap_ingest.core.errors import UnreadableSourceError
 
 URI, TABLE = "s3://inbox/t/damaged", "wap.t"

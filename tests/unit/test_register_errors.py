@@ -52,5 +52,5 @@ def test_a_failure_without_the_engine_is_never_called_an_engine_failure(raised: 
 
     with pytest.raises(expected) as found:
         register(Lake(raised), engine, Store(), SourceObject("inbox", "t/a.parquet"), TableRef("wap", "t"),  # type: ignore[arg-type]
-                 "wap-t-branch", {}, None)
+                 "wap-t-branch", {}, None, measured=lambda: "not measured")
     assert "registering s3://inbox/t/a.parquet into wap.t" in str(found.value) or expected is CatalogUnavailableError

@@ -101,7 +101,7 @@ def measure_without_rows(plan: MeasurementPlan, columns: tuple[str, ...], types:
 
 def metrics_of(schema: Any, data_file: Any, bounds_for: Collection[str] | None = None) -> FileMetrics:
     """A (PyIceberg) DataFile's metrics, as spark_audit.data_file_metrics gives a Java one's: null counts of every
-    column it reports, bounds of the numeric and temporal `bounds_for` columns (None: all) without NaNs."""
+    column it reports, bounds of the numeric and temporal `bounds_for` columns (None: all) known to hold no NaN."""
     from pyiceberg.conversions import from_bytes
 
     wanted = None if bounds_for is None else {c.lower() for c in bounds_for}
@@ -112,8 +112,8 @@ def metrics_of(schema: Any, data_file: Any, bounds_for: Collection[str] | None =
         if count is not None:
             nulls[column.name] = int(count)
         kind = str(column.field_type)
-        if (kind not in _NUMBERS and not kind.startswith("decimal")) or nans.get(column.field_id, 0) > 0 or (
-                wanted is not None and column.name.lower() not in wanted):
+        if (kind not in _NUMBERS and not kind.startswith("decimal")) or not no_nans(kind, nans.get(column.field_id)) \
+                or (wanted is not None and column.name.lower() not in wanted):
             continue
         low = (data_file.lower_bounds or {}).get(column.field_id)
         high = (data_file.upper_bounds or {}).get(column.field_id)
@@ -122,6 +122,14 @@ def metrics_of(schema: Any, data_file: Any, bounds_for: Collection[str] | None =
             upper[column.name] = _number(from_bytes(column.field_type, high), kind)
     return FileMetrics(files=1, bytes=int(data_file.file_size_in_bytes), rows=int(data_file.record_count),
                        null_counts=nulls, lower=lower, upper=upper)
+
+
+def no_nans(kind: str, nans: int | None) -> bool:
+    """Whether a column's bounds cover all its values: none is NaN. A floating-point column's NaN count must say so:
+    a missing count is not a zero (bounds leave NaNs out, and a writer that does not count them says nothing)."""
+    if kind in ("float", "double"):
+        return nans is not None and int(nans) == 0
+    return not nans
 
 
 _NUMBERS = {"int", "long", "float", "double", "date", "timestamp", "timestamptz", "timestamp_ns", "timestamptz_ns"}

@@ -2,11 +2,7 @@
 hang, exhaust or crash the engine instead of failing it cleanly is refused here, as the file's fault, naming the
 object, the table and (for Parquet) the column.
 
-- Parquet: decoded in full by pyarrow, batch by batch (bounded memory), its page checksums verified. This catches
-  what Spark 3.5's reader (parquet-mr 1.13) cannot survive: a snappy or LZ4 page that decompresses to fewer bytes
-  than its header says makes it loop for ever (PARQUET-2060), and a footer that claims a column chunk larger than
-  the file makes it allocate that much (an OutOfMemoryError kills the JVM). pyarrow's Parquet reader is fuzzed
-  upstream; a checksum written by the producer is checked, which Spark never does.
+- Parquet: every page decoded in the isolation worker (parquet_decode, which uses `damaged` and `first_line`).
 - ORC: the postscript (plain protobuf, read in Python by orc_tail) must fit the file and name a sane compression block;
   the footer is then read by the engine's own (Java) ORC reader, never pyarrow's, which crashes the process on some
   damaged footers; every stripe must lie inside the file. A postscript that lies makes the Java reader allocate
@@ -19,21 +15,13 @@ What a file passes here and still cannot decode fails inside Spark, classified b
 from __future__ import annotations
 
 import json
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from wap_ingest.core.errors import UnreadableSourceError
 
-from .isolated import ChildDiedError, ChildHungError, isolated
 from .orc_tail import postscript_problem
 
-PARQUET_BATCH_ROWS = 65_536
-WHOLE_CHUNK_BYTES = 64 * 1024 * 1024  # a column chunk decoded at once up to this size, else batch by batch
-DECODERS = 2  # column chunks decoded at once (the function's cores)
-DECODE_SECONDS = 60.0  # a decode of a Parquet file that takes longer than this plus its size at the rate below hangs
-DECODE_BYTES_PER_SECOND = 5 * 1024 * 1024
 AVRO_MAGIC = b"Obj\x01"
 FIX = ("write the file again from the original data and upload it again (its bytes are damaged, or it is not the "
        "format its name says)")
@@ -41,105 +29,6 @@ FIX = ("write the file again from the original data and upload it again (its byt
 
 def damaged(what: str, table: str, problem: str) -> UnreadableSourceError:
     return UnreadableSourceError(f"{what}: cannot be ingested into {table}: {problem}. Fix: {FIX}.")
-
-
-def check_parquet(path: Path, what: str, table: str) -> list[str]:
-    """Decode every page of a Parquet file (checksums verified); its column names. Raises UnreadableSourceError
-    naming the column and row group at fault. What pyarrow does not implement (a valid file it cannot read) and
-    the machine's own read errors are left to Spark. The decoding runs in the isolation worker (adapters/isolated.py):
-    pyarrow can abort the process on some damaged files, which here only ends the worker."""
-    timeout = DECODE_SECONDS + path.stat().st_size / DECODE_BYTES_PER_SECOND
-    try:
-        return isolated(_decoded_parquet, path, what, table, timeout=timeout)
-    except ChildDiedError as exc:
-        raise damaged(what, table, f"its bytes crash the Parquet decoder (it {exc})") from exc
-    except ChildHungError as exc:
-        raise damaged(what, table, f"its pages do not finish decoding (the decoder gave {exc})") from exc
-
-
-def _decoded_parquet(path: Path, what: str, table: str) -> list[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        parquet = pq.ParquetFile(path, page_checksum_verification=True, buffer_size=1 << 20)
-    except (pa.ArrowNotImplementedError, MemoryError):
-        return []  # not the file's fault as far as we can tell: Spark reads it, or says why
-    except Exception as exc:
-        if isinstance(exc, OSError) and exc.errno is not None:
-            raise  # the disk's (errno set), not the bytes'
-        raise damaged(what, table, f"it is not a complete Parquet file: its footer does not parse "
-                                   f"({_first_line(exc)})") from exc
-    names: list[str] = []
-    try:
-        names = list(parquet.schema_arrow.names)
-        _decode_columns(path, parquet.metadata, names)
-    except _ColumnFailedError as failed:
-        cause = failed.__cause__
-        if isinstance(cause, pa.ArrowNotImplementedError | MemoryError):
-            return names  # not the file's fault as far as we can tell
-        if isinstance(cause, OSError) and cause.errno is not None:
-            raise cause from None  # the disk's
-        raise damaged(what, table, f"its bytes do not decode (column {failed.name!r} in row group {failed.group}: "
-                                   f"{_first_line(cause or failed)})") from cause
-    finally:
-        parquet.close()
-        pa.default_memory_pool().release_unused()  # the worker lives on: give the decoded pages' memory back
-    return names
-
-
-# In the isolation worker, two column chunks at a time (each by its own reader): pyarrow 20 can abort the process
-# ("terminate called without an active exception") after a decoding error in a threaded read, which there ends only
-# the worker and is the file's fault (check_parquet). Measured on 100 MB, 5M rows, 19 columns, 5 row groups: one
-# thread, batch by batch 0.94 s and 157 MiB; whole row groups with pyarrow's threads 0.50-0.62 s and 310 MiB; column
-# chunks two at a time 0.51-0.54 s and 126 MiB. A chunk larger than WHOLE_CHUNK_BYTES is decoded batch by batch, so the
-# worker's memory stays bounded whatever the file's layout.
-
-
-class _ColumnFailedError(Exception):
-    def __init__(self, group: int, name: str) -> None:
-        super().__init__(f"column {name!r} in row group {group}")
-        self.group, self.name = group, name
-
-
-def _decode_columns(path: Path, metadata: Any, names: list[str]) -> None:
-    """Decode every column chunk of the file (raises _ColumnFailedError, the decoder's error as its cause, for the first
-    one in file order that does not decode)."""
-    import pyarrow.parquet as pq
-
-    jobs: list[tuple[int, str, int]] = []
-    for group in range(metadata.num_row_groups):
-        sizes: dict[str, int] = {}
-        for index in range(metadata.row_group(group).num_columns):
-            chunk = metadata.row_group(group).column(index)
-            top = str(chunk.path_in_schema).split(".")[0]
-            sizes[top] = sizes.get(top, 0) + int(chunk.total_uncompressed_size)
-        jobs += [(group, name, sizes.get(name, 0)) for name in names]
-    readers: dict[int, Any] = {}
-
-    def decode(job: tuple[int, str, int]) -> None:
-        group, name, size = job
-        try:
-            reader = readers.get(threading.get_ident())
-            if reader is None:
-                reader = readers[threading.get_ident()] = pq.ParquetFile(
-                    path, page_checksum_verification=True, buffer_size=1 << 20)
-            if size <= WHOLE_CHUNK_BYTES:
-                reader.read_row_group(group, columns=[name], use_threads=False)
-            else:
-                for _ in reader.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=[group], columns=[name],
-                                             use_threads=False):
-                    pass
-        except Exception as exc:
-            raise _ColumnFailedError(group, name) from exc
-
-    try:
-        with ThreadPoolExecutor(max_workers=DECODERS, thread_name_prefix="decode") as pool:
-            for _ in pool.map(decode, jobs):
-                pass
-    finally:
-        for reader in readers.values():
-            reader.close()
 
 
 def orc_columns(jvm: Any, conf: Any, path: Path, what: str, table: str) -> tuple[list[str], str]:
@@ -248,6 +137,6 @@ class _Bytes:
         return found
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
     return text if len(text) <= 200 else text[:197] + "..."

@@ -27,7 +27,7 @@ from typing import Any
 from wap_ingest.core.audits import NEW_ROWS_VIEW
 from wap_ingest.core.models import MeasurementPlan, Measurements, RowRule, Sample, sample_key
 
-from .audit_metadata import MICROS_PER_DAY, Bound, FileMetrics, answered, rule_bound
+from .audit_metadata import MICROS_PER_DAY, Bound, FileMetrics, answered, no_nans, rule_bound
 from .py4j_lookup import static
 from .spark_sql_guard import require_read_only
 
@@ -85,7 +85,7 @@ def data_file_metrics(spark: Any, iceberg_table: Any, data_files: Any,
             if field_id in counts:
                 nulls[name] = nulls.get(name, 0) + counts[field_id]
                 seen[name] = seen.get(name, 0) + 1
-            if kind is None or nans.get(field_id, 0) > 0:
+            if kind is None or not no_nans(type_id.lower(), nans.get(field_id)):
                 continue
             if lows is None:
                 lows, highs = data_file.lowerBounds() or {}, data_file.upperBounds() or {}

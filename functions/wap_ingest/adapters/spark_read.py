@@ -25,7 +25,8 @@ from wap_ingest.core.errors import EmptySourceError, InvalidColumnError, WapErro
 from wap_ingest.core.formats import FormatOptions, option, spark_options
 from wap_ingest.core.models import FileFormat
 
-from .columnar_checks import check_avro, check_parquet, orc_columns
+from .columnar_checks import check_avro, orc_columns
+from .parquet_decode import check_parquet
 from .py4j_lookup import static
 from .spark_errors import EngineStep, engine_failure
 from .text_checks import (

@@ -3,18 +3,21 @@
 The file's footer is read from the source object (one ranged GET of exactly the announced version) and judged by
 parquet_fit against the table's schema as the branch has it (a new table: the schema the rewrite path would create
 from Spark's reading of the same footer). When it fits, the object is copied server-side into the table's data
-location (never downloaded), and appended on the branch in one commit made from Python (PyIceberg, committed to
-Nessie by lake_tables.BranchTables, the table's history kept): a DataFile whose metrics come from the footer
-(PyIceberg's `data_file_statistics_from_parquet_metadata` with the table's metrics config, columns matched by name),
-stamped with the run's snapshot properties, and, when the table has none yet, the table's name mapping
+location, and appended on the branch in one commit made from Python (PyIceberg, committed to Nessie by
+lake_tables.BranchTables, the table's history kept): a DataFile whose metrics are what the service measured of the
+file's pages (`measured`: parquet_decode.measure_parquet decodes every page of a local copy meanwhile, and checks
+every claim the file makes; register_metrics turns the figures into Iceberg's metrics with the table's metrics
+config), never the footer's own figures: a file whose footer disagrees with its pages, or makes a claim the service
+does not check, is rewritten instead (its every stored figure is then the engine's), the reason saying which.
+The DataFile is stamped with the run's snapshot properties, and, when the table has none yet, the table's name mapping
 (`schema.name-mapping.default`), so readers find the columns of files written without Iceberg field ids by name.
 No Spark job runs, and no JVM unless the table is to be made (from Spark's reading of the footer, as a rewrite
 would make it) or its layout applied: those go through the engine (spark_tables), before the commit.
 
 A partitioned table takes a file whose rows all fall in one partition: each partition field's value is derived from
-the file's metrics (its null count and bounds, through the field's transform: identity of an integer, string, date or
-boolean; year, month, day, hour of a date or timestamp; truncate of an integer, or of a string whose bounds are
-equal). Anything else (a file spanning partitions, a bucket) is rewritten.
+the file's measured metrics (its null count and bounds, through the field's transform: identity of an integer,
+string, date or boolean; year, month, day, hour of a date or timestamp; truncate of an integer, or of a string whose
+bounds are equal). Anything else (a file spanning partitions, a bucket) is rewritten.
 
 `register` returns the Registration, or the reason the file is rewritten instead; it raises a WapError for failures.
 """
@@ -38,7 +41,6 @@ from wap_ingest.core.write_paths import REGISTERED, WritePath
 
 from .lake_tables import BranchTables
 from .parquet_fit import (
-    PARQUET_MAGIC,
     TAIL_BYTES,
     Footer,
     FooterError,
@@ -49,7 +51,9 @@ from .parquet_fit import (
     mapping_gap,
     nanosecond_problem,
 )
+from .parquet_measured import Measured, footer_digest
 from .py4j_lookup import static
+from .register_metrics import measured_statistics
 from .spark_errors import EngineStep, engine_failure
 from .spark_tables import IcebergTables
 
@@ -93,15 +97,19 @@ def read_footer(store: LakeCopies, source: SourceObject) -> tuple[Footer, int]:
     return footer_from(tail, size), size
 
 
+Measure = Callable[[], "Measured | str"]  # the file's measured figures, or why it has none (waits for them)
+
+
 def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: LakeCopies, source: SourceObject,
              table: TableRef, branch: str, properties: Mapping[str, str], layout: Layout | None,
-             ready: Callable[[], None] = lambda: None) -> Registration | str:
+             measured: Measure) -> Registration | str:
     """Register `source` into `table` on `branch` in one snapshot carrying `properties`, or return why it is to be
-    rewritten instead. Raises a WapError (SourceNotFoundError for a source gone since its head). `ready` is called
-    before anything is written (the table made or evolved, or the append committed: its exception stops the
-    registration and leaves nothing behind), so a check of the file can run meanwhile. `engine` is asked for only
-    when the table is to be made or its layout applied: an existing table without a layout takes the file with no
-    JVM (the commit is PyIceberg's, through `lake`)."""
+    rewritten instead. Raises a WapError (SourceNotFoundError for a source gone since its head). `measured` is
+    asked for before anything is written (the table made or evolved, or the append committed: its exception stops
+    the registration and leaves nothing behind), so the file's pages are decoded and measured meanwhile; the file
+    is registered only with figures whose every claim checked out. `engine` is asked for only when the table is to
+    be made or its layout applied: an existing table without a layout takes the file with no JVM (the commit is
+    PyIceberg's, through `lake`)."""
     try:
         footer, size = read_footer(store, source)
     except FooterError as exc:
@@ -136,7 +144,9 @@ def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: Lak
             return reason
         created = current is None
         if created or layout:
-            ready()
+            checked = _checked(measured, footer, source)
+            if isinstance(checked, str):
+                return checked
             tables = tables_of_engine()
             if created:
                 _create(tables, table, branch, spark_schema)
@@ -146,7 +156,7 @@ def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: Lak
             current = lake.load(table, branch)
             if current is None:
                 raise CatalogError(f"{doing}: the table made on the branch is not there")
-        return _append(lake, store, source, table, current, footer, size, properties, created, ready)
+        return _append(lake, store, source, table, current, footer, size, properties, created, measured)
     except WapError:
         raise
     except OSError as exc:  # PyArrow's S3 while PyIceberg wrote the manifests: retried, as any S3 outage
@@ -204,14 +214,23 @@ def _create(tables: IcebergTables, table: TableRef, branch: str, spark_schema: A
     tables.create(table, branch, spark_schema, transforms, {"format-version": FORMAT_VERSION})
 
 
+def _checked(measured: Measure, footer: Footer, source: SourceObject) -> Measured | str:
+    """The file's measured figures, or why it is rewritten: they could not be had, or a claim of the file is false or
+    not one the service checks. The pages measured must be those of the footer judged (the same object version)."""
+    found = measured()
+    if isinstance(found, str):
+        return found
+    if found.footer_digest != footer_digest(footer.raw):
+        raise ObjectStoreUnavailableError(f"{source.uri}: the bytes read for its footer and for its pages differ (the "
+                                          f"object changed while it was read); it will be read again.")
+    return found.problem or found
+
+
 def _append(lake: BranchTables, store: LakeCopies, source: SourceObject, table: TableRef, iceberg: Any,
             footer: Footer, size: int, properties: Mapping[str, str], created: bool,
-            ready: Callable[[], None]) -> Registration | str:
-    """The file copied into the table's location and appended as a data file with its footer's metrics (PyIceberg's
-    reading of the footer the isolation worker already parsed), in one commit on the branch."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyiceberg.io.pyarrow import data_file_statistics_from_parquet_metadata, parquet_path_to_id_mapping
+            measured: Measure) -> Registration | str:
+    """The file copied into the table's location (while its pages are still being measured) and appended as a data
+    file with the metrics the service measured, in one commit on the branch."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
     from pyiceberg.table.locations import load_location_provider
     from pyiceberg.table.name_mapping import create_mapping_from_schema
@@ -223,33 +242,39 @@ def _append(lake: BranchTables, store: LakeCopies, source: SourceObject, table: 
         gap = mapping_gap(json.loads(str(mapping_json)), json.loads(schema.model_dump_json()))
         if gap:
             return gap
-    metadata = pq.ParquetFile(pa.BufferReader(PARQUET_MAGIC + footer.raw + len(footer.raw).to_bytes(4, "little")
-                                              + PARQUET_MAGIC)).metadata
-    try:
-        plan = _statistics_plan(schema, iceberg.properties, metadata)
-        stats = data_file_statistics_from_parquet_metadata(metadata, plan, parquet_path_to_id_mapping(schema))
-    except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
-        return f"its footer's statistics cannot be taken as the table's metrics ({exc})"
-    fields = stats.to_serialized_dict()
-    partition: Any = Record()
-    if spec.fields:
-        values = partition_values(schema, spec, footer.rows, fields["null_value_counts"], fields["lower_bounds"],
-                                  fields["upper_bounds"])
-        if isinstance(values, str):
-            return values
-        partition = Record(*values)
     name = f"wap-{hashlib.sha256(source.identity.encode()).hexdigest()[:16]}-{uuid.uuid4().hex}.parquet"
     locations = load_location_provider(iceberg.location(), iceberg.properties)
-    location = locations.new_data_location(name, cast(Any, _Placed(spec.partition_to_path(partition, schema)))
-                                           if spec.fields else None)
-    data_file = DataFile.from_args(
-        content=DataFileContent.DATA, file_path=location, file_format=FileFormat.PARQUET, partition=partition,
-        file_size_in_bytes=size, sort_order_id=None, spec_id=spec.spec_id, equality_ids=None, key_metadata=None,
-        **fields)
-    reason = "a new table made from the file's schema" if created else "the file's schema fits the table"
-    store.copy_into(replace(source, size=size), location)  # its size as read: one CopyObject, or parts above 5 GiB
+    copies: list[str] = []  # the copies made in the table's location, removed unless the commit took one
+
+    def copy(location: str) -> str:
+        store.copy_into(replace(source, size=size), location)  # its size as read: one CopyObject, or parts >5 GiB
+        copies.append(location)
+        return location
+
+    committed = False
     try:
-        ready()  # (once: a no-op when it was called before the table was made)
+        if not spec.fields:  # copied while the pages are measured; a partition's path waits for the measured bounds
+            copy(locations.new_data_location(name))
+        checked = _checked(measured, footer, source)
+        if isinstance(checked, str):
+            return checked
+        try:
+            fields = measured_statistics(schema, iceberg.properties, checked).to_serialized_dict()
+        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
+            return f"its measured figures cannot be taken as the table's metrics ({type(exc).__name__}: {exc})"
+        partition: Any = Record()
+        if spec.fields:
+            values = partition_values(schema, spec, checked.rows, fields["null_value_counts"], fields["lower_bounds"],
+                                      fields["upper_bounds"])
+            if isinstance(values, str):
+                return values
+            partition = Record(*values)
+            copy(locations.new_data_location(name, cast(Any, _Placed(spec.partition_to_path(partition, schema)))))
+        data_file = DataFile.from_args(
+            content=DataFileContent.DATA, file_path=copies[-1], file_format=FileFormat.PARQUET, partition=partition,
+            file_size_in_bytes=size, sort_order_id=None, spec_id=spec.spec_id, equality_ids=None, key_metadata=None,
+            **fields)
+        reason = "a new table made from the file's schema" if created else "the file's schema fits the table"
         # A fast append: one new manifest, the others kept as they are; `wap maintain` rewrites the manifests once
         # they are too many. The table's first registered file also sets its name mapping, in the same commit.
         with iceberg.transaction() as transaction:
@@ -258,36 +283,11 @@ def _append(lake: BranchTables, store: LakeCopies, source: SourceObject, table: 
             stamped = dict(properties) | lineage.write_properties([WritePath(REGISTERED, reason)])
             with transaction.update_snapshot(snapshot_properties=stamped).fast_append() as append:
                 append.append_data_file(data_file)
-    except BaseException:
-        store.remove(location)  # nothing refers to it: the branch did not take the commit
-        raise
-    return Registration(created, tuple(c.name for c in footer.columns), location, reason, data_file, iceberg)
-
-
-def _statistics_plan(schema: Any, properties: Mapping[str, str], metadata: Any) -> dict[int, Any]:
-    """The table's metrics config for the file's columns; a column whose Parquet type PyIceberg takes no bounds from
-    for its Iceberg type (a decimal(10, 2) pyarrow writes as FIXED_LEN_BYTE_ARRAY, where PyIceberg writes INT64) keeps
-    its counts and has no bounds: readers then read its values (Iceberg's Java reader took such bounds)."""
-    from pyiceberg.io.pyarrow import (
-        MetricModeTypes,
-        MetricsMode,
-        StatsAggregator,
-        compute_statistics_plan,
-        parquet_path_to_id_mapping,
-    )
-
-    plan = compute_statistics_plan(schema, dict(properties))
-    ids = parquet_path_to_id_mapping(schema)
-    for index in range(len(metadata.schema)):
-        column = metadata.schema.column(index)
-        collector = plan.get(ids.get(column.path, -1))
-        if collector is None or collector.mode.type not in (MetricModeTypes.TRUNCATE, MetricModeTypes.FULL):
-            continue
-        try:
-            StatsAggregator(collector.iceberg_type, column.physical_type)
-        except ValueError:
-            plan[collector.field_id] = replace(collector, mode=MetricsMode(MetricModeTypes.COUNTS))
-    return plan
+        committed = True
+    finally:
+        for location in copies if not committed else copies[:-1]:
+            store.remove(location)  # nothing refers to it: the branch did not take the commit
+    return Registration(created, tuple(c.name for c in footer.columns), copies[-1], reason, data_file, iceberg)
 
 
 def partition_values(schema: Any, spec: Any, rows: int, nulls: Mapping[int, int], lower: Mapping[int, bytes],

@@ -1,8 +1,9 @@
 """SparkIcebergWriter: the TableWriter port on PySpark + Iceberg, with Nessie as the Iceberg catalog.
 
 One file (`append`): a Parquet file whose schema fits the table as it is is registered (spark_register: its footer
-read, the object copied server-side into the table's location and appended as a data file with its footer's
-metrics; no Spark job); any other file is rewritten: staged, read, appended in one snapshot. Either way the new rows
+read, the object copied server-side into the table's location and appended as a data file with the metrics the
+service measured of its pages, each of the file's own claims checked against them; no Spark job); any other file,
+and one whose claims do not check out, is rewritten: staged, read, appended in one snapshot. Either way the new rows
 are then measured from that snapshot (its files' metrics answer what they can without reading rows), and the
 result says which path ran and why (`Appended.write`; the snapshot carries it too, core.lineage). Several files of
 one table (`stage`): stage them, read together those that share a format and header/schema, measure each file in
@@ -40,8 +41,9 @@ from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
 from .audit_metadata import FileMetrics, measure_without_rows, metrics_of, spark_type_name
-from .columnar_checks import check_parquet
 from .lake_tables import BranchTables
+from .parquet_decode import measure_parquet
+from .parquet_measured import Measured
 from .spark_audit import added_file_metrics, measure_frame
 from .spark_deadline import Deadline, within
 from .spark_errors import EngineStep, engine_failure, engine_lost_is_infrastructure
@@ -59,19 +61,19 @@ log = logging.getLogger(__name__)
 class SparkIcebergWriter(TableWriter):
     def __init__(self, engine: SparkEngine, stage: Stage, *, cleanup: Callable[[Path | str], None] | None = None,
                  lake: LakeCopies | None = None, branches: BranchTables | None = None,
-                 decode_before_register: bool = True) -> None:
+                 download: Stage | None = None) -> None:
         """`stage` makes a source object readable by Spark (a local copy, or its s3:// URI on EMR); it stops when
         asked (the invocation's deadline). `lake` reads a source's footer and copies it into a table's location,
         `branches` commits a registered file to the run's branch (either None: every file is rewritten).
-        `decode_before_register`: a file to be registered is staged and its every page decoded first
-        (adapters/columnar_checks.py), as the rewrite path checks what it reads; off where staging is a copy in S3
-        (EMR), whose cluster's readers decide, as for a rewrite there."""
+        `download` makes a local copy of a file to be registered, whose every page is decoded and measured
+        (parquet_decode.measure_parquet) while it is registered: the figures committed and audited are those; it is
+        `stage` where that stages a local copy (the function), a download of its own where it does not (EMR)."""
         self._engine = engine
         self._stage = stage
+        self._download = download or stage
         self._cleanup = cleanup or remove_local
         self._lake = lake
         self._branches = branches
-        self._decode_before_register = decode_before_register
 
     @property
     def spark(self) -> Any:
@@ -130,28 +132,27 @@ class SparkIcebergWriter(TableWriter):
         with _OnDemand(self) as engine:
             with engine.lost_is_infrastructure(doing), within(None, spec.out_of_time, doing) as deadline, \
                     ThreadPoolExecutor(max_workers=1, thread_name_prefix="wap-decode") as meanwhile:
-                # the pages are decoded (another thread, the isolation worker) while the footer is judged and the
-                # object copied; registration waits for the verdict before it writes anything to the table
-                decoded = meanwhile.submit(self._decode_pages, spec, source, deadline)
+                # the pages are decoded and measured (another thread, the isolation worker) while the footer is judged
+                # and the object copied; registration waits for the figures before it writes anything to the table
+                measured = meanwhile.submit(self._measure_pages, spec, source, deadline)
                 found = register(self._branches, engine.tables, self._lake, source, spec.table, spec.branch,
-                                 properties, spec.layout, ready=decoded.result)
-                decoded.result()  # also when the file is to be rewritten: a damaged file is INVALID either way
+                                 properties, spec.layout, measured=measured.result)
+                measured.result()  # also when the file is to be rewritten: a damaged file is INVALID either way
             if isinstance(found, str):
                 return found
             log.info("registered %s as a data file of %s on %s: %s (%s)", source.uri, spec.table, spec.branch,
                      found.location, found.reason)
             return self._measured(engine, spec, source, _committed(found))
 
-    def _decode_pages(self, spec: WriteSpec, source: SourceObject, deadline: Deadline) -> None:
+    def _measure_pages(self, spec: WriteSpec, source: SourceObject, deadline: Deadline) -> Measured | str:
         """A registered file reaches every reader of the table without any engine having read it: a page that does
-        not decode would be on `main`. Raises UnreadableSourceError (INVALID, naming the column) for damaged bytes."""
-        if not self._decode_before_register:
-            return
-        staged = self._stage(source, deadline.passed)
+        not decode would be on `main`, and a figure of its own that is false would be audited and committed. Raises
+        UnreadableSourceError (INVALID, naming the column) for damaged bytes; the figures, or why there are none."""
+        local = self._download(source, deadline.passed)
         try:
-            check_parquet(Path(staged), source.uri, spec.table.qualified)
+            return measure_parquet(Path(local), source.uri, spec.table.qualified)
         finally:
-            self._cleanup(staged)
+            remove_local(local)
 
     def _rewrite_reason(self, spec: WriteSpec, fmt: FileFormat) -> str | None:
         """Why the file is rewritten whatever its schema, or None (its footer decides)."""

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from wap_ingest.adapters.emr_maintenance import EmrMaintenanceJobs
@@ -160,13 +161,15 @@ class Service:
         start_worker()  # the Parquet footers' and pages' worker imports pyarrow while the engine starts
         objects, lake = self.objects, self.settings.lake_bucket
         branches = builders.branch_tables_for(self.settings, self.tokens, objects.remove)
-        if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake
-            return SparkIcebergWriter(self.engine, lambda src, _stop: objects.copy_to(src, lake),
-                                      cleanup=objects.remove, lake=objects, branches=branches,
-                                      decode_before_register=False)
-        downloads = self.settings.work_dir / "downloads"  # a file to register too: its pages are decoded first
-        return SparkIcebergWriter(self.engine, lambda src, stop: objects.download(src, downloads, stop), lake=objects,
-                                  branches=branches)
+        downloads = self.settings.work_dir / "downloads"  # a file to register too: its pages are measured first
+
+        def download(source: SourceObject, stop: Callable[[], bool]) -> Path:
+            return objects.download(source, downloads, stop)
+
+        if self.settings.stage == "s3":  # the cluster's executors read S3 themselves: an exact copy in the lake; the
+            return SparkIcebergWriter(self.engine, lambda src, _stop: objects.copy_to(src, lake),  # driver measures
+                                      cleanup=objects.remove, lake=objects, branches=branches, download=download)
+        return SparkIcebergWriter(self.engine, download, lake=objects, branches=branches)
 
     @cached_property
     def maintainer(self) -> SparkTableMaintainer:
