@@ -11,8 +11,11 @@ from typing import Any
 
 import boto3
 import jsonschema
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from tests import parquet_lies as lies
 from tests.conftest import LARGE_FILE_BYTES, Lake
 from tests.downstream import about_object, events_about
 from tests.e2e.test_event_path import alerts_about, table_rows, wait_for
@@ -128,17 +131,16 @@ def _queue_empty(sqs: Any, url: str) -> bool:
     return attrs["ApproximateNumberOfMessages"] == "0" and attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
 
 
-def large_parquet(rows: int) -> bytes:
-    """A Parquet file above the stack's EMR threshold (random values: they do not compress)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def large_parquet(rows: int, *, nulls: int = 0, compression: str = "snappy") -> bytes:
+    """A Parquet file above the stack's EMR threshold (random values: they do not compress); `nulls`: its first
+    rows' my_col_1 is null."""
     rng = random.Random(27)
     table = pa.table({"my_col_0": pa.array(range(rows), pa.int32()),
-                      "my_col_1": pa.array([f"{rng.getrandbits(64):016x}" for _ in range(rows)]),
+                      "my_col_1": pa.array([None if i < nulls else f"{rng.getrandbits(64):016x}"
+                                            for i in range(rows)]),
                       "my_col_2": pa.array([rng.random() for _ in range(rows)])})
     sink = io.BytesIO()
-    pq.write_table(table, sink)
+    pq.write_table(table, sink, compression=compression)
     return sink.getvalue()
 
 
@@ -159,6 +161,37 @@ def test_the_emr_job_registers_a_large_parquet_file_that_fits(
     [path] = [r["file_path"] for r in spark.sql(f"SELECT file_path FROM nessie.wap.{table_name}.files").collect()]
     bucket, _, key = str(path).removeprefix("s3://").partition("/")
     assert lake.s3.get_object(Bucket=bucket, Key=key)["Body"].read() == body
+
+
+def test_the_emr_job_measures_a_large_parquet_file_before_it_registers_it(
+    lake: Lake, local_stack: StackState, stack_env: dict[str, str], table_name: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The job decodes and measures a file to register as the function does (issue 33): a large file with an intact
+    footer and a damaged page is INVALID (before, the job registered it unread and it broke every later scan of
+    the table); a large file whose footer hides its nulls is rewritten, and its nulls rejected."""
+    damaged = bytearray(large_parquet(120_000, compression="gzip"))
+    chunk = pq.ParquetFile(io.BytesIO(bytes(damaged))).metadata.row_group(0).column(1)
+    start, end = (chunk.data_page_offset + chunk.total_compressed_size // 4,
+                  chunk.data_page_offset + 3 * chunk.total_compressed_size // 4)
+    damaged[start:end] = bytes((i * 151 + 17) % 256 for i in range(end - start))
+    lying = lies.lie(large_parquet(120_000, nulls=30), lies.set_null_count(0, "my_col_1", 0))
+    assert len(damaged) > LARGE_FILE_BYTES and len(lying) > LARGE_FILE_BYTES
+    lake.drop(f"{table_name}/damaged.parquet", bytes(damaged))
+    lake.drop(f"{table_name}/lying.parquet", lying)
+    [invalid] = wait_for(lambda: alerts_about(local_stack, "damaged.parquet"), "the damaged file's alert", timeout=400)
+    assert "cannot be ingested" in invalid["text"] and "my_col_1" in invalid["text"], invalid["text"]
+    [rejected] = wait_for(lambda: alerts_about(local_stack, "lying.parquet"), "the lying file's alert", timeout=400)
+    assert "not_null(my_col_1): measured 30 nulls" in rejected["text"], rejected["text"]
+    jobs = {j["object"].rsplit("/", 1)[1]: j for j in ops(capsys, "history", table_name)["emr_jobs"]}
+    assert jobs["lying.parquet"]["outcome"] == "rejected" and jobs["damaged.parquet"]["outcome"] != "published"
+    assert table_rows(lake, f"wap.{table_name}") is None  # nothing reached main
+    [branch] = [b for b in lake.wap_branches() if table_name in b]
+    spark = lake.service.ports.writer.spark
+    [summary] = [r["summary"] for r in spark.sql(
+        f"SELECT summary FROM nessie.wap.`{table_name}@{branch}`.snapshots").collect()]
+    assert summary["wap.write"] == "rewritten", summary
+    assert summary["wap.write.reason"].startswith("footer statistics disagree with the pages: my_col_1"), summary
 
 
 def test_a_table_above_its_emr_threshold_is_maintained_by_the_emr_job(
