@@ -1,11 +1,13 @@
-"""FakeCatalog: the CatalogBranches port in memory, with Nessie's hash checks, reference names and key-level merge
-conflicts (tests/fakes.py holds the other fakes)."""
+"""FakeCatalog: the CatalogBranches port in memory, with Nessie's hash checks, reference names, key-level merge
+conflicts, content ids (a key keeps its id while it exists, a merge carries it to the target), the committer the
+server stamps on each commit, diffs and logs (tests/fakes.py holds the other fakes)."""
 
 from __future__ import annotations
 
 import hashlib
 import itertools
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +21,7 @@ from wap_ingest.core.errors import (
     StaleHashError,
 )
 from wap_ingest.core.ledger import LEDGER_NAMESPACE, LedgerEntry, ledger_key, matching
+from wap_ingest.core.merge_plan import NAMESPACE, TABLE, Change, Changes, CommitInfo, Content
 from wap_ingest.core.models import Branch, Publication, TableRef
 from wap_ingest.core.ports import CatalogBranches
 
@@ -33,6 +36,8 @@ class Commit:
     changed: frozenset[str]
     message: str = ""
     properties: Mapping[str, str] = field(default_factory=dict)
+    ids: Mapping[str, str] = field(default_factory=dict)  # key -> content id
+    committer: str = ""
 
 
 class FakeCatalog(CatalogBranches):
@@ -46,6 +51,7 @@ class FakeCatalog(CatalogBranches):
         self.bases: dict[str, str] = {}
         self.calls: list[str] = []
         self.times: dict[str, datetime] = {}  # commit -> when (the root has none, as in Nessie); tests may set it
+        self.committer = ""  # the principal stamped on the next commits (Nessie's authenticated one); tests set it
 
     def _hash(self) -> str:
         return hashlib.sha256(str(next(self._seq)).encode()).hexdigest()
@@ -55,12 +61,25 @@ class FakeCatalog(CatalogBranches):
         return self.commits[self.refs[ref]].contents
 
     def commit(
-        self, ref: str, changes: Mapping[str, Any], message: str = "", props: Mapping[str, str] | None = None
+        self, ref: str, changes: Mapping[str, Any], message: str = "", props: Mapping[str, str] | None = None,
+        ids: Mapping[str, str] | None = None,
     ) -> str:
+        """A commit of `changes` on `ref` (a value None deletes the key). A key keeps its content id while it exists;
+        a new one gets a new id unless `ids` gives it (a merge carries the branch's)."""
         head = self.refs[ref]
+        parent = self.commits[head]
+        contents, known = dict(parent.contents), dict(parent.ids)
+        for key, value in changes.items():
+            if value is None:
+                contents.pop(key, None)
+                known.pop(key, None)
+                continue
+            if key not in parent.contents or (ids and key in ids):
+                known[key] = (ids or {}).get(key) or str(uuid.uuid4())
+            contents[key] = value
         new = self._hash()
-        self.commits[new] = Commit(head, {**self.commits[head].contents, **changes}, frozenset(changes), message,
-                                   dict(props or {}))
+        self.commits[new] = Commit(head, contents, frozenset(changes), message, dict(props or {}), known,
+                                   self.committer)
         self.refs[ref] = new
         self.times[new] = datetime.now(UTC)
         return new
@@ -123,8 +142,9 @@ class FakeCatalog(CatalogBranches):
             raise MergeConflictError(f"{onto} changed {sorted(ours & theirs)} since {expected_hash[:8]}")
         if not ours:
             return self.refs[onto]
-        changes = {k: self.commits[branch.hash].contents[k] for k in ours}
-        return self.commit(onto, changes, message, properties)
+        merged = self.commits[branch.hash]
+        changes = {k: merged.contents.get(k) for k in ours}
+        return self.commit(onto, changes, message, properties, ids={k: merged.ids[k] for k in ours if k in merged.ids})
 
     def delete_branch(self, branch: Branch) -> None:
         self.calls.append(f"delete_branch {branch.name}")
@@ -183,6 +203,44 @@ class FakeCatalog(CatalogBranches):
 
     def list_branches(self, prefix: str = "") -> list[Branch]:
         return sorted((Branch(n, h) for n, h in self.refs.items() if n.startswith(prefix)), key=lambda b: b.name)
+
+    def changes(self, name: str, base: str) -> Changes:
+        self.calls.append(f"changes {name}")
+        head = self._head(name)
+        if base not in self.commits:
+            raise BranchNotFoundError(f"commit {base} not found")
+        old, new = self.commits[base], self.commits[head]
+        found = [Change(_key(k), _content(k, old.contents.get(k), old.ids.get(k)),
+                        _content(k, new.contents.get(k), new.ids.get(k)))
+                 for k in sorted(set(old.contents) | set(new.contents))
+                 if (old.contents.get(k), old.ids.get(k)) != (new.contents.get(k), new.ids.get(k))]
+        return Changes(head, tuple(found))
+
+    def commit_log(self, name: str, *, until: str | None = None, limit: int = 1000) -> list[CommitInfo]:
+        found: list[CommitInfo] = []
+        cursor: str | None = self._head(name)
+        while cursor is not None and cursor != until and len(found) < limit and cursor in self.times:
+            commit = self.commits[cursor]  # the root (no time) is Nessie's "no ancestor", not a commit
+            found.append(CommitInfo(cursor, commit.parent, commit.committer, commit.message, dict(commit.properties),
+                                    tuple(_key(k) for k in sorted(commit.changed))))
+            cursor = commit.parent
+        return found
+
+
+def _key(name: str) -> tuple[str, ...]:
+    return tuple(name.split("."))
+
+
+def _content(key: str, value: Any, content_id: str | None) -> Content | None:
+    """A key's value as Nessie's content: a namespace (with its properties), else an Iceberg table whose metadata
+    file stands for its value (a value committed again is the same metadata file)."""
+    if value is None:
+        return None
+    if _is_namespace(value):
+        return Content(NAMESPACE, content_id, properties=tuple(sorted(
+            (str(k), str(v)) for k, v in (value.get("properties") or {}).items())))
+    digest = hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+    return Content(TABLE, content_id, f"fake://{key}/metadata/{digest}.metadata.json")
 
 
 def _is_namespace(value: Any) -> bool:

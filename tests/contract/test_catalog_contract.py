@@ -1,5 +1,6 @@
 """One behaviour suite for the CatalogBranches port, run against the in-memory fake and the real Nessie adapter:
-the fake is only trusted because it passes the same tests as the real thing. Every method of the port."""
+the fake is only trusted because it passes the same tests as the real thing. Every method of the port (what a branch
+changed and its commit log, which the merge check reads: tests/contract/test_catalog_changes_contract.py)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.fakes import FakeCatalog, FakeDecisionLog
+from tests.kept_branches import keep_for_review
 from wap_ingest.core.branches import identity_digest
 from wap_ingest.core.errors import BranchNotFoundError, CatalogError, CatalogUnavailableError
-from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, TableRef
+from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Transactions
 from wap_ingest.core.review import (
     ReauditFailedError,
@@ -23,16 +24,16 @@ from wap_ingest.core.review import (
 )
 
 TABLE = TableRef("wap", "orders")
-IDENTITY = "inbox/orders/bad.parquet#etag1"
-BRANCH = f"wap-wap-orders-{identity_digest(IDENTITY)}-0001"
+FILE = SourceObject("inbox", "orders/bad.parquet", etag="etag1")
+IDENTITY = FILE.identity
 SOURCE = {"wap.source.bucket": "inbox", "wap.source.key": "orders/bad.parquet", "wap.source.identity": IDENTITY}
+BRANCH = f"wap-wap-orders-{identity_digest(IDENTITY)}-0001"  # a name of an earlier version: still a file's branch
 
 
 def lake() -> FakeCatalog:
+    """A rejected file's branch, kept by the transaction (with its run's plan), under the name BRANCH."""
     catalog = FakeCatalog()
-    catalog.ensure_namespace("main", "wap")
-    catalog.create_branch(BRANCH, catalog.reference_hash("main"))
-    catalog.commit(BRANCH, {"wap.orders": ["rows"]})
+    keep_for_review(catalog, [(TABLE, FILE, 20)], name=BRANCH)
     return catalog
 
 
@@ -79,7 +80,7 @@ def test_a_passing_reaudit_merges_with_source_and_decision_on_the_commit() -> No
     assert catalog.find_branch(BRANCH) is None
     # the ledger's entry came with the merge: a redelivery of the object version is a duplicate
     entry = catalog.find_published("main", TABLE, [IDENTITY])[IDENTITY]
-    assert entry.rows == 20 and entry.branch == BRANCH and entry.source == "s3://inbox/orders/bad.parquet"
+    assert entry.rows == 20 and entry.source == "s3://inbox/orders/bad.parquet"
 
 
 def test_the_override_needs_a_reason_and_is_recorded() -> None:
@@ -91,7 +92,7 @@ def test_the_override_needs_a_reason_and_is_recorded() -> None:
     assert props["wap.decision.reaudit"] == "skipped" and props["wap.decision.reason"] == "nulls ok"
 
 
-def test_a_publish_retried_after_its_merge_failed_records_the_ledger_entry_once() -> None:
+def test_a_publish_retried_after_its_merge_failed_publishes_the_ledger_entry_once() -> None:
     catalog = lake()
     real_merge = catalog.merge
     catalog.merge = lambda *a, **k: (_ for _ in ()).throw(CatalogUnavailableError("nessie down"))  # type: ignore

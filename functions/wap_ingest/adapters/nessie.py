@@ -24,6 +24,7 @@ from pynessie.client import _endpoints as pynessie_endpoints
 from pynessie.error import NessieContentNotFoundException, NessieException
 from pynessie.model import ContentKey, Namespace, Put
 
+from wap_ingest.adapters import nessie_history
 from wap_ingest.adapters.http import json_object
 from wap_ingest.adapters.nessie_errors import MERGE, checked, error_for, unavailable
 from wap_ingest.adapters.oauth2 import BearerAuth
@@ -38,6 +39,7 @@ from wap_ingest.core.errors import (
     WapError,
 )
 from wap_ingest.core.ledger import LEDGER_NAMESPACE, LedgerEntry, ledger_key, matching
+from wap_ingest.core.merge_plan import Changes, CommitInfo
 from wap_ingest.core.models import Branch, Publication, TableRef
 from wap_ingest.core.ports import CatalogBranches
 
@@ -194,6 +196,12 @@ class NessieBranches(CatalogBranches):
         found = {c["key"]["elements"][-1]: c["content"].get("properties") or {} for c in payload.get("contents", [])
                  if len(c.get("key", {}).get("elements", [])) == 2}
         return matching(table, found, identities)
+
+    def changes(self, name: str, base: str) -> Changes:
+        return nessie_history.changes(self._v2, name, base)  # REST v2 diff, every page
+
+    def commit_log(self, name: str, *, until: str | None = None, limit: int = 1000) -> list[CommitInfo]:
+        return nessie_history.commits(self._v2, name, until, limit)  # REST v2 log with operations, every page
 
     # --- writes ------------------------------------------------------------------------------------
 

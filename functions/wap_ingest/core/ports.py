@@ -12,6 +12,7 @@ from .job_sweep import SweepReport
 from .layout import Layout
 from .ledger import LedgerEntry
 from .maintenance import MaintenanceSettings, MaintenanceWork, TableHealth
+from .merge_plan import Changes, CommitInfo
 from .models import (
     Appended,
     AppendResult,
@@ -111,6 +112,20 @@ class CatalogBranches(ABC):
     def find_published(self, ref: str, table: TableRef, identities: Sequence[str]) -> dict[str, LedgerEntry]:
         """The ledger entries on `ref` of these object versions in `table`, by identity (absent: never published
         there). One lookup by key for all of them: its cost does not grow with the table's history."""
+
+    @abstractmethod
+    def changes(self, name: str, base: str) -> Changes:
+        """What branch `name` changed since `base` (the main hash it was made from): every key whose content differs
+        between `base` and the branch's current head, with its content on both sides, and that head (what a merge
+        checked now takes). The transaction checks it against the run's plan before every merge (core.merge_plan).
+        Raises BranchNotFoundError when the branch or `base` does not exist."""
+
+    @abstractmethod
+    def commit_log(self, name: str, *, until: str | None = None, limit: int = 1000) -> list[CommitInfo]:
+        """The commits of branch `name`, newest first, down to `until` (a hash of its history, not included) or at
+        most `limit` of them: hash, parent, committer (the principal the catalog authenticated, empty without
+        authentication), message, properties and the keys each one's operations changed. Names the commit behind
+        a refused merge, and finds a kept branch's plan commit. Raises BranchNotFoundError."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,8 @@
 """What an operator does with a branch a rejected file left open: publish it after review, or discard it.
 
+Only a branch the service kept for review is published: a rejected file's or load's, carrying the plan its run
+recorded, whose changes are exactly that plan (core.merge_plan); never a dry run's, a maintenance's or a group's
+branch, one without a plan, or one with a commit the service did not make.
 Publishing re-runs the table's audit suite on the branch's new rows first (unless the operator overrides it
 with a reason), and never forces: if `main` changed the same table since the branch was made, the merge is
 refused and the operator is told to re-ingest the file (its rows would otherwise be merged over other
@@ -11,15 +14,16 @@ Pruning discards the branches older than a threshold (age: the time of the branc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from . import lineage
-from .branches import BRANCH_PREFIX, digest_from_branch, identity_digest, table_from_branch
+from .branches import BRANCH_PREFIX, digest_from_branch, identity_digest, parse_branch, table_from_branch
 from .errors import BranchNotFoundError, CatalogError, MergeConflictError, StaleHashError, WapError
 from .maintenance import summary_line
+from .merge_plan import NotPublishableError, kind_refusal
 from .models import AuditReport, Branch, DecisionRecord, Publication, TableRef
-from .pipeline import Loaded, Merge, Transactions
+from .pipeline import Transactions
 from .ports import CatalogBranches, DecisionLog
 
 DECISION_PREFIX = lineage.DECISION_PREFIX
@@ -124,11 +128,17 @@ def publish_branch(
     reaudit: Reaudit | None,
     decisions: DecisionLog | None = None,
 ) -> Decision:
-    """Merge a reviewed branch into `main` (through the transaction's `publish_kept`: the ledger entries of every
-    file it carries ride the merge, whoever asked for it). `reaudit=None` skips the re-audit and then needs a
-    reason."""
+    """Merge a branch kept for review into `main`, through the transaction (`kept_for_review`, `publish_kept`):
+    only a rejected file's or load's branch, with the plan its run recorded, whose changes are exactly that plan (a
+    dry run's, a maintenance's, a group's branch, one without a plan or with a commit the service did not make is
+    refused, NotPublishableError or ForeignChangeError). The ledger entries of every file it carries ride the
+    merge, whoever asked for it. `reaudit=None` skips the re-audit and then needs a reason. `source_of`: the
+    branch's append's source, named in the fix of a branch without a plan."""
     catalog, main = transactions.catalog, transactions.config.main_branch
     table = wap_table(name, transactions.config.default_namespace)
+    run = parse_branch(name)
+    if run is not None and not run.kind.kept_when_rejected:  # before anything else: never one of these
+        raise NotPublishableError(kind_refusal(name, run.kind.value))
     if reaudit is None and not (reason or "").strip():
         raise CatalogError(
             f"publishing {name!r} without re-auditing it (--no-reaudit) publishes rows whose audit failed: say why "
@@ -142,20 +152,9 @@ def publish_branch(
         return _already(name, table, earlier)
     if branch is None:
         raise _refuse_missing(name, table, decisions)
-    merge = transactions.kept_merge(name)
-    recorded = merge is not None
-    source: dict[str, str] = {}
-    if merge is None:  # a branch kept before plans were recorded: its one file's lineage, from its snapshot
-        source = dict(source_of(table, name))
-        if source.get(IDENTITY) is None and reaudit is not None:
-            raise CatalogError(
-                f"branch {name!r} has no WAP append of {table} (no snapshot carries {IDENTITY}), so its new rows "
-                f"cannot be re-audited. Fix: inspect it (wap show {name}), then publish it with --no-reaudit "
-                f"--reason '...' or discard it.")
-        targets = [(table, source[IDENTITY])] if IDENTITY in source else []
-    else:
-        targets = [(f.table, f.identity) for f in merge.files]
-    reports = [reaudit(t, name, i) for t, i in targets] if reaudit is not None else []
+    kept = transactions.kept_for_review(name, lambda: source_uri(source_of(table, name)))
+    merge = kept.merge
+    reports = [reaudit(f.table, name, f.identity) for f in merge.files] if reaudit is not None else []
     failed = "; ".join(f"{c.check}({c.target}): {c.measured}, expected {c.expected}" for r in reports
                        for c in r.failures)
     if failed:
@@ -166,35 +165,23 @@ def publish_branch(
             next(r for r in reports if not r.passed),
         )
     report = reports[0] if len(reports) == 1 else None
-    if merge is None:
-        merge = _legacy_merge(table, source, report.rows if report is not None else None)
     why = (reason or "").strip() or PASSED_REAUDIT
     decision = {f"{DECISION_PREFIX}action": "published", f"{DECISION_PREFIX}reason": why,
                 f"{DECISION_PREFIX}actor": actor, f"{DECISION_PREFIX}branch": name,
                 f"{DECISION_PREFIX}reaudit": "skipped" if reaudit is None else "passed"}
     try:
-        ended = transactions.publish_kept(name, replace(merge, message=f"wap: publish reviewed branch {name} ({why})"),
-                                          decision, recorded=recorded)
+        ended = transactions.publish_kept(kept, f"wap: publish reviewed branch {name} ({why})", decision)
     except MergeConflictError as exc:
         raise MergeConflictError(
             f"{exc} The branch's rows cannot be published without overwriting rows published since. Fix: "
             f"discard the branch and ingest the file again (it will be audited against the current main)."
         ) from exc
-    uri = merge.files[0].uri if len(merge.files) == 1 else source_uri(merge.properties) or source_uri(source)
+    uri = merge.files[0].uri if len(merge.files) == 1 else source_uri(merge.properties)
     if ended.status == "on main":
         return Decision(name, table, "published", "its files were published meanwhile", "wap", already=True,
                         source=uri)
     return Decision(name, table, "published", why, actor, ended.merged_hash, reaudit=report, source=uri,
                     recorded_at=ended.merged_hash)
-
-
-def _legacy_merge(table: TableRef, source: Mapping[str, str], rows: int | None) -> Merge:
-    """What a branch kept before plans were recorded publishes: its one file (rows: the re-audit's count, else its
-    append's), as the pipeline's merge would have said it."""
-    identity, count = source.get(IDENTITY), rows if rows is not None else int(source.get("added-records") or 0)
-    properties = lineage.source_of(source) | {lineage.TABLE: table.qualified, lineage.TOTAL_ROWS: str(count)}
-    files = () if identity is None else (Loaded(table, identity, source_uri(source) or identity, count),)
-    return Merge(files, "", properties)
 
 
 def discard_branch(

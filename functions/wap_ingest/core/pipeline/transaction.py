@@ -4,11 +4,17 @@ One attempt: check the guards (time left, disk), read main's hash, look the obje
 `main` (those found are the work's to settle: nothing is written twice), name the branch (core.branches: one scheme
 for every kind of run), create it from main@hash, create there the namespaces main lacks (a namespace reaches main
 only with audited rows, merged), let the work write and audit on it, then act on the work's verdict:
-- Publish: record the ledger entry of every object version the merge publishes on the branch, merge it expecting
-  main@hash, delete it and the attempts it makes obsolete;
-- Keep (an audit failed): record the same ledger entries on the branch, with the merge that would publish it on that
-  commit, so a reviewed publish later (`publish_kept`) publishes exactly what the pipeline would have; keep it open;
+- Publish: record the ledger entry of every object version the merge publishes on the branch, check what the branch
+  changed against the run's plan (core.merge_plan), merge it expecting main@hash, delete it and the attempts it makes
+  obsolete;
+- Keep (an audit failed): record the same ledger entries on the branch, with the merge that would publish it and the
+  plan (each key the run changed, fingerprinted as the service left it) on that commit, so a reviewed publish later
+  (`kept_for_review`, `publish_kept`) publishes exactly what the pipeline would have, or nothing; keep it open;
 - Discard (a dry run, nothing to do, or parts to run apart): delete it.
+Every merge into main, whatever the path, brings exactly the keys of its run's plan (its tables, their quarantine
+tables, the namespaces it created, its ledger entries), at the content the service committed, and is made from the
+hash that was checked (`_checked`): anything else on the branch refuses it (a ForeignChangeError naming the key and
+the commit), and nothing is merged.
 A conflict with another writer (or a branch that vanished, or main that moved) deletes the attempt's branch and
 starts again from a fresh `main` with capped, jittered back-off, never a forced merge; any other failure deletes the
 branch and is raised, with a note when the branch could not be deleted. A failure to delete a branch after a merge is
@@ -25,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from wap_ingest.core import ledger, lineage
+from wap_ingest.core import ledger, lineage, merge_plan
 from wap_ingest.core.branches import RunBranches, RunKind, parse_branch, run_branch_name
 from wap_ingest.core.errors import (
     BadInputError,
@@ -35,6 +41,7 @@ from wap_ingest.core.errors import (
     OverBudgetError,
     WapError,
 )
+from wap_ingest.core.merge_plan import CommitInfo, ForeignChangeError, MergePlan, NotPublishableError, Violation
 from wap_ingest.core.models import Branch, SourceObject, TableRef
 from wap_ingest.core.ports import CatalogBranches
 from wap_ingest.core.stopwatch import Stopwatch
@@ -174,7 +181,7 @@ class Transactions:
                 verdict = work.run(branch, attempt)
                 stage = {Publish: "merge", Keep: "keep"}.get(type(verdict), "discard")
                 with watch.stage(stage):
-                    return self._end(work, branch, verdict, main_hash, attempt)
+                    return self._end(work, branch, verdict, main_hash, attempt, missing)
             except RETRY_FROM_MAIN as exc:
                 self.branches.discard(branch.name)
                 if attempt == self.config.merge_attempts:
@@ -216,43 +223,106 @@ class Transactions:
         note = self.branches.clean_up(versions, list(found))
         return not work.on_main(found, note)
 
-    def _end(self, work: Work, branch: Branch, verdict: Verdict, main_hash: str, attempt: int) -> Ended:
+    def _end(self, work: Work, branch: Branch, verdict: Verdict, main_hash: str, attempt: int,
+             missing: Sequence[str]) -> Ended:
         if isinstance(verdict, Discard):
             return Ended("discarded", attempt, branch.name, note=self.branches.discard(branch.name))
         merge = verdict.merge
         about = [work.about(), *(f.identity for f in merge.files)]
+        plan = merge_plan.plan_for(main_hash, work.tables(), missing, [(f.table, f.identity) for f in merge.files],
+                                   quarantine=work.kind is not RunKind.MAINTAIN)
         if isinstance(verdict, Keep):
-            self._record(branch.name, merge, lineage.pending_properties(merge.message, merge.properties))
+            plan = self._fingerprint(branch.name, plan)
+            self._record(branch.name, merge, lineage.pending_properties(merge.message, merge.properties)
+                         | merge_plan.plan_properties(plan))
             return Ended("kept", attempt, branch.name,
                          note=self.branches.clean_up(work.tables(), about, mine=branch.name, kept=True))
-        head = self._record(branch.name, merge) if merge.files else Branch(branch.name,
-                                                                             self.catalog.reference_hash(branch.name))
+        head = self._record(branch.name, merge).hash if merge.files else None
+        checked = self._checked(branch.name, plan, head, merge_plan.AUTOMATIC_FIX)
         # a conflict is raised to `run`, which deletes the branch and starts again from main
-        merged = self.catalog.merge(head, self.config.main_branch, main_hash, merge.message, merge.properties)
+        merged = self.catalog.merge(checked, self.config.main_branch, main_hash, merge.message, merge.properties)
         return Ended("published", attempt, branch.name, merged,
                      note=self.branches.clean_up(work.tables(), about, mine=branch.name))
 
-    def _record(self, name: str, merge: Merge, properties: Mapping[str, str] | None = None,
-                files: Sequence[Loaded] | None = None) -> Branch:
-        """The ledger entries of the versions the merge publishes (`files`: only these), in one commit on the
-        branch carrying `properties`."""
+    def _fingerprint(self, name: str, plan: MergePlan) -> MergePlan:
+        """The plan of a branch about to be kept: each key the run changed, as the service left it (read now)."""
+        changes = self.catalog.changes(name, plan.base)
+        foreign = merge_plan.outside(plan, changes)
+        if foreign:  # kept all the same (its rows are the evidence): its publish refuses it, naming them
+            log.warning("%s: kept with changes outside its run's plan: %s", name,
+                        ", ".join(merge_plan.name_of(k) for k in foreign))
+        return merge_plan.fingerprinted(plan, changes)
+
+    def _checked(self, name: str, plan: MergePlan, head: str | None, fix: str,
+                 found: Sequence[Violation] = (), commits: Sequence[CommitInfo] | None = None) -> Branch:
+        """The branch at the hash to merge, once what it changed since the plan's base is exactly the plan: every
+        key the plan names at the content the service committed, and nothing else. `head`: the service's last
+        commit on it (None: whatever the head is now); `found`: what the caller found wrong already. Raises a
+        ForeignChangeError naming each key and the commit that changed it (`commits`: the branch's log since the
+        base, read here if not given), and nothing is merged."""
+        changes = self.catalog.changes(name, plan.base)
+        problems = [*merge_plan.violations(plan, changes), *found]
+        moved = head is not None and changes.head != head and not found
+        if not problems and not moved:
+            return Branch(name, changes.head)
+        if commits is None:
+            try:
+                commits = self.catalog.commit_log(name, until=plan.base)
+            except WapError as exc:  # the refusal stands; only the commits go unnamed
+                log.warning("%s: its commits could not be read to name them: %s", name, exc)
+        if moved and head is not None:  # each commit after the service's last one, named
+            hashes = [c.hash for c in commits or ()]
+            later = list(commits or ())[:hashes.index(head)] if head in hashes else []
+            problems += [Violation(None, f"a commit after the service's last one ({head[:12]})", c) for c in later
+                         ] or [Violation(None, f"it moved past the service's last commit {head[:12]} to "
+                                               f"{changes.head[:12]}")]
+        raise ForeignChangeError(merge_plan.refusal(name, problems, commits, fix))
+
+    def _record(self, name: str, merge: Merge, properties: Mapping[str, str] | None = None) -> Branch:
+        """The ledger entries of the versions the merge publishes, in one commit on the branch carrying
+        `properties`."""
         entries = [ledger.entry_for(f.table, f.identity, f.uri, f.rows, name, self.config.clock())
-                   for f in (merge.files if files is None else files)]
+                   for f in merge.files]
         return self.catalog.record_published(name, entries, properties)
 
-    def publish_kept(self, name: str, merge: Merge, decision: Mapping[str, str], *, recorded: bool) -> Ended:
-        """Merge a branch a rejected run kept, after review: the ledger on main first (versions published since:
-        nothing to merge, the branch is deleted), the ledger entries recorded unless `recorded` (they are when the
-        transaction kept it), then one merge expecting main's current hash with `decision` added to the merge's
-        properties. Never retried from main: a conflict means main changed the same table since the branch was made,
-        and its rows cannot be merged without overwriting others' (the operator re-ingests instead)."""
+    def kept_for_review(self, name: str, source: Callable[[], str | None] = lambda: None) -> Kept:
+        """A branch this transaction kept for review, checked as its publish will be (`publish_kept` checks again,
+        right before its merge): of a kind kept for review (a file's or a load's), with the plan its run recorded
+        on its ledger commit, that commit its head, every commit since its base made by the principal that made
+        that one, and what it changed exactly that plan. Raises NotPublishableError (`source`: the branch's source
+        object, for the fix of one without a plan) or ForeignChangeError; nothing is changed."""
         run = parse_branch(name)
         if run is None:
             raise CatalogError(f"{name!r} is not a WAP branch (wap-[<namespace>.]<table>-<digest>-...); refusing "
                                f"to touch it.")
-        tables = sorted({f.table for f in merge.files} | {run.table_in(self.config.default_namespace)},
-                        key=lambda t: t.qualified)
-        about = [*(f.identity for f in merge.files)]
+        if not run.kind.kept_when_rejected:
+            raise NotPublishableError(merge_plan.kind_refusal(name, run.kind.value))
+        head = self.catalog.head_commit(name)
+        if head is not None and merge_plan.carries_plan(head.properties):
+            properties: Mapping[str, str] = head.properties
+        else:  # not the head: commits after it are refused below, naming them
+            planned = merge_plan.plan_commit(self.catalog.commit_log(name, limit=PLAN_SEARCH))
+            properties = planned.properties if planned is not None else {}
+        recorded = _planned(properties)
+        if recorded is None:
+            raise NotPublishableError(_no_plan(name, source))
+        merge, plan = recorded
+        commits = tuple(self.catalog.commit_log(name, until=plan.base))
+        kept = Kept(name, merge, plan, commits)
+        self._checked(name, plan, kept.head, merge_plan.review_fix(name), kept.problems(), commits)
+        return kept
+
+    def publish_kept(self, kept: Kept, message: str, decision: Mapping[str, str]) -> Ended:
+        """Merge a branch kept for review (`kept_for_review`'s answer): the ledger on main first (versions published
+        since: nothing to merge, the branch is deleted), then the plan checked again and one merge of exactly the
+        plan commit, expecting main's current hash, with `decision` added to the merge's properties. Never retried
+        from main: a conflict means main changed the same table since the branch was made, and its rows cannot be
+        merged without overwriting others' (the operator re-ingests instead)."""
+        name, merge = kept.name, kept.merge
+        run = parse_branch(name)
+        tables = sorted({f.table for f in merge.files} | (
+            {run.table_in(self.config.default_namespace)} if run is not None else set()), key=lambda t: t.qualified)
+        about = [f.identity for f in merge.files]
         found: dict[str, ledger.LedgerEntry] = {}
         for table in tables:
             found |= self.catalog.find_published(self.config.main_branch, table,
@@ -265,30 +335,54 @@ class Transactions:
                 f"apart from it: {', '.join(sorted(e.source for e in found.values()))}); merging it would publish "
                 f"them twice. Fix: discard the branch and ingest the others again.")
         main_hash = self.catalog.reference_hash(self.config.main_branch)
-        missing = [] if recorded else self._unrecorded(name, merge)  # a publish retried after an outage has some
-        head = self._record(name, merge, files=missing) if missing else Branch(name, self.catalog.reference_hash(name))
-        merged = self.catalog.merge(head, self.config.main_branch, main_hash, merge.message,
+        checked = self._checked(name, kept.plan, kept.head, merge_plan.review_fix(name), kept.problems(),
+                                kept.commits)
+        merged = self.catalog.merge(checked, self.config.main_branch, main_hash, message,
                                     dict(merge.properties) | dict(decision))
         return Ended("published", 1, name, merged, note=self.branches.clean_up(tables, about, mine=name))
 
-    def kept_merge(self, name: str) -> Merge | None:
-        """What a branch this transaction kept would publish (its ledger commit's plan), or None: not such a branch
-        (one kept before plans were recorded, or not a kept one)."""
-        head = self.catalog.head_commit(name)
-        planned = lineage.planned_merge(head.properties) if head is not None else None
-        if planned is None:
-            return None
-        message, properties = planned
-        files = tuple(Loaded(TableRef(*table.split(".", 1)), f.identity, f.uri, f.rows or 0)
-                      for table, f in lineage.published_by_table(properties) if "." in table)
-        return Merge(files, message, properties)
 
-    def _unrecorded(self, name: str, merge: Merge) -> list[Loaded]:
-        on_branch: set[str] = set()
-        for table in {f.table for f in merge.files}:
-            on_branch |= set(self.catalog.find_published(name, table, [f.identity for f in merge.files
-                                                                        if f.table == table]))
-        return [f for f in merge.files if f.identity not in on_branch]
+@dataclass(frozen=True)
+class Kept:
+    """A branch kept for review, as its plan commit recorded it: the merge that publishes it, the plan, and the
+    branch's commits since the plan's base (newest first; the service's own are the plan commit and those below)."""
+
+    name: str
+    merge: Merge
+    plan: MergePlan
+    commits: tuple[CommitInfo, ...]
+
+    @property
+    def head(self) -> str:
+        """What publishing it merges: the plan commit (never a later one)."""
+        planned = merge_plan.plan_commit(self.commits)
+        return planned.hash if planned is not None else self.plan.base
+
+    def problems(self) -> list[Violation]:
+        return merge_plan.log_problems(self.plan, self.commits)
+
+
+PLAN_SEARCH = 50  # how far down a kept branch's log its plan commit is looked for when it is not the head
+
+
+def _planned(properties: Mapping[str, str]) -> tuple[Merge, MergePlan] | None:
+    """The merge and the plan a plan commit's properties recorded, or None (none, or one that cannot be read)."""
+    pending = lineage.planned_merge(properties)
+    if pending is None:
+        return None
+    message, merged = pending
+    files = tuple(Loaded(TableRef(*table.split(".", 1)), f.identity, f.uri, f.rows or 0)
+                  for table, f in lineage.published_by_table(merged) if "." in table)
+    plan = merge_plan.plan_from(properties, [(f.table, f.identity) for f in files])
+    return None if plan is None else (Merge(files, message, merged), plan)
+
+
+def _no_plan(name: str, source: Callable[[], str | None]) -> str:
+    try:
+        uri = source()
+    except WapError:
+        uri = None
+    return merge_plan.no_plan_refusal(name, uri)
 
 
 def _namespaces(work: Work) -> list[str]:
