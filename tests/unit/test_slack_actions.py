@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pytest
 
 from tests.fakes import FakeCatalog, FakeDecisionLog
+from tests.kept_branches import keep_for_review
 from wap_ingest.adapters.slack_blocks import (
     ACTIONS_BLOCK,
     RESULT_BLOCK,
@@ -126,10 +127,9 @@ def test_the_allow_list_refuses_what_is_not_a_slack_id(bad: str) -> None:
 
 class Lake:
     def __init__(self) -> None:
-        self.catalog = FakeCatalog()
-        self.catalog.ensure_namespace("main", "wap")
-        self.catalog.create_branch(BRANCH, self.catalog.reference_hash("main"))
-        self.catalog.commit(BRANCH, {"wap.orders": ["rows"]})
+        self.catalog = FakeCatalog()  # a rejected file's branch, kept by the transaction with its run's plan
+        keep_for_review(self.catalog, [(TABLE, SourceObject("inbox", "orders/bad.parquet", etag="etag1"), 20)],
+                        name=BRANCH)
         self.decisions = FakeDecisionLog()
         self.retried: list[SourceObject] = []
         self.tx = Transactions(self.catalog, PipelineConfig(default_namespace="wap", sleep=lambda _s: None))
