@@ -8,8 +8,9 @@ from .base import RETRY_FROM_MAIN, PipelineConfig, Ports, Result, retry_delay
 from .groups import route_or_result, run_routed, run_wap
 from .loads import Load, is_manifest, is_pending, waiting
 from .maintain import MaintenancePorts, maintain_table
+from .sweep import Sweep, sweep_table
 from .transaction import Ended, Guards, Loaded, Merge, Transactions
 
 __all__ = ["RETRY_FROM_MAIN", "Ended", "Guards", "Load", "Loaded", "MaintenancePorts", "Merge", "PipelineConfig",
-           "Ports", "Result", "Transactions", "is_manifest", "is_pending", "maintain_table", "retry_delay",
-           "route_or_result", "run_routed", "run_wap", "waiting"]
+           "Ports", "Result", "Sweep", "Transactions", "is_manifest", "is_pending", "maintain_table", "retry_delay",
+           "route_or_result", "run_routed", "run_wap", "sweep_table", "waiting"]
