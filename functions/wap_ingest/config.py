@@ -122,6 +122,8 @@ def nessie_base_from(endpoint: str) -> str:
 
 
 DEFAULT_LARGE_FILE_BYTES = 1024**3  # see docs/scale-out.md for the measurements behind it
+DEFAULT_SWEEP_GRACE_SECONDS = 3 * 86_400.0  # far above a function's 15 minutes and an EMR run's limit
+EMR_RUN_LIMIT_SECONDS = 180 * 60.0  # emr_request.EXECUTION_TIMEOUT_MINUTES (tests/unit/test_sweep_settings.py)
 STAGES = ("download", "s3")
 DEFAULT_EMR_MAX_ATTEMPTS = 3
 
@@ -210,6 +212,8 @@ class Settings:
     event_bus: str | None = None  # EventBridge bus (name or ARN) for downstream events; None: none are sent
     publish_principals: tuple[str, ...] = ()  # IAM role/user ARNs whose publish requests are served; (): none
     slack_actions: SlackActionSettings | None = None  # acting on alerts from Slack; None: no signing secret set
+    # `wap maintain` removes a table's unreferenced files only once they are older than this (core.lake_files)
+    sweep_grace_seconds: float = DEFAULT_SWEEP_GRACE_SECONDS
 
     @property
     def nessie_api_v1(self) -> str:
@@ -295,6 +299,7 @@ class Settings:
             event_bus=_event_bus(env),
             publish_principals=_publish_principals(env),
             slack_actions=slack_actions_from(env),
+            sweep_grace_seconds=_sweep_grace(env),
         )
 
     def spark_jars(self) -> list[Path]:
@@ -314,6 +319,23 @@ def _positive_int(env: Mapping[str, str], name: str, default: int, why: str) -> 
     if not raw.isdigit() or int(raw) <= 0:
         raise ConfigError(f"{name}={raw!r} must be a positive whole number. Fix: export {name}={default} ({why}).")
     return int(raw)
+
+
+def _sweep_grace(env: Mapping[str, str]) -> float:
+    """WAP_SWEEP_GRACE_SECONDS: longer than the longest run that may write a file it has not committed yet (the
+    function's, which WAP_ABANDONED_BRANCH_SECONDS bounds, and with EMR configured an EMR job's limit)."""
+    value = _positive(env, "WAP_SWEEP_GRACE_SECONDS", DEFAULT_SWEEP_GRACE_SECONDS, f"{DEFAULT_SWEEP_GRACE_SECONDS:g}")
+    runs = {"WAP_ABANDONED_BRANCH_SECONDS (the function's longest run)":
+            _positive(env, "WAP_ABANDONED_BRANCH_SECONDS", 960.0, "960")}
+    if env.get("WAP_EMR_APPLICATION_ID", "").strip():
+        runs["an EMR job run's limit (emr_request.EXECUTION_TIMEOUT_MINUTES)"] = EMR_RUN_LIMIT_SECONDS
+    for what, longest in runs.items():
+        if value <= longest:
+            raise ConfigError(
+                f"WAP_SWEEP_GRACE_SECONDS={value:g} is not longer than {what}, {longest:g} s: `wap maintain` could "
+                f"remove a file a run in flight has written and not committed yet. Fix: export "
+                f"WAP_SWEEP_GRACE_SECONDS={DEFAULT_SWEEP_GRACE_SECONDS:g} (3 days, the default), or unset it.")
+    return value
 
 
 def _retry_max(env: Mapping[str, str]) -> float:

@@ -43,6 +43,9 @@ KNOWN_VARIABLES: dict[str, str] = {
     "is a decompression bomb: INVALID, never started (default: 200)",
     "WAP_ABANDONED_BRANCH_SECONDS": "a batch branch older than this belongs to a run that died and is deleted by the "
     "table's next run (default: 960, the function's longest run plus a margin)",
+    "WAP_SWEEP_GRACE_SECONDS": "`wap maintain` removes a table's files that no reference of the catalog uses once "
+    "they are older than this (default 259200, 3 days; it must exceed WAP_ABANDONED_BRANCH_SECONDS and, with EMR, an "
+    "EMR run's limit)",
     "WAP_RETRY_BASE_SECONDS": "a failed or deferred SQS message comes back after this many seconds, doubled per "
     "receive (default 30)",
     "WAP_RETRY_MAX_SECONDS": "the longest back-off between two attempts of a message (default 900; at most 43200)",

@@ -14,8 +14,9 @@ _NOT_FOUND_LAKE = ("Iceberg's S3FileIO asks whether a file exists before it writ
 _VERSION = ("the event names the object's version in AWS (a versioned bucket), and reading a version is "
             "s3:GetObjectVersion; moto's notifications carry no versionId, so the current version is read")
 _UNCOMMITTED = ("Iceberg deletes the files of a write whose commit failed (Spark's abort of an append or a compaction "
-                "that lost its commit); every commit here succeeds, and nothing else deletes warehouse files "
-                "(snapshot trimming is metadata only)")
+                "that lost its commit); every commit here succeeds, snapshot trimming is metadata only, and the "
+                "maintenance's sweep removes only files no reference uses that are older than WAP_SWEEP_GRACE_SECONDS "
+                "(3 days by default; tests/integration/test_leaked_files.py runs it with 30 s): none here")
 _STAGED = ("in AWS the job copies its source under wap-staging/ for Spark's executors (WAP_STAGE=s3, emr_request.py), "
            "reads the copy and deletes it; the local run downloads the source instead (WAP_STAGE=download, "
            "local/emr.py)")

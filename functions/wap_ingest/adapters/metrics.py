@@ -85,6 +85,9 @@ def record_maintenance(report: MaintenanceReport, namespace: str | None = None, 
             add(name="DataBytesAfter", unit=MetricUnit.Bytes, value=report.after.data_bytes)
             add(name="SnapshotsDropped", unit=MetricUnit.Count, value=report.work.remove_snapshots)
         add(name="MaintenanceRetries", unit=MetricUnit.Count, value=max(0, report.attempts - 1))
+        if report.swept is not None and report.swept.status == "removed":
+            add(name="FilesSwept", unit=MetricUnit.Count, value=len(report.swept.removable))
+            add(name="BytesSwept", unit=MetricUnit.Bytes, value=report.swept.removed_bytes)
     except Exception as exc:  # never fail a maintenance because of its metrics
         log.warning("maintenance metrics of %s not recorded: %s", report.table, exc)
     metrics.flush()

@@ -60,6 +60,7 @@ from wap_ingest.emr_request import maintenance_request_for
 
 from . import builders
 from .slack import SlackActions
+from .sweeping import sweep_for
 
 log = logging.getLogger(__name__)
 
@@ -253,11 +254,13 @@ class Service:
             builders.boto3_client("emr-serverless", self.settings),
             lambda t, day: maintenance_request_for(self.settings, t, day))
         ports = MaintenancePorts(catalog, self.maintainer, emr)
+        # the tables' unreferenced files, swept after each one's maintenance (not by the EMR job: its schedule does)
+        sweep = None if here else sweep_for(self.settings, self.s3, self.tokens, self.decisions)
         results: list[MaintenanceReport | WapError] = []
         for each in tables:
             try:
                 report = maintain_table(each, ports=ports, suite=self.suites.suite_for(each), config=self.config,
-                                        dry_run=dry_run, here=here, out_of_time=out_of_time)
+                                        dry_run=dry_run, here=here, out_of_time=out_of_time, sweep=sweep)
             except DeferredError as exc:
                 log.warning("maintenance of %s deferred: %s", each, exc, extra={"table": each.qualified})
                 results.append(exc)

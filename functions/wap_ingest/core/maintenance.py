@@ -10,8 +10,10 @@ its `maintenance:` settings in the audits file; what `wap maintain` did, for the
       emr_above_mb: 10240      # a table larger than this is maintained by an EMR Serverless job (0: every table)
 
 On Nessie, removing a snapshot from a table's current metadata deletes no file: the older metadata stays reachable
-from Nessie's commit history, and other branches share the files. Files are deleted only by Nessie's GC, which
-knows every reference; the service never deletes a data file itself (README: "Keeping tables healthy").
+from Nessie's commit history, and other branches share the files. The maintenance itself deletes no file; after it,
+`wap maintain` sweeps the table's location for the files that no commit of any reference uses (the leftovers of
+discarded, pruned and conflicting runs, core.lake_files); what older commits alone use is Nessie GC's (README:
+"Keeping tables healthy").
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from .errors import AuditSuiteError
+from .lake_files import FilesSwept
 
 MB = 1024 * 1024
 KEYS = ("min_input_files", "small_file_mb", "max_manifests", "keep_snapshots", "emr_above_mb")
@@ -107,12 +110,13 @@ class MaintenanceReport:
     job_run: str | None = None
     message: str = ""
     timings: dict[str, float] = field(default_factory=dict)
+    swept: FilesSwept | None = None  # the sweep of the table's unreferenced files (None: not swept by this run)
 
     def to_dict(self) -> dict[str, object]:
         return {"table": self.table, "status": self.status, "work": asdict(self.work), "before": asdict(self.before),
                 "after": asdict(self.after) if self.after else None, "attempts": self.attempts,
                 "merged_hash": self.merged_hash, "job_run": self.job_run, "message": self.message,
-                "timings": self.timings}
+                "timings": self.timings, "swept": self.swept.to_dict() if self.swept else None}
 
     def commit_summary(self) -> str:
         """What the merge commit carries (MAINTENANCE), compact JSON."""

@@ -14,6 +14,7 @@ from wap_ingest.config import Settings
 from wap_ingest.core.dead_letters import alert_for_alarm
 from wap_ingest.core.errors import DeferredError, WapError
 from wap_ingest.core.job_failures import JobRunsExhaustedError, alert_for_exhausted
+from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.publish_requests import PublishRequest
 from wap_ingest.entrypoints.lambda_observability import logger
 
@@ -79,8 +80,13 @@ def on_schedule(svc: Service, context: Any) -> dict[str, Any]:
     results = svc.maintain(None, out_of_time=deadline_for(context, svc.settings))
     deferred = [str(r) for r in results if isinstance(r, DeferredError)]
     failed = [str(r) for r in results if isinstance(r, Exception) and not isinstance(r, DeferredError)]
+    unswept = [r.swept.message for r in results  # a sweep that could not read or list what it needs
+               if isinstance(r, MaintenanceReport) and r.swept is not None and r.swept.status == "aborted"]
     if failed:
         failures.append(f"maintenance failed for {len(failed)} of {len(results)} tables: {'; '.join(failed)}")
+    if unswept:
+        failures.append(f"the sweep of unreferenced files aborted for {len(unswept)} of {len(results)} tables: "
+                        f"{'; '.join(unswept)}")
     if failures:
         raise MaintenanceFailedError("; ".join(failures))
     answer: dict[str, Any] = {"maintained": [r.to_dict() for r in results if not isinstance(r, Exception)]}

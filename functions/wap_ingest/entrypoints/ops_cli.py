@@ -209,6 +209,8 @@ def _history_line(entry: HistoryEntry) -> str:
         return f"{when}  {'-':12}  {what}"
     if entry.action == "maintained":
         return f"{when}  {(entry.hash or '?')[:12]:12}  maintained: {entry.how}"
+    if entry.action == "swept":  # `wap maintain` removed files no reference uses (core.pipeline.sweep)
+        return f"{when}  {'-':12}  swept by {entry.actor}: {entry.reason}"
     if entry.how == "reviewed":
         audit = "re-audit passed" if entry.reaudit == "passed" else "published without re-audit"
         what = f"reviewed publish of branch {entry.branch} by {entry.actor} ({audit}): {entry.reason}"

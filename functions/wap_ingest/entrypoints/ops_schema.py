@@ -50,8 +50,8 @@ DECISION = _document({
     "reaudit": {"anyOf": [{"type": "null"}, REPORT]}, "source": _OPT_STR, "recorded_at": _OPT_STR,
 })
 ENTRY = _object({
-    "at": _STR, "action": {"enum": ["published", "discarded", "maintained"]}, "how": _STR, "branch": _OPT_STR,
-    "actor": _OPT_STR,
+    "at": _STR, "action": {"enum": ["published", "discarded", "maintained", "swept"]}, "how": _STR,
+    "branch": _OPT_STR, "actor": _OPT_STR,
     "reason": _OPT_STR, "source": _OPT_STR, "rows": _OPT_INT, "hash": _OPT_STR, "reaudit": _OPT_STR,
     "properties": {"type": "object", "additionalProperties": _STR}, "write": _OPT_STR,
 })

@@ -8,6 +8,9 @@ merge is ever forced. A table larger than its `emr_above_mb` is sent to the EMR 
 The invocation's time left is the transaction's guard, as for files and loads: checked before each attempt and again
 before the maintenance work itself; out of time, the table is not started (or its branch is deleted before any work
 on it) and an OutOfTimeError (a DeferredError) says so: the next run maintains it.
+Then, given a `Sweep`, the table's location is swept of the files no reference of the catalog uses (sweep.py), time
+permitting (else the sweep is reported deferred); the EMR job, which maintains one large table, sweeps nothing: the
+schedule that sent it sweeps every table itself (a sweep reads metadata only, whatever the table's size).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from wap_ingest.core import lineage
 from wap_ingest.core.audits import AuditSuite
 from wap_ingest.core.branches import RunKind
 from wap_ingest.core.errors import CatalogError, EngineError
+from wap_ingest.core.lake_files import FilesSwept
 from wap_ingest.core.maintenance import MAINTENANCE, MB, MaintenanceReport, work_for
 from wap_ingest.core.models import Branch, TableRef
 from wap_ingest.core.ports import CatalogBranches, MaintenanceJobs, TableMaintainer
 from wap_ingest.core.stopwatch import Stopwatch
 
 from .base import PipelineConfig
+from .sweep import Sweep, sweep_table
 from .transaction import Discard, Guards, Merge, Publish, Transactions, Verdict, Work
 
 
@@ -37,10 +42,11 @@ class MaintenancePorts:
 
 def maintain_table(table: TableRef, *, ports: MaintenancePorts, suite: AuditSuite, config: PipelineConfig,
                    dry_run: bool = False, here: bool = False,
-                   out_of_time: Callable[[], bool] = lambda: False) -> MaintenanceReport:
-    """Maintain one table; `here`: never send it to EMR (the EMR job itself); `out_of_time`: the invocation's
-    deadline (the transaction's guard). Raises a WapError when it fails, an OutOfTimeError when there is no time to
-    start it (the branch of the attempt is deleted: nothing of it stays)."""
+                   out_of_time: Callable[[], bool] = lambda: False, sweep: Sweep | None = None) -> MaintenanceReport:
+    """Maintain one table, then sweep it (`sweep`; None: not swept); `here`: never send it to EMR (the EMR job
+    itself); `out_of_time`: the invocation's deadline (the transaction's guard). Raises a WapError when the
+    maintenance fails, an OutOfTimeError when there is no time to start it (the branch of the attempt is deleted:
+    nothing of it stays); a sweep that cannot be done is a report (`swept.status` "aborted" or "deferred")."""
     transactions = Transactions(ports.catalog, config, Guards(out_of_time))
     work = _Maintenance(table, ports, suite, transactions.guards, dry_run=dry_run, here=here)
     watch = Stopwatch()
@@ -48,9 +54,15 @@ def maintain_table(table: TableRef, *, ports: MaintenancePorts, suite: AuditSuit
     if work.report is None:  # pragma: no cover (a transaction without versions always runs its work)
         raise EngineError(f"maintaining {table}: the run ended before measuring the table")
     report = replace(work.report, attempts=ended.attempts, timings=watch.laps())
-    if ended.status != "published":
+    if ended.status == "published":
+        report = replace(report, merged_hash=ended.merged_hash, message=f"{report.message}{ended.note}")
+    if sweep is None:
         return report
-    return replace(report, merged_hash=ended.merged_hash, message=f"{report.message}{ended.note}")
+    if out_of_time():
+        return replace(report, swept=FilesSwept(table.qualified, "deferred", grace_seconds=sweep.policy.grace_seconds,
+                                                message=f"{table}: no time left in this invocation to sweep its "
+                                                f"files; the next run sweeps them"))
+    return replace(report, swept=sweep_table(table, sweep, dry_run=dry_run))
 
 
 class _Maintenance(Work):
