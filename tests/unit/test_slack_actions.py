@@ -114,7 +114,10 @@ def test_the_allow_list_takes_users_and_the_members_of_user_groups() -> None:
     assert operators.allows("U0BOB0001") and asked == ["S0ONCALL1"]
     assert not operators.allows("U0MALLORY")
     assert "<@U0MALLORY> may not act" in operators.refusal(Person("U0MALLORY", "mallory"))
-    assert "WAP_SLACK_OPERATORS is empty" in Operators(frozenset(), members).refusal(ALICE)
+    # people off the list are told only that they may not act; why (and the fix) is for the log
+    assert Operators(frozenset(), members).refusal(ALICE) == "Nothing done: <@U0ALICE01> may not act on WAP alerts."
+    assert "WAP_SLACK_OPERATORS is empty" in Operators(frozenset(), members).refused_because()
+    assert "WAP_SLACK_OPERATORS" in operators.refused_because()
 
 
 @pytest.mark.parametrize("bad", ["alice", "U0A", "C0123456", "U0ALICE01;S1"])

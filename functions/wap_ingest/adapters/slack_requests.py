@@ -2,8 +2,10 @@
 
 - `verify`: Slack signs each request with the app's signing secret: `X-Slack-Signature: v0=<hex>`, the HMAC-SHA256 of
   `v0:<X-Slack-Request-Timestamp>:<raw body>` (slack-sdk's `SignatureVerifier` computes it). Refused, each with its
-  reason: a request without the two headers (unsigned), with a timestamp older than five minutes (stale) or as far in
-  the future, or whose signature does not match (forged, or signed with another app's secret).
+  reason: a request without the two headers (unsigned), with a header not in Slack's own form (malformed: the
+  timestamp is 1 to 12 ASCII digits, the signature `v0=` and 64 lower-case hex digits; a header arrives as text, and
+  `'²'.isdigit()` is true), with a timestamp older than five minutes (stale) or as far in the future, or whose
+  signature does not match (forged, or signed with another app's secret).
 - `SeenRequests`: a request is served once. Its signature is recorded in the lake bucket
   (`wap-slack-requests/<sha256 of the signature>`) with a conditional put (If-None-Match): a second put of the same
   request is refused by S3 itself, across invocations and concurrent ones. Five minutes later the timestamp refuses
@@ -14,9 +16,12 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +41,9 @@ KIND = "wap.slack-action"  # a verified request on the ingest queue
 SEEN_PREFIX = "wap-slack-requests/"
 MAX_AGE_SECONDS = 300  # Slack's own advice: refuse requests signed more than five minutes ago
 FORWARDED_MAX_AGE_SECONDS = 3600  # the function serves a forwarded request within this (its retries included)
+# the headers' forms, by allow list (ASCII only: `str.isdigit` and `\d` accept other scripts' digits)
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 
 
 class RefusedRequestError(WapError):
@@ -51,14 +59,18 @@ class HttpRequest:
     @classmethod
     def from_http_api(cls, event: Mapping[str, Any]) -> HttpRequest:
         """An API Gateway HTTP API's Lambda event (payload format 2.0, as a function URL's): the raw body, decoded
-        if base64."""
-        import base64
-
+        if base64. BadInputError when the body is not what the event says it is."""
         body = event.get("body") or ""
         if event.get("isBase64Encoded"):
-            body = base64.b64decode(body).decode("utf-8", errors="replace")
-        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-        method = str(((event.get("requestContext") or {}).get("http") or {}).get("method", "POST"))
+            try:
+                body = base64.b64decode(str(body), validate=True).decode("utf-8", errors="replace")
+            except (binascii.Error, ValueError) as exc:
+                raise BadInputError("the request's body is marked base64 and is not base64") from exc
+        given = event.get("headers")
+        headers = {str(k).lower(): str(v) for k, v in given.items()} if isinstance(given, Mapping) else {}
+        context = event.get("requestContext")
+        http = context.get("http") if isinstance(context, Mapping) else None
+        method = str(http.get("method", "POST")) if isinstance(http, Mapping) else "POST"
         return cls(method.upper(), headers, str(body))
 
 
@@ -91,8 +103,13 @@ def verify(headers: Mapping[str, str], body: str, secret: str, *, now: float,
 
 
 def check(request: SignedRequest, secret: str, *, now: float, max_age: float) -> SignedRequest:
-    if not request.timestamp.isdigit():
-        raise RefusedRequestError(f"malformed: X-Slack-Request-Timestamp {request.timestamp[:20]!r} is not a time")
+    """The request's headers in Slack's own form, its age within `max_age` and its signature the app's; otherwise
+    RefusedRequestError with a one-line reason."""
+    if not _TIMESTAMP.fullmatch(request.timestamp):
+        raise RefusedRequestError("malformed: X-Slack-Request-Timestamp is not a time (1 to 12 ASCII digits: seconds "
+                                  "since the epoch)")
+    if not _SIGNATURE.fullmatch(request.signature):
+        raise RefusedRequestError("malformed: X-Slack-Signature is not Slack's (v0= and 64 lower-case hex digits)")
     age = now - int(request.timestamp)
     if age > max_age:
         raise RefusedRequestError(f"stale: signed {age:.0f} s ago; requests older than {max_age:.0f} s are refused")
@@ -148,7 +165,14 @@ def _text(data: Mapping[str, Any], *path: str) -> str | None:
 
 
 def interaction_from(body: str) -> Interaction:
-    """The `payload=` form field, read; BadInputError when it is not an interaction payload."""
+    """The `payload=` form field, read; BadInputError when it is not an interaction payload in Slack's form."""
+    try:
+        return _interaction_in(body)
+    except (AttributeError, TypeError, KeyError) as exc:  # a field of another type than Slack's
+        raise BadInputError(f"the interaction payload is not in Slack's form ({type(exc).__name__})") from exc
+
+
+def _interaction_in(body: str) -> Interaction:
     try:
         payload = json.loads(parse_qs(body, strict_parsing=False).get("payload", [""])[-1])
     except ValueError as exc:

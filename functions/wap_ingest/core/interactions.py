@@ -13,6 +13,11 @@ data: the line the alert's message shows from then on (`line`, Slack mrkdwn), wh
 - retry: the object's current version ingested again (its own alert follows); "Retried by @name: <outcome>";
 - show / redrive the dead letters: the list, privately / the messages sent back to the ingest queue.
 
+What people see is never internal text: a refusal of the decision (the branch is gone or not open for review, a
+re-audit that fails, a conflict) is said as it is; any other failure (a setting, a component) is a short line with a
+reference (`Asked.ref`, the delivery's correlation id), and the error itself is in `Answer.logged`, for the log only.
+Someone not on the allow list is told only that they may not act.
+
 Nothing is done twice: a branch already decided (by someone else a moment before, or with `wap` in a terminal) is
 answered with who decided it, privately ("Nothing done: ..."), and the message says what is true now. A branch deleted
 with no decision (a newer attempt at the same file replaced it, or it was removed by hand) is answered so ("No longer
@@ -23,11 +28,12 @@ of the queue).
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .alerts import ActionKind, mrkdwn_escape, report_lines
-from .errors import BadInputError, BranchNotFoundError, ConfigError, InfrastructureError, WapError
+from .errors import BadInputError, BranchNotFoundError, CatalogError, ConfigError, InfrastructureError, WapError
 from .models import AuditReport, IngestOutcome, OutcomeStatus, SourceObject
 from .ports import CatalogBranches, DecisionLog
 from .review import DECISION_PREFIX, Decision, ReauditFailedError, published_on_main, wap_table
@@ -64,6 +70,7 @@ class Asked:
     target: str
     person: Person
     reason: str | None = None
+    ref: str = ""  # the correlation id a failure is shown with (and logged under)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,17 @@ class Answer:
     settled: bool  # the alert's choices are done: its buttons go
     private: str | None = None  # Slack mrkdwn, for the person who asked only
     update: bool = True  # False: the message stays as it is (a private reply only)
+    logged: str | None = None  # the internal error behind a failed answer: for the log, never shown
+
+
+def reference() -> str:
+    """A new correlation id for a failure: shown to the person, logged with the error."""
+    return uuid.uuid4().hex[:12]
+
+
+def not_done(ref: str) -> str:
+    """What a person is told when the service failed them (no internal text)."""
+    return f"Nothing done: something failed on our side. Try again in a moment (reference {ref})."
 
 
 def operators_from(text: str) -> frozenset[str]:
@@ -97,13 +115,16 @@ class Operators:
         return any(user_id in self._members_of(group) for group in sorted(self.ids) if GROUP_ID.fullmatch(group))
 
     def refusal(self, person: Person) -> str:
-        """What a person not on the list is told (nothing was done)."""
+        """What a person not on the list is told: only that they may not act (nothing was done). Why, and the fix,
+        are for the log (`refused_because`)."""
+        return f"Nothing done: {person.mention} may not act on WAP alerts."
+
+    def refused_because(self) -> str:
+        """Why someone was refused, and the fix: for the log, never shown to them."""
         if not self.ids:
-            return (f"Nothing done: no one may act on WAP alerts from Slack here ({OPERATORS_VARIABLE} is empty). An "
-                    f"administrator can allow people: docs/deploy.md, \"Who may act from Slack\".")
-        return (f"Nothing done: {person.mention} may not act on WAP alerts. Only the users and user groups in "
-                f"{OPERATORS_VARIABLE} may; ask an administrator to add you (docs/deploy.md, \"Who may act from "
-                f"Slack\"), or use the commands in the alert with your own role.")
+            return (f"no one may act on WAP alerts from Slack here ({OPERATORS_VARIABLE} is empty): docs/deploy.md, "
+                    f"\"Who may act from Slack\"")
+        return f"not in {OPERATORS_VARIABLE} (users and user groups); docs/deploy.md, \"Who may act from Slack\""
 
 
 @dataclass(frozen=True)
@@ -163,9 +184,13 @@ def answer(asked: Asked, cases: UseCases) -> Answer:
         failed = "; ".join(f"{c.check}({c.target}) {c.measured}, expected {c.expected}" for c in exc.report.failures)
         return Answer(f":x: Re-audit asked by {who} still fails: {e(failed)}. Nothing was published; the branch stays "
                       f"open.", settled=False, private=e(exc))
-    except WapError as exc:
+    except (CatalogError, BadInputError) as exc:  # the decision refused (a conflict, a branch not open for review)
         verb = _VERBS[asked.action]
         return Answer(f":x: {verb} asked by {who} failed: {e(exc)}", settled=False, private=e(exc))
+    except WapError as exc:  # a setting or anything else on the service's side: no internal text is shown
+        verb, ref = _VERBS[asked.action], asked.ref or reference()
+        return Answer(f":x: {verb} asked by {who} failed on our side; nothing was done (reference `{e(ref)}`).",
+                      settled=False, private=e(not_done(ref)), logged=f"{type(exc).__name__}: {exc}")
 
 
 _VERBS = {ActionKind.SHOW_ROWS: "Showing the rows", ActionKind.REAUDIT_PUBLISH: "Re-audit and publish",

@@ -13,6 +13,11 @@ Each request, in order (nothing is done for one that fails a step):
    queue, the signed request as it came (the function verifies it again and does the work: lambda_slack.py), and
    acknowledged at once. A form sent without a reason is answered in the form.
 The answer comes back in Slack: the alert's message updated in place, and private replies.
+
+A malformed request (a header not in Slack's form, a body that is not what the event says) is answered 400 or 401
+with a one-line reason, never 500. When something on the service's side fails (the secret store, Slack, the queue,
+a bug), the person sees a short message and a reference, never the error's text; the log has the error under that
+reference (`correlation_id`). Someone not on the allow list is told only that they may not act.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from wap_ingest.adapters.slack_requests import (
 )
 from wap_ingest.bootstrap import operations
 from wap_ingest.core.errors import BadInputError, WapError
-from wap_ingest.core.interactions import Operators
+from wap_ingest.core.interactions import Operators, not_done, reference
 
 log = logging.getLogger(__name__)
 
@@ -81,11 +86,13 @@ class Endpoint:
             return Response(400, f"refused: {exc}")
         try:
             return self._act(interaction, forwarded=signed.to_message())
-        except WapError as exc:  # Slack, the queue or a setting failed: say so to the person, nothing was done
-            log.error("Slack request not served: %s", exc, extra={"user": interaction.person.user_id})
+        except WapError as exc:  # Slack, the queue or a setting failed: the person is told, without its text
+            ref = reference()
+            log.error("Slack request not served: %s", exc, extra={"user": interaction.person.user_id,
+                                                                  "correlation_id": ref})
             if interaction.kind == "view_submission":
-                return _form_errors(f"Nothing done, try again in a moment: {exc}")
-            self._reply(interaction, f"Nothing done, try again in a moment: {exc}")
+                return _form_errors(not_done(ref))
+            self._reply(interaction, not_done(ref))
             return Response(200)
 
     def _act(self, interaction: Interaction, *, forwarded: str) -> Response:
@@ -94,7 +101,8 @@ class Endpoint:
         person = interaction.person
         operators = self._operators()
         if not operators.allows(person.user_id):
-            log.warning("Slack user not allowed to act", extra={"user": person.user_id, "action": interaction.action})
+            log.warning("Slack user not allowed to act: %s", operators.refused_because(),
+                        extra={"user": person.user_id, "action": interaction.action})
             if interaction.kind == "view_submission":
                 return _form_errors(operators.refusal(person))
             self._reply(interaction, operators.refusal(person))
@@ -134,9 +142,19 @@ def endpoint() -> Endpoint:
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """An HTTP API's event (payload format 2.0) -> the HTTP answer Slack gets."""
+    """An HTTP API's event (payload format 2.0) -> the HTTP answer Slack gets. A malformed request is refused (400
+    or 401, one line); anything else that fails (a setting, the secret store, a bug) is a 500 with a reference only,
+    the error logged under it (the person's click fails visibly in Slack)."""
     try:
-        return endpoint().serve(HttpRequest.from_http_api(event)).to_http_api()
-    except WapError as exc:  # a setting or the secret store: the person's click fails visibly in Slack
-        log.error("the interactivity endpoint cannot serve: %s", exc)
-        return Response(500, f"the endpoint cannot serve: {exc}").to_http_api()
+        request = HttpRequest.from_http_api(event)
+    except BadInputError as exc:
+        log.warning("Slack request unreadable: %s", exc)
+        return Response(400, f"refused: {exc}").to_http_api()
+    try:
+        return endpoint().serve(request).to_http_api()
+    except Exception as exc:
+        ref = reference()
+        log.error("the interactivity endpoint cannot serve: %s", exc, exc_info=not isinstance(exc, WapError),
+                  extra={"correlation_id": ref})
+        return Response(500, f"the endpoint cannot serve this request now; nothing was done (reference {ref})"
+                        ).to_http_api()

@@ -9,7 +9,10 @@
 - Response URLs (`POST /response/<id>`): a click's private replies.
 - With `--endpoint`, the app's interactivity endpoint itself, as its HTTP API route serves it in AWS
   (`POST /slack/actions`: the request as the route's Lambda event, payload format 2.0, to
-  wap_ingest.entrypoints.slack_interactivity.handler, in this process; the environment is the stack's).
+  wap_ingest.entrypoints.slack_interactivity.handler, in this process; the environment is the stack's). The headers
+  reach the handler as text decoded as UTF-8 (Python's http.server reads them as Latin-1, which would turn a UTF-8
+  `²` into `Â²` and hide what the function gets), and a handler that raises is answered as API Gateway answers a
+  failed invocation: `500 {"message":"Internal Server Error"}`.
 `GET /messages` returns the channel as it reads now (an updated message with `edited_at`), `GET /ephemerals?user=` the
 private replies, `GET /sent` the last requests posted to the app (headers, body, its answer, how long it took to come:
 `seconds`, and when: `answered_at`), `GET /health` answers 200. Loopback only.
@@ -179,13 +182,27 @@ class _Handler(BaseHTTPRequestHandler):
         assert self.server.endpoint is not None
         event = {"version": "2.0", "routeKey": f"POST {ENDPOINT_PATH}", "rawPath": ENDPOINT_PATH, "rawQueryString": "",
                  "body": raw, "isBase64Encoded": False,
-                 "headers": {k.lower(): v for k, v in self.headers.items()},
+                 "headers": {k.lower(): _as_text(v) for k, v in self.headers.items()},
                  "requestContext": {"http": {"method": "POST", "path": ENDPOINT_PATH,
                                              "sourceIp": self.client_address[0]}}}
-        answer = self.server.endpoint(event, None)
+        try:
+            answer = self.server.endpoint(event, None)
+        except Exception as exc:  # the function failed: API Gateway's answer, the traceback in this log only
+            print(f"the interactivity endpoint raised {type(exc).__name__}: {exc}", flush=True)
+            self._reply(500, {"message": "Internal Server Error"})
+            return
         headers = answer.get("headers") or {}
         self._reply(int(answer.get("statusCode", 200)), str(answer.get("body") or ""),
                     str(headers.get("Content-Type", "text/plain")))
+
+
+def _as_text(value: str) -> str:
+    """A header as an HTTP API hands it to the function: its bytes (http.server read them as Latin-1) as UTF-8 text,
+    or as read when they are not UTF-8."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
 
 
 def _form_errors(answer: str) -> dict[str, str] | None:
