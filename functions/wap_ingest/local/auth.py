@@ -21,6 +21,7 @@ from wap_ingest.catalog_authz import ROLES, SERVICE, nessie_properties, scope_fo
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.local.components import ACCESS_KEY, HOST, OIDC, SECRET_KEY
 from wap_ingest.local.config import StackConfig
+from wap_ingest.local.environment import system_environment
 from wap_ingest.local.oidc import AUDIENCE
 from wap_ingest.local.processes import free_port, spawn, stop_processes, wait_ready
 
@@ -84,7 +85,7 @@ def start_issuer(config: StackConfig) -> str:
     _write(path, document)
     log = config.log_for(OIDC)
     command = [sys.executable, "-m", "wap_ingest.local.oidc", "--port", str(port), "--clients", str(path)]
-    document["oidc_pid"] = spawn(OIDC, command, log, os.environ)
+    document["oidc_pid"] = spawn(OIDC, command, log, system_environment())
     _write(path, document)
     wait_ready(OIDC, document["oidc_pid"], log, lambda: issuer_health(url), config.startup_timeout)
     _store_secrets(config, clients)

@@ -16,6 +16,7 @@ from pathlib import Path
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.local.components import ACCESS_KEY, HOST, LABELS, MOTO, NESSIE, SECRET_KEY, WAREHOUSE
 from wap_ingest.local.config import StackConfig
+from wap_ingest.local.environment import system_environment
 from wap_ingest.local.java import find_java
 from wap_ingest.local.processes import port_is_free, process_alive, spawn, stop_processes, wait_ready
 from wap_ingest.local.state import StackState, load_state, read_record, start_lock, write_record
@@ -54,7 +55,7 @@ def reset_store(config: StackConfig) -> None:
 
 def launch(config: StackConfig, command: list[str], *, append: bool = False) -> int:
     """Spawn Nessie with `command` and return its pid; the caller records it and then calls `wait_until_ready`."""
-    return spawn(NESSIE, command, config.nessie_log, os.environ, append=append)
+    return spawn(NESSIE, command, config.nessie_log, system_environment(), append=append)  # its settings: -D...
 
 
 def wait_until_ready(config: StackConfig, pid: int, management_port: int) -> None:

@@ -40,6 +40,7 @@ from wap_ingest.local.components import (
     label,
 )
 from wap_ingest.local.config import StackConfig, check_visibility, default_nessie_jar, default_state_dir, repo_root
+from wap_ingest.local.environment import system_environment
 from wap_ingest.local.java import MIN_JAVA, find_java, java_major
 from wap_ingest.local.leftovers import describe_holders, owned_processes, stop_leftovers
 from wap_ingest.local.nessie import nessie_command, restart_nessie, start_nessie, stop_nessie
@@ -266,7 +267,7 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
         nessie.reset_store(config)  # a new lake: the catalog starts as empty as moto's S3
         iam.forget(config.state_dir)
         began = time.monotonic()
-        env = {**os.environ, "MOTO_PORT": str(config.moto_port)}
+        env = system_environment() | {"MOTO_PORT": str(config.moto_port)}  # never the caller's AWS_* or MOTO_*
         record["moto_pid"] = spawn(MOTO, iam.moto_command(config, sys.executable) if config.iam
                                    else moto_command(config), config.moto_log, env)
         write_record(config, record)

@@ -15,7 +15,6 @@ Dropping a file into the source bucket with any S3 client is then all it takes.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Mapping
 from functools import partial
@@ -41,6 +40,7 @@ from wap_ingest.local.components import (
     process_name,
 )
 from wap_ingest.local.config import StackConfig, repo_root
+from wap_ingest.local.environment import service_environment
 from wap_ingest.local.iam import FUNCTION, principal_environment
 from wap_ingest.local.processes import port_open, spawn, wait_ready
 from wap_ingest.local.state import StackState, environment_layout, invoke_url, stack_environment, write_record
@@ -123,17 +123,19 @@ def lambda_command(config: StackConfig, invoke_port: int, runtime_port: int) -> 
     ]
 
 
-def function_environment(config: StackConfig, stack_env: Mapping[str, str], name: str) -> dict[str, str]:
-    """What the function in execution environment `name` sees: the stack's variables plus the ones Lambda sets
-    for a function, and a scratch folder of its own (as each execution environment has its own /tmp)."""
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_LAMBDA_", "_HANDLER"))}
-    return inherited | dict(stack_env) | {
+def function_environment(config: StackConfig, stack_env: Mapping[str, str], name: str,
+                         caller: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What the function in execution environment `name` sees: the system's basics and the tuning settings of the
+    caller's shell (local/environment.py: never its endpoints, buckets, credentials or catalog client), then the
+    stack's variables, the ones Lambda sets for a function, and a scratch folder of its own (as each execution
+    environment has its own /tmp)."""
+    return service_environment(dict(stack_env) | {
         "AWS_LAMBDA_FUNCTION_NAME": FUNCTION_NAME,
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(FUNCTION_MEMORY),
         "AWS_LAMBDA_FUNCTION_TIMEOUT": str(FUNCTION_TIMEOUT),
         "POWERTOOLS_SERVICE_NAME": FUNCTION_NAME,
         "WAP_WORK_DIR": str(config.state_dir / f"{name}-tmp"),
-    } | principal_environment(config.state_dir, FUNCTION)  # with --iam: the function's keys (infra/iam/)
+    } | principal_environment(config.state_dir, FUNCTION), caller)  # with --iam: the function's keys (infra/iam/)
 
 
 def worker_command(config: StackConfig, queue_url: str, invoke: int, runtime: int, environment: str) -> list[str]:
@@ -160,7 +162,7 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
     # the sink also serves the app's interactivity endpoint (its HTTP API route), with the function's settings and,
     # with --iam, the function's keys: in AWS the endpoint runs with the function's execution role (serverless.yml)
     record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK),
-                                {**os.environ, **stack_env} | principal_environment(config.state_dir, FUNCTION))
+                                service_environment(stack_env | principal_environment(config.state_dir, FUNCTION)))
     write_record(config, record)
     wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
                config.startup_timeout)
