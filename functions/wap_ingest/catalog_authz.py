@@ -11,10 +11,13 @@ resource server `nessie` with the scopes `service`, `operator` and `reader` give
 - service (the function and the EMR job): read everything; create, commit to and delete `wap-*` branches;
   merge into `main`. The only role that writes `main`.
 - operator: read everything; delete `wap-*` branches; create, write and delete a dry run's own branches
-  (`wap audit`: `wap-[<ns>.]<table>-<digest>-d<start>x<token>`, core.branches), which are never merged; publish a
-  reviewed `wap-*` branch by asking the service
+  (`wap audit`: `wap-[<ns>.]<table>-<digest>-d<start>x<token>`, core.branches), which are never merged (the service
+  refuses to publish a dry run's branch whatever it holds); publish a reviewed `wap-*` branch by asking the service
   (`wap publish` with WAP_PUBLISH_QUEUE_URL: wap_ingest.core.publish_requests), which checks the operator's signed
-  request through AWS STS, re-audits the branch and merges it. The operator holds no write on `main`.
+  request through AWS STS, re-audits the branch and merges it: only a rejected file's or load's branch kept for
+  review, and only the keys of its run's recorded plan at the content the service committed (core.merge_plan;
+  anything else on it refuses the publish). The operator holds no write on `main`, nor on any branch the service
+  merges.
 - reader: read `main` only.
 Nobody may reassign (ASSIGN_REFERENCE_TO_HASH) or delete `main`, or create, reassign or delete any branch or
 tag other than `wap-*` ones: no rule grants it.

@@ -27,7 +27,6 @@ from .pipeline import Transactions
 from .ports import CatalogBranches, DecisionLog
 
 DECISION_PREFIX = lineage.DECISION_PREFIX
-IDENTITY = lineage.IDENTITY
 PASSED_REAUDIT = "re-audit passed"
 
 # (table, branch) -> the wap.source.* properties of the branch's WAP append (empty when it has none)
