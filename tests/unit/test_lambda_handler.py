@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +215,19 @@ def test_the_maintenance_schedule_maintains_every_table_and_fails_on_a_failed_on
     assert table is None and set(kw) == {"out_of_time"} and not kw["out_of_time"]()  # 600 s left, 90 s reserved
     results.append(CatalogUnavailableError("nessie down"))
     with pytest.raises(Exception, match="maintenance failed for 1 of 2 tables: nessie down"):
+        world.invoke({"wap_maintain": "all"})
+
+
+def test_the_maintenance_schedule_fails_when_a_tables_sweep_aborted(world: World,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from wap_ingest.core.lake_files import FilesSwept
+    from wap_ingest.core.maintenance import MaintenanceReport, MaintenanceWork, TableHealth
+
+    swept = FilesSwept("wap.a", "aborted", message="wap.a: the table metadata file s3://lake/m.json is not there")
+    report = MaintenanceReport("wap.a", "nothing to do", MaintenanceWork(), TableHealth(), swept=swept)
+    monkeypatch.setattr(Service, "maintain", lambda self, table, **kw: [report])
+    with pytest.raises(Exception, match=re.escape("the sweep of unreferenced files aborted for 1 of 1 tables: wap.a: "
+                                                  "the table metadata file s3://lake/m.json is not there")):
         world.invoke({"wap_maintain": "all"})
 
 
