@@ -23,7 +23,9 @@ import requests
 from botocore.credentials import ReadOnlyCredentials
 from moto.server import ThreadedMotoServer
 
+from wap_ingest.adapters.action_records import S3ActionRecords
 from wap_ingest.adapters.publish_requests import S3RequestResults, StsRequesters
+from wap_ingest.core.once import Progress
 from wap_ingest.core.publish_requests import PublishRequest, RequestRefusedError
 from wap_ingest.local.processes import free_port
 
@@ -121,10 +123,14 @@ def test_a_signature_made_with_a_wrong_secret_or_unknown_key_is_refused(aws: Aws
 
 
 def test_a_request_id_is_claimed_once_and_answered_once(aws: Aws) -> None:
+    """The claim is the request's action record (core.once; the contract suite: test_action_records_contract.py),
+    here with IAM enforced: the If-None-Match and If-Match writes, and the read back of another delivery's claim."""
+    records = S3ActionRecords(aws.s3(), "lake")
+    claimed, made = records.claim("abc123", "m1", "publish request abc123")
+    assert made and records.claim("abc123", "m2", "publish request abc123")[0].message_id == "m1"  # a replay
+    assert records.change(claimed, Progress.DONE) is not None
+    assert records.claim("abc123", "m1", "publish request abc123")[0].progress is Progress.DONE  # the same message
     results = S3RequestResults(aws.s3(), "lake")
-    assert results.claim("abc123", "m1") == "m1"
-    assert results.claim("abc123", "m2") == "m1"  # a replay: another message finds the first one's claim
-    assert results.claim("abc123", "m1") == "m1"  # the same message again (a retry) holds it still
     assert results.put_once("abc123", {"action": "published", "actor": "alice"})
     assert not results.put_once("abc123", {"action": "refused", "actor": "mallory"})  # If-None-Match
     assert results.get("abc123") == {"action": "published", "actor": "alice"}

@@ -201,13 +201,14 @@ def test_replayed_altered_late_and_readers_requests_are_refused_and_change_nothi
                    operator_env["AWS_SECRET_ACCESS_KEY"]):
         assert secret not in out
     listed = [m["body"] for m in json.loads(out)["messages"]]
-    assert any(signed.request_id in b and signed.digest() in b for b in listed), listed  # shown, unsigned
+    assert any(b.get("request_id") == signed.request_id and b["proof"]["digest"] == signed.digest()
+               and b["proof"]["signature"] == "(not shown)" for b in listed), listed  # shown, unsigned
     time.sleep(31)  # the listing hid them for 30 s
     code, out, err = wap("dlq", "redrive", "--json", "--dlq-url", state.dead_letter_url, "--queue-url",
                          state.queue_url, commands=dlq_cli.register)
     assert code == 0 and len(json.loads(out)["redriven"]) >= 2, (out, err)
     [first, replay] = logged_answers(state, signed.request_id, 2)
     assert (first["action"], replay["action"], replay["written"]) == ("published", "refused", False), replay
-    assert "replay or a redrive and changed nothing" in replay["error"]
+    assert "a replay, a redrive or a re-sent dead letter) did nothing" in replay["error"]
     assert results.get(signed.request_id) == published  # the answer is the first one, never overwritten
     assert service.reference_hash("main") == after

@@ -15,6 +15,8 @@ import pytest
 from botocore.credentials import ReadOnlyCredentials
 
 from tests.aws_stubs import StsAnswers as Sts
+from tests.fake_actions import FakeActionRecords
+from wap_ingest.adapters.dead_letters import shown_body
 from wap_ingest.adapters.publish_requests import STS_BODY, StsRequesters, queue_name_of
 from wap_ingest.core.errors import BadInputError, CatalogUnavailableError, InfrastructureError, MergeConflictError
 from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, TableRef
@@ -28,7 +30,6 @@ from wap_ingest.core.publish_requests import (
     check_request,
     principal_from,
     principals_from,
-    redacted_body,
     requester_from,
     serve,
 )
@@ -119,17 +120,19 @@ def test_an_unsigned_or_old_format_request_with_a_bearer_token_is_refused_and_th
     assert parsed is not None and parsed.carried_token and token not in repr(parsed)
     answer = served(parsed)
     assert answer["action"] == "refused" and "old format" in answer["error"] and token not in json.dumps(answer)
-    assert token not in redacted_body(old) and json.loads(redacted_body(old))["branch"] == BRANCH
+    assert token not in json.dumps(shown_body(old)) and shown_body(old)["branch"] == BRANCH
     with pytest.raises(RequestRefusedError, match="not signed"):
         check_request(request(), now=NOW, queue=QUEUE)
 
 
 def test_the_listing_shows_a_request_without_its_signature() -> None:
     req = signed()
-    shown = redacted_body(req.to_body())
-    assert SESSION not in shown and req.proof is not None and req.proof.authorization not in shown
-    assert json.loads(shown)["proof"]["digest"] == req.digest()
-    assert redacted_body('{"Records": []}') == '{"Records": []}' and redacted_body("poison") == "poison"
+    shown = shown_body(req.to_body())
+    assert req.proof is not None
+    assert SESSION not in json.dumps(shown) and req.proof.authorization not in json.dumps(shown)
+    assert (shown["branch"], shown["request_id"], shown["proof"]) == (
+        BRANCH, req.request_id, {"scheme": "aws-sts-get-caller-identity", "endpoint": STS, "digest": req.digest(),
+                                 "signature": "(not shown)"})
 
 
 def test_a_request_for_another_queue_is_refused() -> None:
@@ -198,14 +201,10 @@ def test_the_verified_actor_publishes_and_a_refused_publish_is_an_answer_an_outa
 # --- single use, written once ------------------------------------------------------------------------------------
 
 class Ledger:
-    """The claims and answers, as S3RequestResults keeps them (each written once)."""
+    """The answers, as S3RequestResults keeps them (each written once)."""
 
     def __init__(self) -> None:
-        self.claims: dict[str, str] = {}
         self.answers: dict[str, dict[str, Any]] = {}
-
-    def claim(self, request_id: str, message_id: str) -> str:
-        return self.claims.setdefault(request_id, message_id)
 
     def put_once(self, request_id: str, answer: dict[str, Any]) -> bool:
         if request_id in self.answers:
@@ -214,35 +213,42 @@ class Ledger:
         return True
 
 
-def test_a_request_is_served_once_a_replay_changes_nothing_and_a_retry_goes_on() -> None:
-    ledger, calls = Ledger(), []
+def test_a_request_is_served_once_a_replay_or_a_redelivery_changes_nothing_and_a_retry_goes_on() -> None:
+    ledger, records, calls = Ledger(), FakeActionRecords(), []
+    outage = [True]
 
     def publish(req: PublishRequest, actor: str) -> Decision:
         calls.append(req.request_id)
+        if outage and outage.pop():
+            raise CatalogUnavailableError("nessie down")
         return published(req, actor)
 
     def answer(message: str, req: PublishRequest) -> dict[str, Any]:
-        return answer_request(req, message, ledger=ledger, identify=lambda _: ALICE, allowed=(OPERATOR_ROLE,),
-                              publish=publish, now=NOW + 5, queue=QUEUE)
+        return answer_request(req, message, records=records, ledger=ledger, identify=lambda _: ALICE,
+                              allowed=(OPERATOR_ROLE,), publish=publish, now=NOW + 5, queue=QUEUE)
 
     req = signed()
-    first = answer("m1", req)
+    with pytest.raises(CatalogUnavailableError):  # an outage: the message is retried
+        answer("m1", req)
+    first = answer("m1", req)  # its retry (the same message) goes on
     assert first["action"] == "published" and first["written"] and ledger.answers[req.request_id]["actor"] == ALICE
     replay = answer("m2", req)  # the same body sent again (a replay, a redrive): another message id
     assert replay["action"] == "refused" and not replay["written"] and "replay" in replay["error"]
-    assert calls == [req.request_id] and ledger.answers[req.request_id]["action"] == "published"
-    again = answer("m1", req)  # the same message retried (an outage after the claim): served, not answered twice
-    assert again["action"] == "published" and not again["written"] and calls == [req.request_id] * 2
+    assert replay["seen"] == "copy" and ledger.answers[req.request_id]["action"] == "published"
+    again = answer("m1", req)  # the same message delivered again after its answer: nothing done
+    assert again["action"] == "refused" and not again["written"] and again["seen"] == "done"
+    assert "redelivery" in again["error"] and calls == [req.request_id] * 2
 
 
 def test_an_altered_copy_claims_nothing_it_can_use() -> None:
     """A copy with the original's id and another branch arrives first: refused (changed after signing); the
     original then is a replay of that id: refused too, and nothing is published."""
-    ledger, calls = Ledger(), []
+    ledger, records, calls = Ledger(), FakeActionRecords(), []
     original = signed()
     altered = replace(original, branch="wap-other-0123456789abcdef-1")
     for message, req in (("m1", altered), ("m2", original)):
-        answer_request(req, message, ledger=ledger, identify=lambda _: ALICE, allowed=(OPERATOR_ROLE,),
+        answer_request(req, message, records=records, ledger=ledger, identify=lambda _: ALICE,
+                       allowed=(OPERATOR_ROLE,),
                        publish=lambda r, a: calls.append(r.branch) or published(r, a), now=NOW + 5, queue=QUEUE)
     assert calls == [] and "changed after it was signed" in ledger.answers[original.request_id]["error"]
 

@@ -10,8 +10,9 @@ message holds).
   the signature headers from the message: it never sends anything to an address a message names. STS's answer is
   judged by the AWS table (adapters/aws_errors.py, `answer_error`), with this call's meaning in `SIGNATURE`: its
   outages are retried as any AWS service's, every other answer refuses the request;
-- `S3RequestResults` keeps, per request id, the claim (`wap-requests/<id>.claim.json`, the first message's id) and
-  the answer (`wap-requests/<id>.json`), each written once with If-None-Match.
+- `S3RequestResults` keeps, per request id, the answer (`wap-requests/<id>.json`), written once with If-None-Match;
+  the claim beside it (`wap-requests/<id>.claim.json`: the first message's id, and how far it got) is the request's
+  action record (adapters/action_records.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import json
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlparse
 from xml.etree import ElementTree
@@ -30,7 +30,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import ConfigError, InfrastructureError
+from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.publish_requests import (
     RESULT_PREFIX,
     SIGNED_HEADER,
@@ -174,7 +174,7 @@ def _caller_from(answer: requests.Response, doing: str, url: str) -> str:
 
 
 class S3RequestResults:
-    """The claims and answers, one JSON object each per request id, under `wap-requests/` in the lake bucket."""
+    """The answers, one JSON object per request id, under `wap-requests/` in the lake bucket."""
 
     def __init__(self, s3: Any, bucket: str) -> None:
         self._s3, self._bucket = s3, bucket
@@ -207,18 +207,6 @@ class S3RequestResults:
                             f"{self._key(name)}", setting="LAKE_BUCKET") from exc
         document = json.loads(body)
         return document if isinstance(document, dict) else None
-
-    def claim(self, request_id: str, message_id: str) -> str:
-        """The message id holding the request's claim: this one if it claimed it now (or had before)."""
-        what = f"the claim of publish request {request_id}"
-        claimed = {"request_id": request_id, "message_id": message_id,
-                   "claimed_at": datetime.now(UTC).isoformat()}
-        if self._put_once(f"{request_id}.claim", claimed, what):
-            return message_id
-        holder = (self._get(f"{request_id}.claim", what) or {}).get("message_id")
-        if not isinstance(holder, str) or not holder:  # a concurrent claim not readable yet: try again later
-            raise InfrastructureError(f"{what} exists but could not be read yet; the message is retried.")
-        return holder
 
     def put_once(self, request_id: str, answer: dict[str, Any]) -> bool:
         """Write the answer; False (nothing written) when the request already has one."""

@@ -11,7 +11,8 @@
   request is refused by S3 itself, across invocations and concurrent ones. Five minutes later the timestamp refuses
   it anyway; the lifecycle rule removes the records after a day.
 - `interaction_from`: the form-encoded `payload=` body as the action it asks for (`Interaction`).
-- `SignedRequest`: a verified request as it travels to the function (the ingest queue), verified again there.
+- `SignedRequest`: a verified request as it travels to the function (the ingest queue), verified again there; its
+  `action_id` (the digest of the body Slack signed) is what the function records once before it acts (core.once).
 """
 
 from __future__ import annotations
@@ -82,6 +83,15 @@ class SignedRequest:
 
     def to_message(self) -> str:
         return json.dumps({"kind": KIND, "timestamp": self.timestamp, "signature": self.signature, "body": self.body})
+
+    @property
+    def action_id(self) -> str:
+        """The action the request asks, as the function records it once (core.once): the SHA-256 of the body Slack
+        signed. Slack makes every interaction a body of its own (a click carries its own `trigger_id` and
+        `actions[].action_ts`, a sent form its view's `id` and `state`), so two clicks are two actions, even on the
+        same message (`container.message_ts`) by the same person; a replay, a redelivery or a re-sent dead letter
+        carries the very body, whatever timestamp and signature it comes with, so it is the same action."""
+        return "slack-" + hashlib.sha256(self.body.encode()).hexdigest()
 
     @classmethod
     def from_message(cls, data: Mapping[str, Any]) -> SignedRequest:

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from wap_ingest.adapters.action_records import S3ActionRecords
 from wap_ingest.adapters.emr_maintenance import EmrMaintenanceJobs
 from wap_ingest.adapters.eventbridge import EventBridgeSink
 from wap_ingest.adapters.isolated import start_worker
@@ -137,6 +138,11 @@ class Service:
     @cached_property
     def results(self) -> S3RequestResults:
         return builders.results_for(self.settings, self.s3)
+
+    @cached_property
+    def actions(self) -> S3ActionRecords:
+        """Each action asked through the queue (a Slack click, a publish request) recorded once (core.once)."""
+        return S3ActionRecords(self.s3, self.settings.lake_bucket)
 
     @cached_property
     def reader(self) -> IcebergRestReader:
@@ -293,7 +299,8 @@ class Service:
         bucket for the waiting `wap publish`. An infrastructure failure raises (the message is retried)."""
         requesters = self.requesters
         return answer_request(
-            request, message_id, ledger=self.results, identify=requesters.identify,
+            request, message_id, records=self.actions, ledger=self.results, identify=requesters.identify,
+            noted=log.error,
             allowed=self.settings.publish_principals, now=time.time(),
             queue=queue_name_of(queue_arn) if queue_arn else None, describe=requesters.actor,
             publish=lambda req, actor: self.publish(req.branch, reason=req.reason, actor=actor, reaudit=req.reaudit))
@@ -312,9 +319,7 @@ class Service:
             discard=lambda branch, reason, actor: self.discard(branch, reason=reason, actor=actor),
             report=self.reports.load,
             retry=lambda source: self.check().ingest(source),
-            dead_letters=lambda queue: [f"{m.message_id}  received {m.receive_count}x  "
-                                        f"{', '.join(m.objects) or m.body[:120]}"
-                                        for m in slack.dead_letters(queue).peek()],
+            dead_letters=lambda queue: [m.line for m in slack.dead_letters(queue).peek()],
             redrive=lambda queue: len(slack.dead_letters(queue).redrive()),
             decided=lambda branch: decided_by(self.catalog, self.decisions, branch, main=self.settings.main_branch,
                                                default_namespace=self.settings.namespace)))

@@ -21,10 +21,12 @@ Who may send to the queue at all is the queue policy's business (infra/iam/inges
 role, the functions' own role and the source bucket's notifications only); the service checks the signer against
 WAP_PUBLISH_PRINCIPALS.
 
-A request is used once and expires: the first message that names a request id claims it (`RequestLedger.claim`,
-an S3 object written with If-None-Match); another message with that id (a replay, a redrive, an altered copy) is
-refused and changes nothing, and a message past `expires_at` is refused. The answer is written once (If-None-Match
-again): a second answer to one request id is refused.
+A request is used once and expires: it is an action recorded once under its request id (core.once: the random id
+`wap publish` makes, inside the signed fields), before anything is checked or done: the first message that names a
+request id claims it (an S3 object written with If-None-Match); another message with that id (a replay, a redrive, an
+altered copy) is refused and changes nothing, a redelivery of the message once its request was answered does nothing
+(only a delivery that failed on the infrastructure is retried), and a message past `expires_at` is refused. The
+answer is written once (If-None-Match again): a second answer to one request id is refused.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from wap_ingest.core.errors import BadInputError, InfrastructureError, WapError
+from wap_ingest.core.once import ActionRecords, Repeat, once
 from wap_ingest.core.review import Decision, ReauditFailedError
 
 KIND = "wap.publish-request"
@@ -51,7 +54,6 @@ MAX_LIFETIME_SECONDS = 900  # STS refuses a signed request older than 15 minutes
 CLOCK_SKEW_SECONDS = 300  # how far in the future a request may say it was issued
 SIGNED_HEADER = "X-Wap-Publish-Request"  # the header of the signed STS request that carries the digest
 PROOF_SCHEME = "aws-sts-get-caller-identity"
-REDACTED = "(redacted: a signature over this request, checked once by the service)"
 _ARN = re.compile(r"arn:(?P<partition>aws[a-z-]*):(?P<service>iam|sts)::(?P<account>\d{12}):"
                   r"(?P<kind>role|user|assumed-role)/(?P<rest>[\w+=,.@/-]+)")
 
@@ -154,23 +156,6 @@ class PublishRequest:
                    carried_token="token" in data)
 
 
-def redacted_body(body: str) -> str:
-    """A message body as an operator's listing may show it: a publish request without its signature, session
-    token or (old format) bearer token; any other body unchanged."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return body
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        return body
-    if "token" in data:
-        data["token"] = REDACTED
-    proof = data.get("proof")
-    if isinstance(proof, dict):
-        data["proof"] = proof | {k: REDACTED for k in ("authorization", "security_token") if proof.get(k)}
-    return json.dumps(data)
-
-
 def check_request(request: PublishRequest, *, now: float, queue: str | None) -> None:
     """Everything that can be judged without asking anybody: the format, the addressee, the age, the integrity
     of the request against the digest its proof names. Raises RequestRefusedError."""
@@ -264,11 +249,7 @@ def requester_from(caller_arn: str, allowed: tuple[str, ...]) -> str:
 
 
 class RequestLedger(Protocol):
-    """Where requests are claimed and answered, each once (adapters/publish_requests.S3RequestResults)."""
-
-    def claim(self, request_id: str, message_id: str) -> str:
-        """Claim the request id for this message; return the message id that holds the claim (this one, or the
-        one that claimed it first)."""
+    """Where requests are answered, each once (adapters/publish_requests.S3RequestResults)."""
 
     def put_once(self, request_id: str, answer: dict[str, Any]) -> bool:
         """Write the answer unless one exists; False when one did (this answer was refused)."""
@@ -314,20 +295,23 @@ def serve(request: PublishRequest, *, identify: Identify, allowed: tuple[str, ..
     return base | decision_document(decision) | {"request_id": request.request_id}
 
 
-def answer_request(request: PublishRequest, message_id: str, *, ledger: RequestLedger, identify: Identify,
-                   allowed: tuple[str, ...], publish: Publish, now: float, queue: str | None,
-                   describe: Callable[[str], str] = _as_is) -> dict[str, Any]:
-    """Claim the request id for this message, serve it, write the answer once. A message whose request id another
-    message claimed first is refused and changes nothing (its answer is not written: the id's answer is the first
-    message's). The same message again (a retry after an outage) goes on. `written` says whether this answer is
-    the one kept."""
-    holder = ledger.claim(request.request_id, message_id)
-    if holder != message_id:
+def answer_request(request: PublishRequest, message_id: str, *, records: ActionRecords, ledger: RequestLedger,
+                   identify: Identify, allowed: tuple[str, ...], publish: Publish, now: float, queue: str | None,
+                   describe: Callable[[str], str] = _as_is, noted: Callable[[str], None] = lambda _line: None
+                   ) -> dict[str, Any]:
+    """Record the request id for this message (core.once), serve it, write the answer once. A message whose request
+    id another message claimed first is refused and changes nothing (its answer is not written: the id's answer is
+    the first message's); so is a redelivery of a message whose request was served (or started, by a delivery that
+    died). Only the same message after an infrastructure failure goes on. `written` says whether this answer is the
+    one kept."""
+    def act() -> dict[str, Any]:
+        answer = serve(request, identify=identify, allowed=allowed, publish=publish, now=now, queue=queue,
+                       describe=describe)
+        return answer | {"written": ledger.put_once(request.request_id, answer)}
+
+    done = once(records, request.request_id, message_id, f"publish request {request.request_id}", act, noted=noted)
+    if isinstance(done, Repeat):
         return {"request_id": request.request_id, "branch": request.branch, "action": "refused", "actor": None,
-                "written": False,
-                "error": f"request {request.request_id} was already received (message {holder}); this copy (message "
-                         f"{message_id}) is a replay or a redrive and changed nothing. The request's answer is the "
-                         f"first message's."}
-    answer = serve(request, identify=identify, allowed=allowed, publish=publish, now=now, queue=queue,
-                   describe=describe)
-    return answer | {"written": ledger.put_once(request.request_id, answer)}
+                "written": False, "seen": done.seen.value,
+                "error": f"{done.reason}. The request's answer is the first delivery's."}
+    return done

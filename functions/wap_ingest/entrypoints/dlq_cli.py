@@ -3,8 +3,11 @@
 Messages land there after WAP_MAX_RECEIVES failed attempts (each already alerted on its first and last attempt);
 a CloudWatch alarm on the queue's depth reaches Slack too. Once the cause is fixed, `wap dlq redrive` sends them
 back to the ingest queue, where each object is ingested as any event is (exactly once: published objects come
-out as duplicates). A publish request is listed without its signature (core.publish_requests.redacted_body); a
-redriven one is refused by the service once another message claimed its request id or it expired.
+out as duplicates). A body is listed by allow list, never as it is (adapters/dead_letters.shown_body): the safe
+fields of the messages this service reads (an S3 notification's objects, a publish request's branch and reason, a
+Slack action's person, action and target), never a signature, token or response URL, and of anything else only its
+size and a digest. A redriven publish request or Slack action does nothing: the service recorded it once under its
+id (core.once), and another message carrying it is a copy.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import json
 import os
 
 from wap_ingest.core.errors import ConfigError
-from wap_ingest.core.publish_requests import redacted_body
 
 QUEUE_VARIABLES = (("WAP_QUEUE_URL", "WAP_STACK_QUEUE_URL"), ("WAP_DEAD_LETTER_QUEUE_URL", "WAP_STACK_DLQ_URL"))
 
@@ -38,11 +40,10 @@ def cmd_dlq(args: argparse.Namespace) -> int:
     if args.action == "list":
         found = letters.peek(args.limit)
         if args.json:
-            print(json.dumps({"messages": [m.to_dict() | {"body": redacted_body(m.body)} for m in found]}, indent=2))
+            print(json.dumps({"messages": [m.to_dict() for m in found]}, indent=2))
         else:
             for message in found:
-                named = ", ".join(message.objects) or redacted_body(message.body)[:120]
-                print(f"{message.message_id}  received {message.receive_count}x  {named}")
+                print(message.line)
             print(f"{len(found)} message(s) in the dead-letter queue")
         return 0
     moved = letters.redrive(args.limit)

@@ -177,7 +177,7 @@ class Workspace:
         if message is None:
             raise LookupError(f"no message {ts} in {channel}")
         button, block_id = _button(message["blocks"], action_id)
-        trigger = f"{int(time.time())}.{secrets.randbelow(10**9)}.{secrets.token_hex(8)}"
+        trigger = _trigger_id()
         with self.lock:
             self.triggers[trigger] = _Trigger(user, time.monotonic() + TRIGGER_SECONDS)
         cid = message["channel_id"]
@@ -201,7 +201,7 @@ class Workspace:
         values = {b["block_id"]: {b["element"]["action_id"]: {"type": "plain_text_input", "value": reason}}
                   for b in view.get("blocks", []) if b.get("type") == "input"}
         return {"type": "view_submission", "user": _user(user), "api_app_id": APP_ID, "token": "deprecated",
-                "team": {"id": TEAM_ID, "domain": "wap-local"}, "trigger_id": f"{int(time.time())}.submit",
+                "team": {"id": TEAM_ID, "domain": "wap-local"}, "trigger_id": _trigger_id(),
                 "view": view | {"state": {"values": values}, "team_id": TEAM_ID, "app_id": APP_ID}}
 
     def close(self, user: str) -> None:
@@ -237,6 +237,11 @@ class Workspace:
             return int(exc.code), exc.read().decode("utf-8", errors="replace")
         except OSError as exc:
             return 0, f"the interactivity endpoint did not answer: {exc}"
+
+
+def _trigger_id() -> str:
+    """A new interaction's trigger_id, in Slack's form: every click and every sent form has its own."""
+    return f"{int(time.time())}.{secrets.randbelow(10**9)}.{secrets.token_hex(8)}"
 
 
 def _user(user: str) -> dict[str, str]:
