@@ -161,7 +161,7 @@ def test_a_column_index_is_checked_page_by_page(tmp_path: Path) -> None:
     assert measured(tmp_path, body).problem == ""
 
     def raise_second_minimum(index: lies.TStruct) -> None:
-        element, minimums = index.fields[2][1]
+        _, minimums = index.fields[2][1]
         minimums[1] = struct.pack("<q", struct.unpack("<q", minimums[1])[0] + 5)
 
     found = measured(tmp_path, lies.edit_column_index(body, 0, "n", raise_second_minimum))

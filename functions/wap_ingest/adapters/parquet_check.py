@@ -41,11 +41,19 @@ class ChunkCheck:
             position += max(page.values, 0)
         self._chunk_distinct = claims.stats is not None and claims.stats.distinct is not None
         self._page_distinct = any(p.stats is not None and p.stats.distinct is not None for p in claims.data_pages)
+        # pages are measured one by one only when something claims a figure of a page; else the chunk at once
+        self._by_page = claims.column_index is not None or claims.offset_index is not None or any(
+            p.stats is not None or p.kind == DATA_PAGE_V2 for p in claims.data_pages)
         self._next = 0  # the first page not wholly measured yet
 
     def feed(self, leaf: Leaf) -> None:
         """The next entries of the chunk (after those fed before)."""
         begin, count = self.figures.values, len(leaf.entries)
+        if not self._by_page:
+            piece = measure(leaf.entries, self.kind, distinct=self._chunk_distinct)
+            piece.rows = len(leaf.entries) if leaf.rows is None else len(leaf.rows)
+            self.figures.add(piece)
+            return
         piece = measure(leaf.entries, self.kind, distinct=self._chunk_distinct)
         starts = row_starts(leaf) + begin
         piece.rows = len(starts)

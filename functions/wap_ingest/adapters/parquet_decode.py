@@ -138,14 +138,16 @@ def _decode_columns(path: Path, metadata: Any, names: list[str], measuring: Meas
             sizes[top] = sizes.get(top, 0) + int(chunk.total_uncompressed_size)
         jobs += [(group, name, sizes.get(name, 0)) for name in names]
     readers: dict[int, Any] = {}
+    dictionaries = [f.name for f in measuring.schema if _text(f.type)] if measuring is not None else None
 
     def decode(job: tuple[int, str, int]) -> None:
         group, name, size = job
         try:
             reader = readers.get(threading.get_ident())
-            if reader is None:
+            if reader is None:  # measured, a string column is read as a dictionary (only its values are compared)
                 reader = readers[threading.get_ident()] = pq.ParquetFile(
-                    path, page_checksum_verification=True, buffer_size=1 << 20)
+                    path, page_checksum_verification=True, buffer_size=1 << 20,
+                    read_dictionary=dictionaries if measuring is not None else None)
             pieces: Iterator[Any]
             if size <= WHOLE_CHUNK_BYTES:
                 pieces = iter(reader.read_row_group(group, columns=[name], use_threads=False).column(0).chunks)
@@ -167,3 +169,10 @@ def _decode_columns(path: Path, metadata: Any, names: list[str], measuring: Meas
     finally:
         for reader in readers.values():
             reader.close()
+
+
+def _text(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or
+                pa.types.is_large_binary(kind))

@@ -67,6 +67,8 @@ class KeyKind:
 
 
 def key_kind(kind: pa.DataType) -> KeyKind:
+    if pa.types.is_dictionary(kind):
+        return key_kind(kind.value_type)
     if pa.types.is_boolean(kind):
         return KeyKind("bool")
     if pa.types.is_signed_integer(kind):
@@ -94,6 +96,12 @@ def measure(entries: pa.Array, kind: KeyKind, *, distinct: bool = False) -> Figu
     if kind.name in ("none", "unsupported") or found.values == found.nulls:
         found.distinct = 0 if distinct and found.values == found.nulls else None
         return found
+    if pa.types.is_dictionary(entries.type):  # the values its entries use: as exact, and far fewer to compare
+        used = pc.unique(entries.indices).drop_null()
+        entries = entries.dictionary.take(used)
+        if distinct:
+            found.distinct = len(entries)
+        distinct = False
     if kind.name == "float":
         found.nans = int(pc.sum(pc.is_nan(entries)).as_py() or 0)
     if found.valued > 0:

@@ -31,6 +31,8 @@ class Leaf:
 def leaves_of(column: pa.Array) -> list[Leaf]:
     """The Parquet leaves of one top-level column's decoded values, depth first (Parquet's column order)."""
     kind = column.type
+    if pa.types.is_dictionary(kind) and not pa.types.is_nested(kind.value_type):
+        return [Leaf(column, None, False)]  # (a string column read as a dictionary: parquet_figures measures it so)
     if pa.types.is_dictionary(kind):
         return leaves_of(column.dictionary_decode())
     if pa.types.is_struct(kind):

@@ -41,9 +41,11 @@ class Measuring:
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         footer = file_footer(path)
+        self.schema = schema
         self.digest = footer_digest(footer)
         self.unchecked: list[str] = []
         self.problems: list[str] = []
+        self._found: dict[tuple[int, int], tuple[list[str], list[str]]] = {}  # each chunk's, in the file's order
         with path.open("rb") as file:
             self.claims: FileClaims = read_claims(file, path.stat().st_size, footer)
         self.unchecked += self.claims.unchecked
@@ -90,12 +92,15 @@ class Measuring:
         self.group_rows[group, name] = rows
         for index, (check, (_, repeated)) in enumerate(zip(checks, leaves, strict=True)):
             figures, problems, unchecked = check.finish()
-            self.problems += problems
-            self.unchecked += unchecked
+            self._found[group, first + index] = (problems, unchecked)
             self.results[group, first + index] = (figures, repeated)
 
     def finish(self) -> Measured:
         claims = self.claims
+        for key in sorted(self._found):  # (the chunks were measured by two threads, in either order)
+            problems, unchecked = self._found[key]
+            self.problems += problems
+            self.unchecked += unchecked
         measured_rows = 0
         for number, group in enumerate(claims.groups):
             counts = {rows for (g, _), rows in self.group_rows.items() if g == number}
