@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.core.errors import CatalogError, ObjectStoreUnavailableError
+from wap_ingest.core.errors import CatalogError, ObjectStoreUnavailableError, UnexpectedError, WapError
 from wap_ingest.core.lake_files import LakeFiles, StoredFile, TableFiles, under
 from wap_ingest.core.models import TableRef
 
@@ -48,7 +48,13 @@ class CatalogLakeFiles(LakeFiles):
         self._reading: _Reading | None = None
 
     def referenced(self, table: TableRef, since: datetime) -> TableFiles | None:
-        reading = self._read(since)
+        try:
+            reading = self._read(since)
+        except WapError:
+            raise
+        except Exception as exc:  # PyIceberg's or this code's: never a crash of `wap maintain`, never a removal
+            raise UnexpectedError(f"reading what the catalog's references need of {table}: unexpected "
+                                  f"{type(exc).__name__}: {exc}. Nothing is removed; see the log.") from exc
         mine = reading.catalog.of(table.qualified)
         if not mine:
             return None

@@ -74,7 +74,7 @@ class NessieLiveContents:
         again = self.references()
         for head in sorted(set(again.values()) - set(listed.values())):
             self._walk(head, walked, found)
-        found.references = len(set(listed.items()) | set(again.items()))
+        found.references = len(set(listed) | set(again))
         return found
 
     def references(self) -> dict[str, str]:

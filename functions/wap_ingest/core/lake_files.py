@@ -20,8 +20,8 @@ from datetime import datetime, timedelta
 
 from .models import TableRef
 
-MIN_GRACE_SECONDS = 1.0
 DAY = 86_400
+LISTED_IN_JSON = 1000  # files a report's JSON names (the Lambda's answer is bounded); the command's text names all
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,9 @@ class FilesSwept:
         return {"table": self.table, "status": self.status, "listed": self.listed, "referenced": self.referenced,
                 "too_young": self.too_young, "grace_seconds": self.grace_seconds, "message": self.message,
                 "removed_bytes": self.removed_bytes, "recorded_at": self.recorded_at,
+                "removable": len(self.removable),
                 "files": [{"path": f.path, "size": f.size, "modified": f.modified.isoformat()}
-                          for f in self.removable]}
+                          for f in self.removable[:LISTED_IN_JSON]]}
 
 
 def age_text(seconds: float) -> str:
