@@ -74,8 +74,10 @@ def sweep_table(table: TableRef, sweep: Sweep, *, dry_run: bool = False) -> File
     status = "dry run" if dry_run else "removed" if removable else "nothing to remove"
     report = FilesSwept(table.qualified, status, removable, sorted_.listed, sorted_.referenced, sorted_.too_young,
                         grace)
+    read = (f" (the catalog read: {found.references} reference(s), {found.commits} commit(s), "
+            f"{found.metadata_files} metadata file(s))")
     if dry_run or not removable:
-        return replace(report, message=f"{table}: {report.describe()}")
+        return replace(report, message=f"{table}: {report.describe()}{read}")
     try:
         for location in found.locations:
             paths = [f.path for f in removable if owner[f.path] == location and under(f.path, location)]
@@ -84,7 +86,7 @@ def sweep_table(table: TableRef, sweep: Sweep, *, dry_run: bool = False) -> File
     except WapError as exc:
         return aborted(f"{table}: removing its {len(removable)} unreferenced file(s) failed (some may be gone: none "
                        f"was in use): {exc}")
-    report = replace(report, message=f"{table}: {report.describe()}")
+    report = replace(report, message=f"{table}: {report.describe()}{read}")
     log.info("%s", report.message, extra={"table": table.qualified, "swept": report.to_dict()})
     return _recorded(table, report, sweep)
 
