@@ -4,7 +4,7 @@
 spark_audit.added_file_metrics, or from a registered file's PyIceberg DataFile, `metrics_of`). `answered` is the
 one place that decides which of a plan's measurements they settle: spark_audit.measure_frame starts from it and reads
 rows for the rest; `measure_without_rows` returns the Measurements when nothing is left to read (a registered file
-whose audit its footer's metrics answer then needs no engine at all), else None.
+whose audit its measured metrics answer then needs no engine at all), else None.
 """
 
 from __future__ import annotations

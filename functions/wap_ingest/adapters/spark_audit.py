@@ -52,8 +52,7 @@ def added_file_metrics(spark: Any, iceberg_table: Any, snapshot_id: int,
 
 def data_file_metrics(spark: Any, iceberg_table: Any, data_files: Any,
                       bounds_for: Collection[str] | None = None) -> FileMetrics:
-    """`added_file_metrics` of data files already in hand (a Java iterator of DataFile: a registered file's, built
-    from its footer, whose manifest need not be read back)."""
+    """`added_file_metrics` of data files already in hand (a Java iterator of DataFile)."""
     jvm = spark.sparkContext._jvm
     schema = iceberg_table.schema()
     wanted = None if bounds_for is None else {c.lower() for c in bounds_for}

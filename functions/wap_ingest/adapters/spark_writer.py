@@ -170,7 +170,7 @@ class SparkIcebergWriter(TableWriter):
 
     def _measured(self, engine: _OnDemand, spec: WriteSpec, source: SourceObject,
                   committed: tuple[AppendResult, Registration]) -> Appended:
-        """A registered file's new rows measured: from its footer's metrics when they answer the whole plan (no
+        """A registered file's new rows measured: from its measured metrics when they answer the whole plan (no
         engine), else by the engine from the table. A failure to decode the rows is the file's (its pages)."""
         appended, registration = committed
         write = {source.identity: WritePath(REGISTERED, registration.reason)}
