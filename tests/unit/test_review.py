@@ -12,7 +12,7 @@ from tests.fakes import FakeCatalog, FakeDecisionLog
 from tests.kept_branches import keep_for_review
 from wap_ingest.core.branches import identity_digest
 from wap_ingest.core.errors import BranchNotFoundError, CatalogError, CatalogUnavailableError
-from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, SourceObject, TableRef
+from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, DecisionRecord, SourceObject, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Transactions
 from wap_ingest.core.review import (
     ReauditFailedError,
@@ -152,3 +152,11 @@ def test_prune_records_each_discard() -> None:
     assert [b.name for b in pruned.discarded] == [BRANCH] and pruned.unrecorded == ()
     assert [(r.branch, r.reason, r.actor) for r in log.records] == [(BRANCH, "pruned: older than 14d", "ops")]
     assert history_for(catalog, log, TABLE)[0].how == "pruned"
+
+
+def test_history_calls_files_removed_by_the_sweep_swept() -> None:
+    catalog, log = lake(), FakeDecisionLog()
+    log.record(DecisionRecord(TABLE.qualified, "", "swept", "removed 2 file(s), 4096 bytes", "wap maintain",
+                              datetime.now(UTC).isoformat()))
+    [entry] = [e for e in history_for(catalog, log, TABLE) if e.action == "swept"]
+    assert entry.how == "swept" and entry.actor == "wap maintain"

@@ -225,7 +225,7 @@ class HistoryEntry:
 
     at: datetime
     action: str  # "published" or "discarded"
-    how: str  # "audit passed", "reviewed" or "pruned"/"by hand" for discards
+    how: str  # "audit passed", "reviewed"; "pruned"/"by hand" for discards; "swept" for files `wap maintain` removed
     branch: str | None
     actor: str | None
     reason: str | None
@@ -264,7 +264,8 @@ def history_for(
     for record in decisions.decisions(table, limit=limit) if decisions is not None else []:
         entries.append(HistoryEntry(
             at=parse_time(record.decided_at), action=record.action,
-            how="pruned" if record.reason.startswith("pruned:") else "by hand", branch=record.branch,
+            how="pruned" if record.reason.startswith("pruned:") else "swept" if record.action == "swept" else
+            "by hand", branch=record.branch,
             actor=record.actor, reason=record.reason, source=record.source, rows=None, hash=None,
         ))
     return sorted(entries, key=lambda e: e.at, reverse=True)[:limit]
