@@ -163,7 +163,8 @@ def suites(draw: st.DrawFn, table: pa.Table, names: list[str]) -> list[dict[str,
                 check["min"] = low
             if math.isfinite(high):
                 check["max"] = high
-            checks.append(check)
+            if len(check) > 2:  # (values only infinite or NaN give no finite bound to check against)
+                checks.append(check)
         if column.text and present and draw(st.booleans()):
             checks.append({"check": "accepted_values", "column": name,
                            "values": draw(st.lists(st.sampled_from(present), min_size=1, unique=True))})
