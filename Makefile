@@ -183,8 +183,8 @@ bench: setup
 # `eval "$$(wap stack env)"`). setup_aws.py runs the same upload after provisioning.
 emr-artifacts: setup
 	rm -rf dist/emr
-	$(PY) -m wap_ingest.artifacts build --dest dist/emr
-	$(PY) -m wap_ingest.artifacts upload --dest dist/emr
+	$(PY) -m wap_ingest.entrypoints.emr_artifacts build --dest dist/emr
+	$(PY) -m wap_ingest.entrypoints.emr_artifacts upload --dest dist/emr
 
 stack-up: setup
 	$(VENV)/bin/wap stack up

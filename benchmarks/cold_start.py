@@ -73,7 +73,7 @@ class Environments:
     """Fresh execution environments on the stack `config`, each started as the stack starts its own."""
 
     def __init__(self, config: Any, state: Any, bench: Bench) -> None:
-        from wap_ingest.local.stack import stack_environment
+        from wap_stack.stack import stack_environment
 
         self.config, self.bench, self.count = config, bench, 0
         self.stack_env = stack_environment(state)
@@ -81,7 +81,7 @@ class Environments:
         self.log4j.write_text(LOG4J)
 
     def environment(self, name: str, variant: dict[str, Any]) -> dict[str, str]:
-        from wap_ingest.local.trigger import function_environment
+        from wap_stack.trigger import function_environment
 
         env = function_environment(self.config, self.stack_env, name) | {"WAP_SOURCE_BUCKETS": INBOX}
         submit = env.get("SPARK_SUBMIT_OPTS", "")
@@ -99,9 +99,9 @@ class Environments:
         return env
 
     def cold_run(self, variant: dict[str, Any], rows: int, warm_files: int = 0) -> dict[str, Any]:
-        from wap_ingest.local.processes import free_ports, port_open, spawn
-        from wap_ingest.local.runtime import environment_processes
-        from wap_ingest.local.trigger import lambda_command
+        from wap_stack.processes import free_ports, port_open, spawn
+        from wap_stack.runtime import environment_processes
+        from wap_stack.trigger import lambda_command
 
         self.count += 1
         name = f"cold-{self.count}"
@@ -150,7 +150,7 @@ def _published(reply: requests.Response, name: str, log: Path) -> None:
 
 def sqs_event(keys: list[str]) -> dict[str, Any]:
     """What the event source mapping hands the function for the S3 notifications of `keys`."""
-    from wap_ingest.local.worker import sqs_event_for
+    from wap_stack.worker import sqs_event_for
 
     messages: list[Mapping[str, Any]] = []
     for n, key in enumerate(keys):
@@ -162,8 +162,8 @@ def sqs_event(keys: list[str]) -> dict[str, Any]:
 
 
 def archive_for(env: dict[str, str]) -> str:
-    from wap_ingest.adapters.spark_session import archive_path_for
-    from wap_ingest.config import Settings
+    from wap_ingest.adapters.engine.session import archive_path_for
+    from wap_ingest.bootstrap.config import Settings
 
     path = archive_path_for(Settings.from_env(env).spark_jars(), env)
     if path is None or not path.is_file():
@@ -187,7 +187,7 @@ def cpu_seconds(pids: list[int]) -> float:
 
 def stop_environment(pid: int, runtime_port: int) -> None:
     """Kill the environment this run started: the emulator, and the runtime and JVM that carry its runtime API."""
-    from wap_ingest.local.runtime import environment_processes
+    from wap_stack.runtime import environment_processes
 
     for found in [pid, *environment_processes(runtime_port)]:
         with contextlib.suppress(ProcessLookupError):
@@ -208,7 +208,7 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
     """Each variant: `env` for the function, `conf` given to spark-submit after the service's own (a later --conf
     wins), `java_options` replacing the driver's ({archive}: the class-data archive). Each `*-only` variant is
     `before` with that one cut."""
-    from wap_ingest.adapters.spark_session import EXTENSIONS, SHORT_RUN_JIT, startup_java_options
+    from wap_ingest.adapters.engine.session import EXTENSIONS, SHORT_RUN_JIT, startup_java_options
 
     off = {"WAP_SPARK_STARTUP_TUNING": "off"}
     rewrite = {"WAP_AUDITS_FILE": str(rewrite_audits())}
@@ -293,7 +293,7 @@ def table(report: dict[str, Any]) -> str:
 def measure(variants: dict[str, dict[str, Any]], runs: int, warm: int = 1) -> dict[str, list[dict[str, Any]]]:
     """On a stack of its own: one cold start to create the table, then `runs` rounds of one per variant, each
     followed by `warm` files in the same environment."""
-    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+    from wap_stack.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
     config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-cold-")), moto_port=moto, nessie_port=nessie,

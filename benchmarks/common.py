@@ -102,7 +102,7 @@ class Bench:
 
     def __init__(self, env: dict[str, str], options: Options) -> None:
         from wap_ingest.bootstrap import build_service
-        from wap_ingest.config import Settings
+        from wap_ingest.bootstrap.config import Settings
 
         self.env, self.options = env, options
         self.service = build_service(Settings.from_env(env))

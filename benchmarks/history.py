@@ -52,7 +52,7 @@ def _service_for(service: Any, table: str, maintenance: dict[str, int]) -> Any:
 
 def _metadata(service: Any, table: str) -> dict[str, int]:
     """The table's current metadata file on main: its size, and the lists in it that could grow with history."""
-    from wap_ingest.adapters.spark_tables import IcebergTables
+    from wap_ingest.adapters.engine.tables import IcebergTables
     from wap_ingest.core.models import TableRef
 
     current = IcebergTables(service.ports.writer.spark).iceberg_table(TableRef("wap", table), "main").operations(
@@ -196,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     from wap_ingest.bootstrap import build_service
-    from wap_ingest.config import Settings
-    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+    from wap_ingest.bootstrap.config import Settings
+    from wap_stack.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
     config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-history-")), moto_port=moto,

@@ -11,8 +11,8 @@ environment starts, interleaved (stack, image, stack, image...) so that the shar
 alike:
 
   stack   the local stack's: the Runtime Interface Emulator and `python -m awslambdaric` on this machine
-          (local/trigger.py), Spark's class-data archive from `make cds`
-  image   `podman run` of the image as Lambda runs it (local/image.py: read-only root, tmpfs /tmp, the function's
+          (wap_stack/trigger.py), Spark's class-data archive from `make cds`
+  image   `podman run` of the image as Lambda runs it (wap_stack/image.py: read-only root, tmpfs /tmp, the function's
           memory as its limit, the emulator mounted as the entry point), the archive the image built
 
 Both get the deployed function's memory (serverless.yml), so Spark's driver is sized alike. A first cold start
@@ -64,9 +64,9 @@ class Runs(Environments):
         self.image_config = dataclasses.replace(config, image=image)
 
     def start(self, variant: str, rows: int) -> dict[str, Any]:
-        from wap_ingest.local.image import container_name, function_limits
-        from wap_ingest.local.processes import free_ports, port_open, spawn
-        from wap_ingest.local.trigger import lambda_command
+        from wap_stack.image import container_name, function_limits
+        from wap_stack.processes import free_ports, port_open, spawn
+        from wap_stack.trigger import lambda_command
 
         self.count += 1
         name = f"{variant}-{self.count}"
@@ -101,7 +101,7 @@ class Runs(Environments):
 
 
 def measure(image: str, runs: int) -> dict[str, list[dict[str, Any]]]:
-    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+    from wap_stack.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
     config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-image-bench-")), moto_port=moto,

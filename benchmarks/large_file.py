@@ -8,7 +8,7 @@
    way has a fresh table of its own, and the service and the baseline each ingest the same warm-up file into it
    first (untimed);
 5. the EMR job entry point under spark-submit: the job is submitted through the service (`jobs.submit`, the
-   request the function sends) and run as the local stack's EMR runner runs it (`wap_ingest.local.emr.run_job`);
+   request the function sends) and run as the local stack's EMR runner runs it (`wap_stack.emr.run_job`);
    its table keeps the default (`write: auto`), so the job registers the file;
 7. a 1 GiB Parquet file (the same flights rows, repeated) to `main` in the function, each path once per run (the
    function's size threshold raised above it for these runs, as a deployment with WAP_LARGE_FILE_BYTES above 1 GiB

@@ -52,7 +52,8 @@ def spark_jobs(spark: Any, since_ms: int) -> list[dict[str, Any]]:
 
 def ingest_with_service(service: Any, bucket: str, key: str, warm_key: str) -> dict[str, Any]:
     from benchmarks.step_profile import Steps
-    from wap_ingest.adapters import spark_tables, spark_writer
+    from wap_ingest.adapters.engine import tables as spark_tables
+    from wap_ingest.adapters.engine import writer as spark_writer
     from wap_ingest.core.models import SourceObject
 
     store, downloads = service.objects, []
@@ -113,7 +114,7 @@ def ingest_with_baseline(bucket: str, key: str, warm_key: str, table: str) -> di
 def floor(bucket: str, key: str, warm_key: str, out: Path) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
-    from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
+    from wap_ingest.adapters.aws.s3 import S3ObjectStore, s3_client_for
 
     store = S3ObjectStore(s3_client_for(os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
                                         os.environ.get("AWS_ENDPOINT_URL"), 60.0))
@@ -146,7 +147,7 @@ def floor(bucket: str, key: str, warm_key: str, out: Path) -> dict[str, Any]:
 def run_emr_job(application_id: str, job_run_id: str, work_dir: Path, jars: Path) -> dict[str, Any]:
     import boto3
 
-    from wap_ingest.local.emr import run_job
+    from wap_stack.emr import run_job
 
     started = time.perf_counter()
     code = run_job(boto3.client("emr-serverless"), boto3.client("s3"), application_id, job_run_id, work_dir, jars)
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.mode == "service":
         from wap_ingest.bootstrap import build_service
-        from wap_ingest.config import Settings
+        from wap_ingest.bootstrap.config import Settings
 
         result = ingest_with_service(build_service(Settings.from_env()), args.bucket, args.key, args.warm_key)
     elif args.mode == "baseline":

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = sorted({int(w) for w in args.workloads.split(",") if w.strip()})
     if not set(chosen) <= set(WORKLOADS):
         parser().error(f"--workloads: choose among {sorted(WORKLOADS)}")
-    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+    from wap_stack.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
     config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-bench-")), moto_port=moto, nessie_port=nessie,

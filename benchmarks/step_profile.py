@@ -86,7 +86,10 @@ class Steps:
 
 
 def instrument(bench: Bench, steps: Steps) -> None:
-    from wap_ingest.adapters import lake_tables, spark_register, spark_tables, spark_writer
+    from wap_ingest.adapters.catalog import tables as lake_tables
+    from wap_ingest.adapters.engine import register as spark_register
+    from wap_ingest.adapters.engine import tables as spark_tables
+    from wap_ingest.adapters.engine import writer as spark_writer
 
     service = bench.service
     for attribute, step in (("head", "s3: head"), ("download", "s3: download"),
@@ -163,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", default="bench_small",
                         help="bench_small (its files rewritten) or bench_small_register (registered)")
     args = parser.parse_args(argv)
-    from wap_ingest.local.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
+    from wap_stack.stack import StackConfig, free_ports, stack_environment, start_stack, stop_stack
 
     moto, nessie, mgmt, slack, function, runtime = free_ports(6)
     config = StackConfig(state_dir=Path(tempfile.mkdtemp(prefix="wap-profile-")), moto_port=moto, nessie_port=nessie,

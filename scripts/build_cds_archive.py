@@ -1,5 +1,5 @@
 """Build the Spark driver's class-data sharing (AppCDS) archive: the classes a cold start loads, pre-parsed and
-pre-verified, mapped by the next JVM instead of read from ~270 jars (adapters/spark_session.py uses it).
+pre-verified, mapped by the next JVM instead of read from ~270 jars (adapters/engine/session.py uses it).
 
     python scripts/build_cds_archive.py --jars .cache/jars/spark     # `make cds` (a part of `make setup`)
     python scripts/build_cds_archive.py --jars /opt/wap/jars         # the Lambda image's build
@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
-from wap_ingest.adapters.spark_session import (
+from wap_ingest.adapters.engine.session import (
     SparkSettings,
     archive_complete,
     archive_path_for,
@@ -172,9 +172,9 @@ class TrainingCopies:
 
 
 def register(spark: Any, work: Path) -> None:
-    """What the register path still asks of the JVM (adapters/spark_register.py): a new table's schema from Spark's
-    reading of the file's footer. Its append is committed from Python (adapters/lake_tables.py): nothing to train."""
-    from wap_ingest.adapters import spark_register
+    """What the register path still asks of the JVM (adapters/engine/register.py): a new table's schema from Spark's
+    reading of the file's footer. Its append is committed from Python (adapters/catalog/tables.py): nothing to train."""
+    from wap_ingest.adapters.engine import register as spark_register
     from wap_ingest.core.models import SourceObject
 
     data = (work / "in.parquet").read_bytes()

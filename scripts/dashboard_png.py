@@ -19,7 +19,7 @@ from tests.browser import render  # noqa: E402  (the test suite's Chromium drive
 
 
 def main() -> int:
-    from wap_ingest.local.stack import StackConfig, load_state, stack_environment
+    from wap_stack.stack import StackConfig, load_state, stack_environment
 
     table = sys.argv[1] if len(sys.argv) > 1 else "wap.customer_data_log"
     state = load_state(StackConfig.from_env())

@@ -24,7 +24,7 @@ TIMEOUT = 300.0
 
 
 def stack() -> tuple[Any, dict[str, str]]:
-    from wap_ingest.local.stack import StackConfig, load_state, stack_environment, stack_status, start_stack
+    from wap_stack.stack import StackConfig, load_state, stack_environment, stack_status, start_stack
 
     config = StackConfig.from_env()
     state = load_state(config)
@@ -83,7 +83,7 @@ def report(env: dict[str, str], state: Any) -> None:
     import requests
     from pyiceberg.catalog import load_catalog
 
-    from wap_ingest.local.slack_sink import read_messages
+    from wap_stack.slack_sink import read_messages
 
     nessie = env["NESSIE_ENDPOINT"]
     catalog = load_catalog("demo", type="rest", uri=f"{nessie}/iceberg/main",

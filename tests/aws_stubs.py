@@ -1,7 +1,7 @@
 """Real boto3 clients answered by botocore's Stubber (no network), for the tests of the AWS error table
-(tests/unit/test_aws_errors.py, test_aws_adapter_verdicts.py): a valid request per operation, and the ClientError a
-client raises for a given answer. And STS answering the signed request the service forwards without botocore
-(adapters/publish_requests.py; tests/unit/test_publish_requests.py, test_sts_answers.py)."""
+(tests/unit/adapters/aws/test_aws_errors.py, test_aws_adapter_verdicts.py): a valid request per operation, and the
+ClientError a client raises for a given answer. And STS answering the signed request the service forwards without
+botocore (adapters/aws/publish_requests.py; tests/unit/core/test_publish_requests.py, test_sts_answers.py)."""
 
 from __future__ import annotations
 

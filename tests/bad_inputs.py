@@ -1,7 +1,7 @@
 """Bad source files, built for real (issue 13, item 6): pure functions returning the bytes of one file each.
 
-Shared by the engine's failure tests (tests/integration/test_spark_failures.py) and the end-to-end matrix. Every
-builder documents what is wrong with its file and where, so a test can assert the message names it.
+Shared by the engine's failure tests (tests/integration/adapters/engine/test_spark_failures.py) and the end-to-end
+matrix. Every builder documents what is wrong with its file and where, so a test can assert the message names it.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.stacks import running_stack
-from wap_ingest.adapters.isolated import stop_worker
-from wap_ingest.local.leftovers import Leftover, stop_leftovers, tagged_processes
-from wap_ingest.local.stack import StackConfig, StackState, free_ports, stack_environment
+from wap_ingest.adapters.formats.isolation import stop_worker
+from wap_stack.leftovers import Leftover, stop_leftovers, tagged_processes
+from wap_stack.stack import StackConfig, StackState, free_ports, stack_environment
 
 AUDITS = Path(__file__).parent / "data" / "audits.yml"
 LARGE_FILE_BYTES = 2 * 1024 * 1024  # the test stack's threshold: files above it go to (local) EMR
@@ -75,7 +75,7 @@ def session_leftovers(grace: float = LEFTOVER_GRACE) -> list[Leftover]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     _stop_own_spark()
-    stop_worker()  # this process's isolation worker (adapters/isolated.py) is the session's too
+    stop_worker()  # this process's isolation worker (adapters/formats/isolation.py) is the session's too
     leftovers = session_leftovers()
     if not leftovers:
         return
@@ -193,7 +193,7 @@ class Lake:
 @pytest.fixture(scope="session")
 def lake(stack_env: dict[str, str]) -> Lake:
     from wap_ingest.bootstrap import build_service
-    from wap_ingest.config import Settings
+    from wap_ingest.bootstrap.config import Settings
 
     service = build_service(Settings.from_env(stack_env))
     lake = Lake(service=service, s3=service.objects._s3, env=stack_env)

@@ -1,4 +1,4 @@
-"""EMR Serverless in memory (the LargeFileJobs port), as adapters/emr.py behaves: tests/fakes.py re-exports it."""
+"""EMR Serverless in memory (the LargeFileJobs port), as adapters/aws/emr.py behaves: tests/fakes.py re-exports it."""
 
 from __future__ import annotations
 

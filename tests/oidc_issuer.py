@@ -1,13 +1,13 @@
-"""The local OIDC issuer (wap_ingest.local.oidc) with one client that gets any scope it asks for, as the
-client-authentication tests use it. Issuers of several clients with fixed scopes: `wap_ingest.local.oidc`."""
+"""The local OIDC issuer (wap_stack.oidc) with one client that gets any scope it asks for, as the
+client-authentication tests use it. Issuers of several clients with fixed scopes: `wap_stack.oidc`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from wap_ingest.local.oidc import Issuer, OidcClient, TokenRequest
-from wap_ingest.local.oidc import running_issuer as _running
+from wap_stack.oidc import Issuer, OidcClient, TokenRequest
+from wap_stack.oidc import running_issuer as _running
 
 __all__ = ["Issuer", "TokenRequest", "running_issuer"]
 

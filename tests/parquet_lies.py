@@ -1,7 +1,7 @@
 """Parquet files whose own claims lie about their pages (issue 33): a real file written by pyarrow, its footer (the
 Thrift FileMetaData) decoded, one claim changed, and encoded again, so the pages are untouched and only what the
 file says about them is false. Nothing here uses the service's reader of the same structures
-(adapters/thrift_compact.py): a typed codec of Thrift's compact protocol of its own, enough to rewrite a footer.
+(adapters/formats/thrift_compact.py): a typed codec of Thrift's compact protocol of its own, enough to rewrite a footer.
 
 `lie(data, edit)` returns the file with `edit(footer)` applied to its decoded footer; the helpers below name the
 fields of Parquet's structures (parquet.thrift) that the tests change.

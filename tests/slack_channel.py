@@ -15,9 +15,9 @@ from slack_sdk.signature import SignatureVerifier
 
 from tests.conftest import Lake, parquet_bytes
 from tests.waiting import wait_for
-from wap_ingest.local.slack_sink import ENDPOINT_PATH
-from wap_ingest.local.slack_workspace import SIGNING_SECRET, channel_id_for
-from wap_ingest.local.state import StackState
+from wap_stack.slack_sink import ENDPOINT_PATH
+from wap_stack.slack_workspace import SIGNING_SECRET, channel_id_for
+from wap_stack.state import StackState
 
 ALICE, BOB, MALLORY = "U0ALICE01", "U0BOB0001", "U0MALLORY"
 CHANNEL = "#wap-alerts"

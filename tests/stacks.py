@@ -8,8 +8,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from wap_ingest.local.stack import StackConfig, start_stack, stop_stack
-from wap_ingest.local.state import StackState
+from wap_stack.stack import StackConfig, start_stack, stop_stack
+from wap_stack.state import StackState
 
 
 @contextmanager

@@ -14,7 +14,8 @@ from infra.provision import documents, secrets
 from infra.provision.context import Client, Context, Outcome
 
 SERVICE = "service"
-ROLES = ("service", "operator", "reader")  # wap_ingest/catalog_authz.py's roles; scopes in infra/nessie-auth.yml
+# wap_ingest/adapters/catalog/authz.py's roles; scopes in infra/nessie-auth.yml
+ROLES = ("service", "operator", "reader")
 
 _POOL = "cognito user pool"
 

@@ -1,6 +1,6 @@
 """Names and ARNs of every resource, derived from one prefix, the two bucket names and the Nessie service name.
 
-`serverless.yml` builds the same names from its `prefix` param; tests/unit/test_deploy_files.py checks
+`serverless.yml` builds the same names from its `prefix` param; tests/unit/project/test_deploy_files.py checks
 both agree by calling these functions.
 """
 

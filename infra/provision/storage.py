@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 
 from infra.provision import documents
 from infra.provision.context import Client, Context, Outcome, ProvisionError
-from wap_ingest.lake_lifecycle import apply_lake_lifecycle, current_rules, drift
+from wap_ingest.adapters.aws.lake_lifecycle import apply_lake_lifecycle, current_rules, drift
 
 PUBLIC_ACCESS_BLOCK = {
     "BlockPublicAcls": True,
@@ -109,7 +109,7 @@ def ensure_lake_bucket(ctx: Context) -> Outcome:
 
 
 def ensure_lake_lifecycle(ctx: Context) -> Outcome:
-    """wap_ingest.lake_lifecycle's rules on the lake bucket (staging copies, request answers, reports)."""
+    """wap_ingest.adapters.aws.lake_lifecycle's rules on the lake bucket (staging copies, request answers, reports)."""
     s3, bucket = ctx.clients("s3"), ctx.names.lake_bucket
     kind, name = "s3 lifecycle", f"{bucket} (wap-staging/, wap-requests/, wap-reports/)"
     if not bucket_exists(s3, bucket):

@@ -11,7 +11,7 @@ import pytest
 @pytest.fixture(scope="session")
 def stack_s3(stack_env: dict[str, str]) -> Any:
     """A boto3 S3 client on the stack's moto server, over HTTP, as the service builds it."""
-    from wap_ingest.adapters.s3 import s3_client_for
+    from wap_ingest.adapters.aws.s3 import s3_client_for
 
     return s3_client_for(stack_env["AWS_REGION"], stack_env["AWS_ENDPOINT_URL"], 10.0)
 

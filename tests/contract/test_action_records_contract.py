@@ -18,7 +18,7 @@ def records(request: pytest.FixtureRequest) -> Iterator[ActionRecords]:
     if request.param == "fake":
         yield FakeActionRecords()
         return
-    from wap_ingest.adapters.action_records import S3ActionRecords
+    from wap_ingest.adapters.aws.action_records import S3ActionRecords
 
     yield S3ActionRecords(request.getfixturevalue("stack_s3"), request.getfixturevalue("fresh_bucket"))
 

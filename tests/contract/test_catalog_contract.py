@@ -31,7 +31,7 @@ def catalog(request: pytest.FixtureRequest) -> Iterator[CatalogBranches]:
     if request.param == "fake":
         yield FakeCatalog()
         return
-    from wap_ingest.adapters.nessie import NessieBranches
+    from wap_ingest.adapters.catalog.nessie import NessieBranches
 
     env = request.getfixturevalue("stack_env")
     yield NessieBranches(env["NESSIE_ENDPOINT"], timeout=10)

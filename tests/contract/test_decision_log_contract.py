@@ -22,7 +22,7 @@ def log(request: pytest.FixtureRequest) -> Iterator[DecisionLog]:
     if request.param == "fake":
         yield FakeDecisionLog()
         return
-    from wap_ingest.adapters.decision_log import S3DecisionLog
+    from wap_ingest.adapters.aws.decision_log import S3DecisionLog
 
     yield S3DecisionLog(request.getfixturevalue("stack_s3"), request.getfixturevalue("fresh_bucket"))
 

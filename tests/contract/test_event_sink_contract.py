@@ -16,7 +16,7 @@ import pytest
 from botocore.config import Config
 
 from tests.fakes import FakeEventSink
-from wap_ingest.adapters.eventbridge import EventBridgeSink
+from wap_ingest.adapters.aws.eventbridge import EventBridgeSink
 from wap_ingest.core.downstream import SOURCE, DownstreamEvent
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ports import EventSink

@@ -1,6 +1,6 @@
 """One behaviour suite for the LakeFiles port (core.lake_files), run against the in-memory fake and the real adapter
-(adapters/lake_files.py: Nessie's REST API v2, Iceberg metadata read with PyIceberg, S3 on the stack's moto). The
-real tables are made and written by PyIceberg through Nessie's Iceberg REST endpoint, on branches as Nessie makes
+(adapters/catalog/lake_files.py: Nessie's REST API v2, Iceberg metadata read with PyIceberg, S3 on the stack's moto).
+The real tables are made and written by PyIceberg through Nessie's Iceberg REST endpoint, on branches as Nessie makes
 them; tags and branch deletions through Nessie's REST API v2."""
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ class Real:
     """The stack's Nessie and moto; every name made unique, as the session shares one catalog."""
 
     def __init__(self, env: dict[str, str], s3: Any) -> None:
-        from wap_ingest.adapters.iceberg_files import MetadataFiles, pyarrow_io
-        from wap_ingest.adapters.lake_files import CatalogLakeFiles
-        from wap_ingest.adapters.nessie_live import NessieLiveContents
+        from wap_ingest.adapters.catalog.iceberg_files import MetadataFiles, pyarrow_io
+        from wap_ingest.adapters.catalog.lake_files import CatalogLakeFiles
+        from wap_ingest.adapters.catalog.live import NessieLiveContents
 
         self.env, self.s3, self.token = env, s3, uuid.uuid4().hex[:8]
         self.endpoint = env["NESSIE_ENDPOINT"]

@@ -43,7 +43,7 @@ def engine(request: pytest.FixtureRequest) -> Engine:
         return Engine(fake_engine, lambda run: fake.end(run, "CANCELLED"))
     import boto3
 
-    from wap_ingest.adapters.emr import EmrServerlessJobs, digest_of
+    from wap_ingest.adapters.aws.emr import EmrServerlessJobs, digest_of
 
     env: dict[str, str] = request.getfixturevalue("stack_env")
     s3, bucket = request.getfixturevalue("stack_s3"), request.getfixturevalue("fresh_bucket")

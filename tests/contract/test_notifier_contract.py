@@ -23,7 +23,7 @@ from tests.fakes import FakeNotifier
 from wap_ingest.core.alerts import Alert, alert_for_failure
 from wap_ingest.core.models import SourceObject
 from wap_ingest.core.ports import Notifier
-from wap_ingest.local.processes import free_port
+from wap_stack.processes import free_port
 
 TOKEN = "contract-token-never-logged"
 
@@ -53,7 +53,7 @@ class _Kept(logging.Handler):
 
 @pytest.fixture
 def kept() -> Iterator[_Kept]:
-    logger, handler = logging.getLogger("wap_ingest.adapters.slack"), _Kept()
+    logger, handler = logging.getLogger("wap_ingest.adapters.slack.client"), _Kept()
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.WARNING)
@@ -70,11 +70,11 @@ def delivering(request: pytest.FixtureRequest) -> Harness:
         fake = FakeNotifier()
         return Harness(fake, lambda: [a.text for a in fake.alerts])
     if request.param == "log":
-        from wap_ingest.adapters.slack import LogNotifier
+        from wap_ingest.adapters.slack.client import LogNotifier
 
         kept: _Kept = request.getfixturevalue("kept")
         return Harness(LogNotifier(), lambda: [r.getMessage() for r in kept.records])
-    from wap_ingest.adapters.slack import SlackNotifier, slack_client_for
+    from wap_ingest.adapters.slack.client import SlackNotifier, slack_client_for
 
     env: dict[str, str] = request.getfixturevalue("stack_env")
     base = env["WAP_SLACK_BASE_URL"]
@@ -144,7 +144,7 @@ def failing(request: pytest.FixtureRequest, failing_slack: Callable[[str], str])
         fake = FakeNotifier()
         fake.down = True
         return fake
-    from wap_ingest.adapters.slack import SlackNotifier, slack_client_for
+    from wap_ingest.adapters.slack.client import SlackNotifier, slack_client_for
 
     mode = request.param.removeprefix("slack-")
     url = {"unreachable": f"http://127.0.0.1:{free_port()}/api/", "api-error": failing_slack("error"),
@@ -159,12 +159,12 @@ def test_a_failing_endpoint_is_false_and_never_raised(failing: Notifier, kept: _
 
 
 def test_log_notifier_never_raises_when_the_log_cannot_be_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wap_ingest.adapters.slack import LogNotifier
+    from wap_ingest.adapters.slack.client import LogNotifier
 
     closed = io.StringIO()
     closed.close()
     handler = logging.StreamHandler(closed)
-    logger = logging.getLogger("wap_ingest.adapters.slack")
+    logger = logging.getLogger("wap_ingest.adapters.slack.client")
     monkeypatch.setattr(logging, "raiseExceptions", False)  # as in production; True only prints the error
     logger.addHandler(handler)
     try:

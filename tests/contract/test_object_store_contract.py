@@ -33,7 +33,7 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
 
         yield Harness(fake, "inbox", put)
         return
-    from wap_ingest.adapters.s3 import S3ObjectStore
+    from wap_ingest.adapters.aws.s3 import S3ObjectStore
 
     s3, bucket = request.getfixturevalue("stack_s3"), request.getfixturevalue("fresh_bucket")
     yield Harness(S3ObjectStore(s3), bucket, lambda key, body: s3.put_object(Bucket=bucket, Key=key, Body=body))

@@ -17,7 +17,7 @@ def reports(request: pytest.FixtureRequest) -> Iterator[ReportStore]:
     if request.param == "fake":
         yield FakeReportStore()
         return
-    from wap_ingest.adapters.s3_reports import S3ReportStore
+    from wap_ingest.adapters.aws.s3_reports import S3ReportStore
 
     yield S3ReportStore(request.getfixturevalue("stack_s3"), request.getfixturevalue("fresh_bucket"))
 

@@ -16,10 +16,11 @@ _VERSION = ("the event names the object's version in AWS (a versioned bucket), a
 _UNCOMMITTED = ("Iceberg deletes the files of a write whose commit failed (Spark's abort of an append or a compaction "
                 "that lost its commit); every commit here succeeds, snapshot trimming is metadata only, and the "
                 "maintenance's sweep removes only files no reference uses that are older than WAP_SWEEP_GRACE_SECONDS "
-                "(3 days by default; tests/integration/test_leaked_files.py runs it with 30 s): none here")
+                "(3 days by default; tests/integration/core/pipeline/test_leaked_files.py runs it with 30 s): "
+                "none here")
 _STAGED = ("in AWS the job copies its source under wap-staging/ for Spark's executors (WAP_STAGE=s3, emr_request.py), "
            "reads the copy and deletes it; the local run downloads the source instead (WAP_STAGE=download, "
-           "local/emr.py)")
+           "wap_stack/emr.py)")
 _SLACK_TOKEN = ("the local stack hands the Slack sink's token over directly (SLACK_TOKEN); in AWS it is read from this "
                 "parameter (WAP_SLACK_TOKEN_PARAMETER, serverless.yml)")
 _MULTIPART = "S3FileIO aborts a multipart upload (files above its part size) that it cannot complete: a failure path"
@@ -43,13 +44,13 @@ NOT_EXERCISED: dict[tuple[str, ...], str] = {
     ("function", "ReadWriteLakeWarehouse", "s3:AbortMultipartUpload"): _MULTIPART,
     ("emr-job", "ReadWriteLakeWarehouse", "s3:AbortMultipartUpload"): _MULTIPART,
     ("emr-job", "ListLakeWarehouseAndEmrPrefixes", "s3:ListBucket"): _NOT_FOUND_LAKE,
-    ("function", "LargeFileRecords", "s3:DeleteObject"): "adapters/emr.py `_release`: a claim is dropped when the "
+    ("function", "LargeFileRecords", "s3:DeleteObject"): "adapters/aws/emr.py `_release`: a claim is dropped when the "
     "first submission of a large file fails, so the retried event submits it again: a failure path",
     ("function", "ReadWriteLakeWarehouse", "s3:DeleteObject"): _UNCOMMITTED,
     ("emr-job", "ReadWriteLakeWarehouse", "s3:DeleteObject"): _UNCOMMITTED,
     ("function", "AnswerPublishRequests", "s3:GetObject"): "a publish request's claim is read back only when it was "
     "written first by another delivery of the same request (SQS delivers at least once; "
-    "tests/integration/test_publish_signatures.py runs that path); each request here is delivered once",
+    "tests/integration/adapters/aws/test_publish_signatures.py runs that path); each request here is delivered once",
     ("emr-job", "StagingCopies", "s3:GetObject"): _STAGED,
     ("emr-job", "StagingCopies", "s3:PutObject"): _STAGED,
     ("emr-job", "StagingCopies", "s3:DeleteObject"): _STAGED,
@@ -58,7 +59,7 @@ NOT_EXERCISED: dict[tuple[str, ...], str] = {
     ("emr-job", "WriteJobLogs", "s3:PutObject"): "EMR Serverless writes the driver's logs to the run's logUri as the "
     "job role; the local run keeps them on disk",
     ("function", "CancelStuckLargeFileJobs", "emr-serverless:CancelJobRun"): "the sweep cancels only a run hung past "
-    "its limit (tests/integration/test_emr_sweep.py runs that path); no run hangs here",
+    "its limit (tests/integration/adapters/aws/test_emr_sweep.py runs that path); no run hangs here",
     ("operator", "ListSourceBucket", "s3:ListBucket"): _NOT_FOUND,
     # (principal, statement Sid, action, resource as the policy file writes it): one resource of a statement whose
     # action is used on its others

@@ -16,7 +16,7 @@ import pytest
 from tests import bad_inputs, corruption
 from tests.conftest import Lake, parquet_bytes
 from tests.e2e.test_event_path import _sqs, alerts_about, table_rows, wait_for
-from wap_ingest.local.state import StackState
+from wap_stack.state import StackState
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 

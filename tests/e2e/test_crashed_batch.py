@@ -35,10 +35,10 @@ import requests
 from tests.conftest import AUDITS
 from tests.stacks import running_stack
 from tests.waiting import wait_for
-from wap_ingest.local.components import ACCESS_KEY, SECRET_KEY
-from wap_ingest.local.runtime import environment_processes
-from wap_ingest.local.stack import StackConfig, free_port_block, free_ports
-from wap_ingest.local.state import StackState, stack_environment
+from wap_stack.components import ACCESS_KEY, SECRET_KEY
+from wap_stack.runtime import environment_processes
+from wap_stack.stack import StackConfig, free_port_block, free_ports
+from wap_stack.state import StackState, stack_environment
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 ABANDONED, VISIBILITY = 8, 20

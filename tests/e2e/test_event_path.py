@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import Lake, parquet_bytes
 from tests.waiting import wait_for
-from wap_ingest.local.slack_sink import read_messages
-from wap_ingest.local.state import StackState
+from wap_stack.slack_sink import read_messages
+from wap_stack.state import StackState
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 T = TypeVar("T")

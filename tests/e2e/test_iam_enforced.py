@@ -1,16 +1,16 @@
 """IAM enforced: the event path, the EMR job and the operator's commands, each with only the policy it has in AWS.
 
-A stack of its own (`wap stack up --iam --auth`): moto checks every request once the stack is up (local/iam.py,
-local/moto_iam.py). The function and its SQS worker hold infra/iam/lambda-policy.json, an EMR job run (run here as the
-local runner runs it) infra/iam/emr-job-policy.json, `wap branches/show/history/discard/publish/dlq/tables/prune/audit`
-the operator's infra/iam/operator-policy.json, all rendered by setup_aws.py's renderer. Files go S3 -> SQS -> the
-function as a producer drops them: a clean one (published), ones with nulls (rejected, their branches open), a corrupt
-one (INVALID), a large one (an EMR job run), and a message that is not an event (retried with the function's back-off,
-then dead-lettered). The Slack interactivity endpoint (served by the stack's Slack sink, with the function's keys: one
-execution role for both functions, serverless.yml) gets signed clicks as Slack posts them: a rejected file's "Show
-rows" and "Discard" (its form sent with a reason), and the dead-letter alarm's "Show" and "Redrive"; the function does
-the work they hand it through the ingest queue. moto writes each decision down; the tests then hold each policy to
-both sides of least privilege:
+A stack of its own (`wap stack up --iam --auth`): moto checks every request once the stack is up (wap_stack/iam.py,
+wap_stack/moto_iam.py). The function and its SQS worker hold infra/iam/lambda-policy.json, an EMR job run (run here as
+the local runner runs it) infra/iam/emr-job-policy.json, `wap
+branches/show/history/discard/publish/dlq/tables/prune/audit` the operator's infra/iam/operator-policy.json, all
+rendered by setup_aws.py's renderer. Files go S3 -> SQS -> the function as a producer drops them: a clean one
+(published), ones with nulls (rejected, their branches open), a corrupt one (INVALID), a large one (an EMR job run),
+and a message that is not an event (retried with the function's back-off, then dead-lettered). The Slack interactivity
+endpoint (served by the stack's Slack sink, with the function's keys: one execution role for both functions,
+serverless.yml) gets signed clicks as Slack posts them: a rejected file's "Show rows" and "Discard" (its form sent with
+a reason), and the dead-letter alarm's "Show" and "Redrive"; the function does the work they hand it through the ingest
+queue. moto writes each decision down; the tests then hold each policy to both sides of least privilege:
   missing: no request of the principal was denied (sqs:GetQueueUrl was, before it was granted);
   excess:  every action of every statement was used on each of the statement's resources by some request, but for
            the few listed in NOT_EXERCISED (iam_not_exercised.py), each with the reason this run cannot use it.
@@ -41,17 +41,17 @@ from tests.conftest import AUDITS, LARGE_FILE_BYTES, parquet_bytes
 from tests.e2e.iam_not_exercised import NOT_EXERCISED
 from tests.slack_channel import ALICE, Channel
 from tests.waiting import wait_for
-from wap_ingest.adapters.dead_letters import PEEK_SECONDS
+from wap_ingest.adapters.aws.dead_letters import PEEK_SECONDS
 from wap_ingest.bootstrap.slack import SHOW_HIDES_SECONDS
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
-from wap_ingest.local import iam
-from wap_ingest.local.auth import role_environment
-from wap_ingest.local.components import DEAD_LETTER_QUEUE
-from wap_ingest.local.config import repo_root
-from wap_ingest.local.emr import spark_submit_command
-from wap_ingest.local.slack_sink import read_messages
-from wap_ingest.local.stack import StackConfig, StackState, free_port_block, free_ports, start_stack, stop_stack
-from wap_ingest.local.state import stack_environment
+from wap_stack import iam
+from wap_stack.auth import role_environment
+from wap_stack.components import DEAD_LETTER_QUEUE
+from wap_stack.config import repo_root
+from wap_stack.emr import spark_submit_command
+from wap_stack.slack_sink import read_messages
+from wap_stack.stack import StackConfig, StackState, free_port_block, free_ports, start_stack, stop_stack
+from wap_stack.state import stack_environment
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

@@ -1,6 +1,6 @@
 """The Lambda image as Lambda runs it (`make image-test`, which builds it and sets WAP_TEST_IMAGE): a local stack whose
-function is the image's container (`wap stack up --image`, local/image.py) under the Runtime Interface Emulator, with
-a read-only root file system, a tmpfs /tmp and the function's memory as its limit, on the host's network. Files
+function is the image's container (`wap stack up --image`, wap_stack/image.py) under the Runtime Interface Emulator,
+with a read-only root file system, a tmpfs /tmp and the function's memory as its limit, on the host's network. Files
 dropped into the source bucket go S3 -> SQS -> worker -> the container, which reads its own audits.yml (the one
 deployed): a clean file is published on main, a file with nulls is rejected (its branch left open, one alert in the
 Slack sink), a corrupt file is INVALID (alerted, main untouched). Stopping the stack leaves no container."""
@@ -24,9 +24,9 @@ from tests.conftest import parquet_bytes
 from tests.e2e.test_bad_inputs import outcomes_of
 from tests.e2e.test_event_path import alerts_about, wait_for
 from tests.stacks import running_stack
-from wap_ingest.adapters.nessie import NessieBranches
-from wap_ingest.local import image
-from wap_ingest.local.stack import (
+from wap_ingest.adapters.catalog.nessie import NessieBranches
+from wap_stack import image
+from wap_stack.stack import (
     ACCESS_KEY,
     SECRET_KEY,
     StackConfig,

@@ -19,14 +19,14 @@ from tests import parquet_lies as lies
 from tests.conftest import LARGE_FILE_BYTES, Lake
 from tests.downstream import about_object, events_about
 from tests.e2e.test_event_path import alerts_about, table_rows, wait_for
-from wap_ingest.adapters.emr import parse_submit_parameters, record_key
-from wap_ingest.adapters.emr_records import EmrRecords
-from wap_ingest.config import Settings
+from wap_ingest.adapters.aws.emr import parse_submit_parameters, record_key
+from wap_ingest.adapters.aws.emr_records import EmrRecords
+from wap_ingest.bootstrap.config import Settings
+from wap_ingest.bootstrap.emr_request import AUDITS, ENTRY_POINT, audits_digest
 from wap_ingest.core.models import SourceObject, TableRef
-from wap_ingest.emr_request import AUDITS, ENTRY_POINT, audits_digest
 from wap_ingest.entrypoints.cli import main
 from wap_ingest.entrypoints.ops_schema import SCHEMAS
-from wap_ingest.local.state import StackState
+from wap_stack.state import StackState
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 

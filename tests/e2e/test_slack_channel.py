@@ -22,7 +22,7 @@ from tests.conftest import Lake, parquet_bytes
 from tests.slack_channel import ALICE, BOB, Channel
 from tests.waiting import wait_for
 from wap_ingest.entrypoints.cli import main
-from wap_ingest.local.state import StackState
+from wap_stack.state import StackState
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

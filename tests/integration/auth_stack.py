@@ -1,4 +1,4 @@
-"""A lake whose Nessie server requires OIDC bearer tokens, for tests/integration/test_nessie_auth.py.
+"""A lake whose Nessie server requires OIDC bearer tokens, for tests/integration/adapters/catalog/test_nessie_auth.py.
 
 Separate from the session stack of tests/conftest.py (which runs Nessie without authentication): its own
 moto server and Nessie server on free ports, built from the local stack's parts (used read-only), with
@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from wap_ingest.catalog_authz import nessie_environment
-from wap_ingest.local.oidc import Issuer
-from wap_ingest.local.processes import spawn, stop_processes, wait_ready
-from wap_ingest.local.stack import (  # the stack's public API (its modules are being reorganised)
+from wap_ingest.adapters.catalog.authz import nessie_environment
+from wap_stack.oidc import Issuer
+from wap_stack.processes import spawn, stop_processes, wait_ready
+from wap_stack.stack import (  # the stack's public API (its modules are being reorganised)
     ACCESS_KEY,
     HOST,
     MOTO,
@@ -99,7 +99,7 @@ def authenticated_nessie_command(config: StackConfig, java: Path, issuer: Issuer
 @contextmanager
 def running_auth_lake(state_dir: Path, issuer: Issuer, timeout: float = 90.0, *, authorization: bool = False
                       ) -> Iterator[AuthLake]:
-    """With `authorization`, Nessie also applies the catalog's rules (wap_ingest.catalog_authz), given in
+    """With `authorization`, Nessie also applies the catalog's rules (wap_ingest.adapters.catalog.authz), given in
     environment variables as infra/nessie-service.yml gives them to the deployed container."""
     moto_port, nessie_port, management_port = free_ports(3)
     config = StackConfig(state_dir=state_dir, moto_port=moto_port, nessie_port=nessie_port,

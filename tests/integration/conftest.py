@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.setup_aws_harness import lightsail, moto_url  # noqa: F401 (fixtures)
-from wap_ingest.local.processes import free_port
-from wap_ingest.local.slack_sink import _SinkServer
+from wap_stack.processes import free_port
+from wap_stack.slack_sink import _SinkServer
 
 
 @pytest.fixture

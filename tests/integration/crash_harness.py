@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.bootstrap import build_service
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.ingest import Item
 from wap_ingest.core.models import SourceObject
 

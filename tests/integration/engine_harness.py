@@ -16,9 +16,9 @@ import signal
 import sys
 from typing import Any
 
-from wap_ingest.adapters import spark_writer
+from wap_ingest.adapters.engine import writer as spark_writer
 from wap_ingest.bootstrap import build_service
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.ingest import Item
 from wap_ingest.core.models import IngestOutcome, SourceObject
 

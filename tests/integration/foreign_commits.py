@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wap_ingest.adapters.nessie import NessieBranches
+from wap_ingest.adapters.catalog.nessie import NessieBranches
 from wap_ingest.core.ledger import LEDGER_NAMESPACE, entry_for
 from wap_ingest.core.models import TableRef
 

@@ -23,7 +23,7 @@ from botocore.stub import ANY, Stubber
 from infra.provision.names import Account, ResourceNames
 from moto.server import ThreadedMotoServer
 
-from wap_ingest.local.processes import free_port
+from wap_stack.processes import free_port
 
 ACCOUNT = Account("123456789012", "us-east-1")
 SLACK_TOKEN = "xoxb-not-a-real-token-0001"

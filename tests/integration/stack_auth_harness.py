@@ -1,6 +1,6 @@
 """The local stack with the catalog's roles (`wap stack up --auth`) for the modules that test it:
-tests/integration/test_stack_auth.py (the roles, the function as the service, a dry run) and
-tests/integration/test_stack_auth_publish.py (publish requests through the service). `stack_with_auth` starts one
+tests/integration/stack/test_stack_auth.py (the roles, the function as the service, a dry run) and
+tests/integration/stack/test_stack_auth_publish.py (publish requests through the service). `stack_with_auth` starts one
 on free ports (each module makes it its module-scoped `auth_stack` fixture), `wap` runs a command in this process,
 `role_env` gives this process a role's environment as `wap stack env --role R` gives a shell."""
 
@@ -18,8 +18,8 @@ import pytest
 
 from tests.conftest import AUDITS
 from tests.stacks import running_stack
-from wap_ingest.entrypoints import stack_cli
-from wap_ingest.local.stack import StackConfig, StackState, free_port_block, free_ports
+from wap_stack import cli as stack_cli
+from wap_stack.stack import StackConfig, StackState, free_port_block, free_ports
 
 
 def wap(*argv: str, commands: Callable[[Any], None] = stack_cli.register) -> tuple[int, str, str]:

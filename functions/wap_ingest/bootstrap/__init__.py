@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap.config import Settings
 
 from .builders import (
     boto3_client,

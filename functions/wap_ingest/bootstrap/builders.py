@@ -8,23 +8,30 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wap_ingest.adapters.audits_file import load_suites
-from wap_ingest.adapters.decision_log import S3DecisionLog
-from wap_ingest.adapters.emr import EmrServerlessJobs
-from wap_ingest.adapters.lake_reader import IcebergRestReader
-from wap_ingest.adapters.lake_tables import BranchTables
-from wap_ingest.adapters.nessie import NessieBranches
-from wap_ingest.adapters.nessie_credentials import nessie_client
-from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
-from wap_ingest.adapters.publish_requests import S3RequestResults
-from wap_ingest.adapters.s3 import s3_client_for
-from wap_ingest.adapters.s3_reports import S3ReportStore
-from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
-from wap_ingest.config import Settings
+from wap_ingest.adapters.aws import (
+    EmrServerlessJobs,
+    S3DecisionLog,
+    S3ReportStore,
+    S3RequestResults,
+    s3_client_for,
+    secret_from_parameter,
+)
+from wap_ingest.adapters.catalog import (
+    BearerAuth,
+    BranchTables,
+    ClientCredentials,
+    IcebergRestReader,
+    NessieBranches,
+    TokenProvider,
+    nessie_client,
+)
+from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for
+from wap_ingest.bootstrap.audits_file import load_suites
+from wap_ingest.bootstrap.config import Settings
+from wap_ingest.bootstrap.emr_request import job_request_for
+from wap_ingest.bootstrap.engine_settings import spark_settings_for
 from wap_ingest.core.models import SourceObject, TableRef
 from wap_ingest.core.ports import Notifier
-from wap_ingest.emr_request import job_request_for
-from wap_ingest.engine_settings import spark_settings_for
 
 __all__ = ["boto3_client", "catalog_for", "decisions_for", "free_bytes_in", "jobs_for", "load_suites",
            "nessie_credentials_for", "nessie_tokens_for", "notifier_for", "reader_for", "reports_for", "results_for",
@@ -45,10 +52,17 @@ def s3_for(settings: Settings) -> Any:
     return s3_client_for(settings.aws_region, settings.aws_endpoint_url, settings.http_timeout)
 
 
+def slack_token_from(settings: Settings) -> str | None:
+    """The Slack token: SLACK_TOKEN (local use), else read from SSM Parameter Store (a name) or Secrets Manager (an
+    ARN) as WAP_SLACK_TOKEN_PARAMETER names it; None when neither is set."""
+    if settings.slack_token is not None or not settings.slack_token_parameter:
+        return settings.slack_token
+    return secret_from_parameter(settings.slack_token_parameter, variable="WAP_SLACK_TOKEN_PARAMETER",
+                                 what="the Slack token", timeout=settings.http_timeout)
+
+
 def notifier_for(settings: Settings) -> Notifier:
-    token = settings.slack_token
-    if token is None and settings.slack_token_parameter:
-        token = token_from_parameter(settings.slack_token_parameter, timeout=settings.http_timeout)
+    token = slack_token_from(settings)
     if token is None or settings.slack_channel is None:
         return LogNotifier()
     client = slack_client_for(token, settings.slack_base_url, settings.http_timeout)

@@ -16,23 +16,31 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from wap_ingest.adapters.action_records import S3ActionRecords
-from wap_ingest.adapters.emr_maintenance import EmrMaintenanceJobs
-from wap_ingest.adapters.eventbridge import EventBridgeSink
-from wap_ingest.adapters.isolated import start_worker
-from wap_ingest.adapters.lake_reader import IcebergRestReader
-from wap_ingest.adapters.metrics import record_maintenance
-from wap_ingest.adapters.nessie import NessieBranches
-from wap_ingest.adapters.oauth2 import ClientCredentials, TokenProvider
-from wap_ingest.adapters.publish_requests import S3RequestResults, StsRequesters, queue_name_of
-from wap_ingest.adapters.s3 import S3ObjectStore
-from wap_ingest.adapters.s3_reports import S3ReportStore
-from wap_ingest.adapters.spark_maintenance import SparkTableMaintainer
-from wap_ingest.adapters.spark_session import SparkEngine, SparkSettings, spark_conf_for, spark_session_for
-from wap_ingest.adapters.spark_sql_guard import check_custom_sql
-from wap_ingest.adapters.spark_writer import SparkIcebergWriter
-from wap_ingest.adapters.sqs import SqsRetries
-from wap_ingest.config import Settings
+from wap_ingest.adapters.aws import (
+    EmrMaintenanceJobs,
+    EventBridgeSink,
+    S3ActionRecords,
+    S3ObjectStore,
+    S3ReportStore,
+    S3RequestResults,
+    SqsRetries,
+    StsRequesters,
+    queue_name_of,
+    record_maintenance,
+)
+from wap_ingest.adapters.catalog import ClientCredentials, IcebergRestReader, NessieBranches, TokenProvider
+from wap_ingest.adapters.engine import (
+    SparkEngine,
+    SparkIcebergWriter,
+    SparkSettings,
+    SparkTableMaintainer,
+    check_custom_sql,
+    spark_conf_for,
+    spark_session_for,
+)
+from wap_ingest.adapters.formats import start_worker
+from wap_ingest.bootstrap.config import Settings
+from wap_ingest.bootstrap.emr_request import maintenance_request_for
 from wap_ingest.core.audits import AuditSuites
 from wap_ingest.core.branches import digest_from_branch
 from wap_ingest.core.dry_run import DryRun, audit_branch, audit_without_publishing
@@ -57,7 +65,6 @@ from wap_ingest.core.review import (
     prune_branches,
     publish_branch,
 )
-from wap_ingest.emr_request import maintenance_request_for
 
 from . import builders
 from .slack import SlackActions
@@ -336,7 +343,7 @@ class Service:
                               actor=actor)
 
     def sweep_job_runs(self) -> SweepReport | None:
-        """The schedule's sweep of the large files' job runs (adapters/emr.py); None when EMR is not configured."""
+        """The schedule's sweep of the large files' job runs (adapters/aws/emr.py); None when EMR is not configured."""
         return None if self.large_files is None else self.large_files.jobs.sweep()
 
     def job_runs(self, table: TableRef | None = None) -> list[JobRun]:

@@ -10,16 +10,14 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from wap_ingest.adapters.aws_errors import SQS, aws_error
-from wap_ingest.adapters.dead_letters import SqsDeadLetters
-from wap_ingest.adapters.secrets import secret_from_parameter
-from wap_ingest.adapters.slack import slack_client_for, token_from_parameter
-from wap_ingest.adapters.slack_actions import SlackReplies
-from wap_ingest.adapters.slack_requests import SeenRequests
-from wap_ingest.config import Settings
+from wap_ingest.adapters.aws import SQS, SeenRequests, SqsDeadLetters, aws_error, secret_from_parameter
+from wap_ingest.adapters.slack import SlackReplies, slack_client_for
+from wap_ingest.bootstrap.config import Settings
+from wap_ingest.bootstrap.slack_config import SlackActionSettings
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.interactions import Operators
-from wap_ingest.slack_config import SlackActionSettings
+
+from . import builders
 
 SHOW_HIDES_SECONDS = 5  # a listed dead letter is hidden this long (an SQS receive), then can be redriven
 
@@ -50,9 +48,7 @@ class SlackActions:
     @cached_property
     def replies(self) -> SlackReplies:
         settings = self._settings
-        token = settings.slack_token
-        if token is None and settings.slack_token_parameter:
-            token = token_from_parameter(settings.slack_token_parameter, timeout=settings.http_timeout)
+        token = builders.slack_token_from(settings)
         if token is None:
             raise ConfigError("acting on alerts from Slack needs the Slack token (forms, message updates). Fix: export "
                               "WAP_SLACK_TOKEN_PARAMETER=<SSM SecureString name> (or SLACK_TOKEN locally).")

@@ -6,11 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from wap_ingest.adapters.iceberg_files import MetadataFiles, pyarrow_io
-from wap_ingest.adapters.lake_files import CatalogLakeFiles
-from wap_ingest.adapters.nessie_live import NessieLiveContents
-from wap_ingest.adapters.oauth2 import BearerAuth, TokenProvider
-from wap_ingest.config import Settings
+from wap_ingest.adapters.catalog import (
+    BearerAuth,
+    CatalogLakeFiles,
+    MetadataFiles,
+    NessieLiveContents,
+    TokenProvider,
+    pyarrow_io,
+)
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.lake_files import SweepPolicy
 from wap_ingest.core.pipeline import Sweep
 from wap_ingest.core.ports import DecisionLog

@@ -1,7 +1,7 @@
 """Acting on an alert where it arrives: who may act, and what each action answers.
 
 A person clicks one of an alert's actions (core.alerts `Action`) in Slack; the interactivity endpoint has verified the
-request (adapters/slack_requests.py) and the function runs the action with the very use cases the `wap` commands run
+request (adapters/slack/incoming.py) and the function runs the action with the very use cases the `wap` commands run
 (`Service.publish`, `Service.discard`, `wap ingest`, `wap dlq`), with the person as the decision's actor. The answer is
 data: the line the alert's message shows from then on (`line`, Slack mrkdwn), whether the alert's choices are settled
 (its buttons go), and a reply only the person who asked sees (`private`).

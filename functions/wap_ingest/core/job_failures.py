@@ -1,7 +1,7 @@
 """A large file's job run that died on the infrastructure (the driver lost, out of memory, the execution timeout, a
 cancellation, a run stuck past its limit): the job could not record an outcome nor alert, so whichever notices it
-first (EMR's state-change event, a redelivery of the file's event, the scheduled sweep: adapters/emr.py) resubmits the
-file (a new run) and tells the operator; after `max_attempts` runs it stops and says how to go on. And a job that
+first (EMR's state-change event, a redelivery of the file's event, the scheduled sweep: adapters/aws/emr.py) resubmits
+the file (a new run) and tells the operator; after `max_attempts` runs it stops and says how to go on. And a job that
 refused to run because its audits file is not the function's (`suite_mismatch_message`)."""
 
 from __future__ import annotations

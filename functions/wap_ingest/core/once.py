@@ -4,7 +4,7 @@ recorded under its id before anything is done, and a delivery that finds it reco
 The queue delivers at least once, and a message can come back: SQS redelivers it (the same message id: a retry after
 a failure, a batch whose invocation died, now and then a duplicate), a dead letter is sent back by hand or by `wap
 dlq redrive`, and anyone who may send to the queue can send a copy of a body they saw (each of those is a new message
-id). So the record names the action (`action_id`, chosen by what the action is: see adapters/slack_requests.py and
+id). So the record names the action (`action_id`, chosen by what the action is: see adapters/slack/incoming.py and
 core/publish_requests.py) and the message that claimed it, and says how far it got:
 
 | found                                          | this delivery                                                  |

@@ -1,6 +1,6 @@
 """Publishing a reviewed branch through the service: the operator's request and the service's answer.
 
-Under the catalog's roles (wap_ingest.catalog_authz) only the service may commit to `main`: Nessie authorizes a
+Under the catalog's roles (wap_ingest.adapters.catalog.authz) only the service may commit to `main`: Nessie authorizes a
 merge into `main` with the checks of a direct commit, so a role that may merge may also write `main` around the
 audit. An operator therefore does not merge. `wap publish BRANCH` sends a publish request to the service's queue;
 the service (the function, with the `service` role) checks who asks, re-audits the branch's new rows (unless the

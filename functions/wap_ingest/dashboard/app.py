@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.errors import WapError
 from wap_ingest.dashboard.data import BranchView, Sources, TableView, sources_for, table_list, table_view
 

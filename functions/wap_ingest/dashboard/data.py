@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from wap_ingest.adapters.lake_reader import IcebergRestReader
-from wap_ingest.config import Settings
+from wap_ingest.adapters.catalog import IcebergRestReader
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import branch_commands
 from wap_ingest.core.audits import AuditSuites, audit

@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from wap_ingest.core.errors import ConfigError, SourceNotFoundError, WapError
 from wap_ingest.core.ingest import Item
@@ -20,7 +21,7 @@ from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, T
 from wap_ingest.core.naming import table_ref_from
 from wap_ingest.core.routing import check_bucket
 
-from . import audit_cli, dlq_cli, maintain_cli, ops_cli, stack_cli
+from . import audit_cli, dlq_cli, maintain_cli, ops_cli
 from .uris import parse_s3_uri
 
 
@@ -111,8 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
     dlq_cli.register(sub)
     maintain_cli.register(sub)
     ops_cli.register(sub)
-    stack_cli.register(sub)
+    _register_stack(sub)
     return parser
+
+
+def _register_stack(sub: Any) -> None:
+    """`wap stack ...`: the local development stack (the wap_stack package), where it is installed; the Lambda image
+    and the EMR job carry the service only."""
+    try:
+        from wap_stack import cli as stack_cli
+    except ImportError:
+        return
+    stack_cli.register(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

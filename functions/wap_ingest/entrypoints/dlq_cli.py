@@ -30,9 +30,9 @@ def _url(given: str | None, names: tuple[str, str]) -> str:
 
 
 def cmd_dlq(args: argparse.Namespace) -> int:
-    from wap_ingest.adapters.dead_letters import SqsDeadLetters
+    from wap_ingest.adapters.aws import SqsDeadLetters
     from wap_ingest.bootstrap import boto3_client
-    from wap_ingest.config import Settings
+    from wap_ingest.bootstrap.config import Settings
 
     settings = Settings.from_env()
     letters = SqsDeadLetters(boto3_client("sqs", settings), _url(args.dlq_url, QUEUE_VARIABLES[1]),

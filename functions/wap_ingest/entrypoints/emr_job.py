@@ -5,7 +5,7 @@
     spark-submit [--conf ...] emr_job.py --maintain NS.T --audits-digest SHA256
                  (`wap maintain` of a table above its emr_above_mb)
 
-Submitted by the function (adapters/emr.py) with the object version it was notified of and the digest of the
+Submitted by the function (adapters/aws/emr.py) with the object version it was notified of and the digest of the
 function's audits file. Before doing anything the job compares that digest with the audits file it loaded (shipped
 with its artefacts): on a mismatch it alerts (both digests, and the fix: `make emr-artifacts`), records the refusal
 and exits 1, so the run shows FAILED and is resubmitted (by its state-change event or the scheduled sweep) once the
@@ -27,18 +27,17 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from wap_ingest.adapters.emr import record_key
-from wap_ingest.adapters.emr_records import EmrRecords
+from wap_ingest.adapters.aws import EmrRecords, record_key
 from wap_ingest.bootstrap import build_service, notifier_for
 from wap_ingest.bootstrap.builders import s3_for
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap.config import Settings
+from wap_ingest.bootstrap.emr_request import audits_digest
 from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.ingest import Delivery
 from wap_ingest.core.job_failures import alert_for_suite_mismatch, suite_mismatch_message
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from wap_ingest.core.naming import table_ref_from
 from wap_ingest.core.pipeline import is_manifest
-from wap_ingest.emr_request import audits_digest
 
 log = logging.getLogger("wap_ingest.emr_job")
 

@@ -1,6 +1,6 @@
 """The Lambda entry point: `wap_ingest.entrypoints.lambda_handler.handler`.
 
-Thin: adapters/inbound.py turns the raw event into one typed request, and a small handler serves it with the
+Thin: entrypoints/inbound.py turns the raw event into one typed request, and a small handler serves it with the
 process-wide Service (one engine and one set of clients per container, reused by warm invocations):
 
 | request | handler |
@@ -25,8 +25,8 @@ from __future__ import annotations
 import uuid
 from typing import Any, assert_never
 
-from wap_ingest.adapters.inbound import Alarms, JobStateChange, ObjectVersions, Schedule, SqsBatch, request_from
 from wap_ingest.bootstrap import service
+from wap_ingest.entrypoints.inbound import Alarms, JobStateChange, ObjectVersions, Schedule, SqsBatch, request_from
 from wap_ingest.entrypoints.lambda_objects import InvocationFailedError, MessageFailedError, on_messages, on_objects
 from wap_ingest.entrypoints.lambda_observability import logger, metrics, observe
 from wap_ingest.entrypoints.lambda_operations import MaintenanceFailedError, on_alarms, on_job_state, on_schedule

@@ -1,7 +1,7 @@
 """Files to ingest: an SQS batch on Powertools' batch utilities, and a direct S3 or EventBridge invocation.
 
 An SQS batch, in four steps:
-1. adapters/inbound.py has read every message once: its object versions, a publish request, or `Unreadable`.
+1. entrypoints/inbound.py has read every message once: its object versions, a publish request, or `Unreadable`.
 2. The object versions of every readable message go through one `Service.ingest_all` call, so the files of one
    table from the whole batch are staged, audited and merged together (one read, one snapshot, one merge: what
    makes a burst cheap). It returns one result per object (an outcome, or the error that fails it), and alerts by
@@ -32,9 +32,7 @@ from typing import Any, NoReturn
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from wap_ingest.adapters.events import UnreadableEventError
-from wap_ingest.adapters.inbound import ObjectVersions, SqsBatch, SqsMessage, Unreadable
-from wap_ingest.adapters.slack_requests import SignedRequest
+from wap_ingest.adapters.slack import SignedRequest
 from wap_ingest.bootstrap import Service
 from wap_ingest.core.alerts import alert_for_unreadable_event
 from wap_ingest.core.errors import DeferredError, UnexpectedError, WapError
@@ -42,6 +40,8 @@ from wap_ingest.core.ingest import Item, notify, retry_delay_seconds
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus
 from wap_ingest.core.pipeline import Result
 from wap_ingest.core.publish_requests import PublishRequest
+from wap_ingest.entrypoints.events import UnreadableEventError
+from wap_ingest.entrypoints.inbound import ObjectVersions, SqsBatch, SqsMessage, Unreadable
 from wap_ingest.entrypoints.lambda_observability import correlation, logger, metrics
 from wap_ingest.entrypoints.lambda_operations import deadline_for, on_publish_request
 from wap_ingest.entrypoints.lambda_slack import on_slack_action

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
-from wap_ingest.adapters.metrics import OutcomeMetrics
+from wap_ingest.adapters.aws import OutcomeMetrics
 from wap_ingest.core.ingest import Item
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "wap-ingest"))

@@ -1,4 +1,4 @@
-"""The function's small handlers, one per request that is not a file to ingest (adapters/inbound.py reads them):
+"""The function's small handlers, one per request that is not a file to ingest (entrypoints/inbound.py reads them):
 the dead-letter queue's alarm, a large file's EMR run that ended, the schedule (the sweep of the EMR runs, then
 maintenance), and an operator's publish request (an SQS message among the files: answered by its record handler, see
 lambda_objects.py). `deadline_for` is the invocation's time guard, for files and for the schedule's maintenance."""
@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from wap_ingest.adapters.inbound import Alarms, JobStateChange
 from wap_ingest.bootstrap import Service
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.dead_letters import alert_for_alarm
 from wap_ingest.core.errors import DeferredError, WapError
 from wap_ingest.core.job_failures import JobRunsExhaustedError, alert_for_exhausted
 from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.publish_requests import PublishRequest
+from wap_ingest.entrypoints.inbound import Alarms, JobStateChange
 from wap_ingest.entrypoints.lambda_observability import logger
 
 
@@ -64,8 +64,8 @@ def on_job_state(svc: Service, change: JobStateChange) -> dict[str, Any]:
 
 def on_schedule(svc: Service, context: Any) -> dict[str, Any]:
     """The schedule: first the sweep of the large files' EMR runs (a failed, cancelled or overdue run is resubmitted
-    or, past its attempts, alerted, whether or not its state-change event came: adapters/emr.py), then every table on
-    main (each logged and counted by Service.maintain) while the invocation has time left (`deadline_for`): a table
+    or, past its attempts, alerted, whether or not its state-change event came: adapters/aws/emr.py), then every table
+    on main (each logged and counted by Service.maintain) while the invocation has time left (`deadline_for`): a table
     not started for want of time is listed as deferred (the next schedule maintains it), not failed, and leaves no
     branch. What failed fails the invocation, after the rest ran."""
     failures: list[str] = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from wap_ingest.adapters.slack_requests import (
+from wap_ingest.adapters.slack import (
     FORWARDED_MAX_AGE_SECONDS,
     Interaction,
     RefusedRequestError,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.bootstrap import Service, operations
-from wap_ingest.config import Settings
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import alert_for_prune, branch_commands
 from wap_ingest.core.durations import format_age, parse_duration

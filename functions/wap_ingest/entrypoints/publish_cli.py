@@ -12,7 +12,7 @@ import sys
 from typing import Any
 from urllib.parse import urlparse
 
-from wap_ingest.adapters.publish_requests import SqsPublishRequests, queue_name_of
+from wap_ingest.adapters.aws import SqsPublishRequests, queue_name_of
 from wap_ingest.bootstrap import Service, boto3_client
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE, PublishRequest

@@ -4,7 +4,7 @@ and every form sent to (the Slack app's Interactivity Request URL).
 
 Each request, in order (nothing is done for one that fails a step):
 1. verified: signed with the app's signing secret (from the secret store), signed less than five minutes ago, never
-   served before (adapters/slack_requests.py); otherwise 401 with the reason;
+   served before (adapters/slack/incoming.py); otherwise 401 with the reason;
 2. read: a click (`block_actions`) or a sent decision form (`view_submission`); any other payload is acknowledged;
 3. the person checked against the allow list (WAP_SLACK_OPERATORS: users and user groups); anyone else is told why,
    privately (a click) or in the form (a submission);
@@ -29,14 +29,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from wap_ingest.adapters.slack_actions import SlackReplies
-from wap_ingest.adapters.slack_blocks import REASON_BLOCK, Pending, modal_for
-from wap_ingest.adapters.slack_requests import (
+from wap_ingest.adapters.aws import SeenRequests
+from wap_ingest.adapters.slack import (
+    REASON_BLOCK,
     HttpRequest,
     Interaction,
+    Pending,
     RefusedRequestError,
-    SeenRequests,
+    SlackReplies,
     interaction_from,
+    modal_for,
     verify,
 )
 from wap_ingest.bootstrap import operations
@@ -74,7 +76,7 @@ class Endpoint:
             return Response(405, "Slack's interactivity requests are POSTs")
         try:
             signed = verify(request.headers, request.body, self._secret(), now=self._clock())
-            if not self._seen().first_time(signed):
+            if not self._seen().first_time(signed.signature, signed.timestamp):
                 raise RefusedRequestError("replayed: this very request was served before")
         except RefusedRequestError as exc:
             log.warning("Slack request refused: %s", exc)

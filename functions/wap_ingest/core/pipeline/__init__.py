@@ -2,7 +2,7 @@
 clean up. `groups` runs the files of one table (a single file: a group of one); `loads` runs a multi-table load (one
 branch and one merge for several tables); `maintain` a table's upkeep; `transaction` owns what all of them share: the
 branch, the ledger, the merge, the retries from main and the clean-up. No other module of the core creates a branch
-or merges one (tests/unit/test_layering.py)."""
+or merges one (tests/unit/project/test_layering.py)."""
 
 from .base import RETRY_FROM_MAIN, PipelineConfig, Ports, Result, retry_delay
 from .groups import route_or_result, run_routed, run_wap

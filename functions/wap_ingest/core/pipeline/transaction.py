@@ -20,7 +20,7 @@ starts again from a fresh `main` with capped, jittered back-off, never a forced 
 branch and is raised, with a note when the branch could not be deleted. A failure to delete a branch after a merge is
 noted, never raised: the merge stands. File groups (groups.py), multi-table loads (loads.py), maintenance
 (maintain.py) and dry runs hand this module their work and verdict; a reviewed publish calls `publish_kept`.
-No other module creates or merges a branch (tests/unit/test_layering.py).
+No other module creates or merges a branch (tests/unit/project/test_layering.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,53 @@
+"""A registered file's commit from Python (adapters/catalog/tables.py BranchTables) on the real Nessie, moto and Spark:
+the table keeps its Iceberg history (Nessie's Iceberg REST endpoint would keep only the current snapshot), the
+engine reads what it committed, and a commit on a branch that moved since the table was read is a conflict that
+leaves nothing behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Lake, parquet_bytes
+from wap_ingest.bootstrap import builders
+from wap_ingest.core.errors import StaleHashError
+from wap_ingest.core.models import OutcomeStatus, TableRef
+
+pytestmark = [pytest.mark.stack, pytest.mark.spark]
+
+
+def test_registered_commits_keep_the_tables_history_and_the_engine_reads_them(lake: Lake, table_name: str) -> None:
+    for n in range(3):  # the first makes the table (the engine), each is committed from Python
+        outcome = lake.service.ingest(lake.put(f"{table_name}/{n}.parquet", parquet_bytes(n + 2)))
+        assert outcome.status is OutcomeStatus.PUBLISHED and "registered (" in outcome.message, outcome.message
+    spark = lake.service.ports.writer.spark
+    spark.catalog.refreshTable(f"nessie.wap.{table_name}")
+    snapshots = spark.sql(f"SELECT snapshot_id, parent_id, summary FROM nessie.wap.{table_name}.snapshots "
+                          f"ORDER BY committed_at").collect()
+    assert [int(s["summary"]["added-records"]) for s in snapshots] == [2, 3, 4]
+    assert [s["parent_id"] for s in snapshots[1:]] == [s["snapshot_id"] for s in snapshots[:-1]]  # one chain
+    oldest = snapshots[0]["snapshot_id"]  # time travel to the first registered snapshot
+    assert spark.sql(f"SELECT count(*) AS n FROM nessie.wap.{table_name} VERSION AS OF {oldest}").collect()[0]["n"] == 2
+    assert lake.count(f"wap.{table_name}") == 9
+
+
+def test_a_commit_on_a_branch_the_table_moved_on_is_refused_and_leaves_no_metadata(lake: Lake,
+                                                                                      table_name: str) -> None:
+    assert lake.service.ingest(lake.put(f"{table_name}/0.parquet", parquet_bytes(3))).status is OutcomeStatus.PUBLISHED
+    catalog, table = lake.service.ports.catalog, TableRef("wap", table_name)
+    branch = f"test-{table_name}"
+    catalog.create_branch(branch, catalog.reference_hash("main"))
+    tables = builders.branch_tables_for(lake.service.settings, remove=lake.service.objects.remove)
+    assert tables.load(TableRef("wap", f"{table_name}_none"), branch) is None
+    first, second = tables.load(table, branch), tables.load(table, branch)
+    assert first is not None and second is not None
+    with first.transaction() as transaction:
+        transaction.set_properties({"test.first": "1"})
+    metadata = f"{first.location().removeprefix('s3://lake/')}/metadata/"
+    before = {o["Key"] for o in lake.s3.list_objects_v2(Bucket="lake", Prefix=metadata)["Contents"]}
+    with pytest.raises(StaleHashError), second.transaction() as transaction:
+        transaction.set_properties({"test.second": "1"})
+    after = {o["Key"] for o in lake.s3.list_objects_v2(Bucket="lake", Prefix=metadata)["Contents"]}
+    assert after == before  # the refused commit's metadata file was removed
+    reread = tables.load(table, branch)
+    assert reread is not None and reread.properties.get("test.first") == "1" and "test.second" not in reread.properties
+    assert len(reread.metadata.snapshots) == len(first.metadata.snapshots) >= 1
