@@ -35,7 +35,7 @@ from wap_ingest.core.models import FileFormat, SourceObject
 from wap_ingest.core.ports import ObjectStore
 from wap_ingest.core.weights import Weight
 
-from .aws_errors import S3, Failure, aws_error
+from .aws_errors import S3, Failure, aws_error, failure_of
 from .s3_weights import weigh
 from .verdicts import Verdict
 
@@ -273,6 +273,19 @@ class S3ObjectStore(ObjectStore):
             raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest. Fix: upload the "
                                    f"file with its data.")
         return body, size
+
+    def write(self, uri: str, data: bytes, *, overwrite: bool) -> None:
+        """`data` as the object at `uri` (s3://bucket/key), in one PutObject; with `overwrite` False, only if no
+        object is there yet (a conditional put: FileExistsError when one is). A table commit's small files (a
+        manifest, a manifest list, a metadata file) go this way (adapters/lake_io.py)."""
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        try:
+            self._s3.put_object(Bucket=bucket, Key=key, Body=data, **({} if overwrite else {"IfNoneMatch": "*"}))
+        except (ClientError, BotoCoreError) as exc:
+            if not overwrite and failure_of(exc) is Failure.PRECONDITION:
+                raise FileExistsError(f"{uri} exists already") from exc
+            raise aws_error(exc, service=S3, doing="writing a table's metadata to", resource=uri,
+                            setting="LAKE_BUCKET") from exc
 
     def remove(self, uri: Path | str) -> None:
         """Delete a staged copy (an s3:// URI from `copy_to`); quietly, the lake's lifecycle rule is the backstop."""

@@ -17,7 +17,7 @@ from wap_ingest.adapters.nessie import NessieBranches
 from wap_ingest.adapters.nessie_credentials import nessie_client
 from wap_ingest.adapters.oauth2 import BearerAuth, ClientCredentials, TokenProvider
 from wap_ingest.adapters.publish_requests import S3RequestResults
-from wap_ingest.adapters.s3 import s3_client_for
+from wap_ingest.adapters.s3 import S3ObjectStore, s3_client_for
 from wap_ingest.adapters.s3_reports import S3ReportStore
 from wap_ingest.adapters.slack import LogNotifier, SlackNotifier, slack_client_for, token_from_parameter
 from wap_ingest.config import Settings
@@ -81,13 +81,16 @@ def catalog_for(settings: Settings, tokens: TokenProvider | None = None) -> Ness
 
 
 def branch_tables_for(settings: Settings, tokens: TokenProvider | None = None,
-                      remove: Callable[[str], None] | None = None) -> BranchTables:
+                      objects: S3ObjectStore | None = None) -> BranchTables:
     """Tables on a branch loaded and committed from Python (the register path's commit), as the catalog client
-    authenticates, with the service's S3 (`remove`: its client's delete of an s3:// URI)."""
+    authenticates, with the service's S3 (`objects`: its client deletes an s3:// URI and writes a commit's files
+    in one request each)."""
     tokens = tokens or nessie_tokens_for(settings)
     return BranchTables(settings.nessie_endpoint, timeout=settings.http_timeout,
                         auth=BearerAuth(tokens) if tokens is not None else None,
-                        s3_endpoint=settings.aws_endpoint_url, region=settings.aws_region, remove=remove)
+                        s3_endpoint=settings.aws_endpoint_url, region=settings.aws_region,
+                        remove=None if objects is None else objects.remove,
+                        put=None if objects is None else objects.write)
 
 
 def reports_for(settings: Settings, s3: Any | None = None) -> S3ReportStore:
