@@ -26,6 +26,7 @@ import os
 import shutil
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,7 @@ class LargeFile:
         done = [r for r in floor if "failed" not in r]
         snappy = statistics.median(r["seconds_snappy"] for r in done) if done else None
         return {"file": self.file | {"row_groups": pq_row_groups(self.path)},
+                "measuring": measuring_cost(self.path, runs),
                 "function_memory_mb": self.function_memory_mb,
                 "service": _summary(service, self.rows), "service_register": _summary(register, self.rows),
                 "baseline": _summary(baseline, self.rows),
@@ -238,3 +240,26 @@ class LargeFile:
                       "rows_per_s": round(self.rows / result["seconds"]), "peak_tree_mib": result["peak_tree_mib"]}
 
 
+
+
+def measuring_cost(path: Path, runs: int) -> dict[str, Any]:
+    """What the register path's measuring costs (issue 33): the same local file's pages decoded alone (as the
+    rewrite path's check decodes them) and decoded and measured, every claim checked (as the register path does),
+    each in the isolation worker, alternately `runs` times; medians."""
+    from wap_ingest.adapters.parquet_decode import check_parquet, measure_parquet
+
+    decode: list[float] = []
+    measure: list[float] = []
+    for _ in range(max(runs, 3)):
+        started = time.perf_counter()
+        check_parquet(path, "bench", "bench")
+        decode.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        found = measure_parquet(path, "bench", "bench")
+        measure.append(time.perf_counter() - started)
+        if isinstance(found, str) or found.problem:
+            raise RuntimeError(f"the bench's file did not measure cleanly: {found}")
+    decoded, measured = statistics.median(decode), statistics.median(measure)
+    return {"decode_median_s": round(decoded, 3), "decode_and_measure_median_s": round(measured, 3),
+            "measuring_s": round(measured - decoded, 3), "ratio": round(measured / decoded, 3),
+            "decode_samples_s": [round(x, 3) for x in decode], "measure_samples_s": [round(x, 3) for x in measure]}

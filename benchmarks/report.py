@@ -84,6 +84,13 @@ def large_file(large: dict[str, Any]) -> list[str]:
                          f"{_stages(way.get('stages_median_s'))} |")
     lines += ["", f"The floor with snappy (pyarrow's default codec) instead: {floor.get('median_s_snappy')} s, "
               f"{floor.get('rows_per_s_snappy')} rows/s.", ""]
+    measuring = large.get("measuring")
+    if measuring:
+        lines += [f"What measuring costs (the register path's pages decoded and measured, every claim checked, "
+                  f"against the same pages decoded alone; the same local file, in the isolation worker, "
+                  f"alternately): {measuring['decode_and_measure_median_s']} s against "
+                  f"{measuring['decode_median_s']} s ({measuring['ratio']}x, +{measuring['measuring_s']} s). On "
+                  f"the register path it runs beside the server-side copy.", ""]
     jobs = first.get("spark_jobs") or []
     if jobs and jobs[0].get("seconds") is not None:
         lines += ["The service's Spark jobs in its first run (longest first): " + "; ".join(

@@ -103,6 +103,8 @@ def instrument(bench: Bench, steps: Steps) -> None:
                             ("create_branch", "nessie: create branch"),
                             ("record_published", "nessie: ledger record"),
                             ("merge", "nessie: merge"),
+                            ("changes", "nessie: what the branch changed (merge plan check)"),
+                            ("commit_log", "nessie: the branch's commits (merge plan check)"),
                             ("list_branches", "nessie: list branches (clean-up)"),
                             ("delete_branch", "nessie: delete branch")):
         steps.wrap(catalog, attribute, step)
@@ -119,7 +121,9 @@ def instrument(bench: Bench, steps: Steps) -> None:
     steps.wrap(spark_writer, "register", "register: its own steps (footer judged, partition, location)")
     steps.wrap(spark_register, "_spark_schema", "spark: the new table's schema from the footer")
     steps.wrap(spark_register, "partition_values", "iceberg: partition values from the metrics")
-    steps.wrap(spark_writer, "check_parquet", "pyarrow: every page decoded (worker)")
+    steps.wrap(spark_writer, "measure_parquet", "pyarrow: every page decoded and measured (worker)")
+    steps.wrap(spark_register, "measured_statistics", "register: the measured figures as Iceberg metrics")
+    steps.wrap(spark_register, "_checked", "register: waiting for the pages' figures")
     steps.wrap(spark_register, "footer_from", "pyarrow: footer parsed (worker)")
     steps.wrap(spark_register, "fit", "register: the footer's fit to the table")
     steps.wrap(lake_tables.BranchTables, "load", "pyiceberg: table load (nessie content, metadata file)")

@@ -11,6 +11,7 @@ from typing import Any
 from wap_ingest.adapters.aws import (
     EmrServerlessJobs,
     S3DecisionLog,
+    S3ObjectStore,
     S3ReportStore,
     S3RequestResults,
     s3_client_for,
@@ -95,13 +96,16 @@ def catalog_for(settings: Settings, tokens: TokenProvider | None = None) -> Ness
 
 
 def branch_tables_for(settings: Settings, tokens: TokenProvider | None = None,
-                      remove: Callable[[str], None] | None = None) -> BranchTables:
+                      objects: S3ObjectStore | None = None) -> BranchTables:
     """Tables on a branch loaded and committed from Python (the register path's commit), as the catalog client
-    authenticates, with the service's S3 (`remove`: its client's delete of an s3:// URI)."""
+    authenticates, with the service's S3 (`objects`: its client deletes an s3:// URI and writes a commit's files
+    in one request each)."""
     tokens = tokens or nessie_tokens_for(settings)
     return BranchTables(settings.nessie_endpoint, timeout=settings.http_timeout,
                         auth=BearerAuth(tokens) if tokens is not None else None,
-                        s3_endpoint=settings.aws_endpoint_url, region=settings.aws_region, remove=remove)
+                        s3_endpoint=settings.aws_endpoint_url, region=settings.aws_region,
+                        remove=None if objects is None else objects.remove,
+                        put=None if objects is None else objects.write)
 
 
 def reports_for(settings: Settings, s3: Any | None = None) -> S3ReportStore:

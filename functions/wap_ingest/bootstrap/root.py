@@ -174,7 +174,7 @@ class Service:
     def writer(self) -> SparkIcebergWriter:
         start_worker()  # the Parquet footers' and pages' worker imports pyarrow while the engine starts
         objects, lake = self.objects, self.settings.lake_bucket
-        branches = builders.branch_tables_for(self.settings, self.tokens, objects.remove)
+        branches = builders.branch_tables_for(self.settings, self.tokens, objects)
         downloads = self.settings.work_dir / "downloads"  # a file to register too: its pages are measured first
 
         def download(source: SourceObject, stop: Callable[[], bool]) -> Path:

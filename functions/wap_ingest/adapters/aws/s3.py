@@ -25,7 +25,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from wap_ingest.adapters import Verdict
-from wap_ingest.adapters.aws.errors import S3, Failure, aws_error
+from wap_ingest.adapters.aws.errors import S3, Failure, aws_error, failure_of
 from wap_ingest.adapters.aws.s3_weights import weigh
 from wap_ingest.core.errors import (
     EmptySourceError,
@@ -57,7 +57,8 @@ MANIFEST = SOURCE | {Failure.UNSATISFIABLE_RANGE: Verdict(EmptySourceError, "the
 # ... and when its tail is read (S3 answers 416 for a suffix range of an empty object)
 TAIL = SOURCE | {Failure.UNSATISFIABLE_RANGE: Verdict(EmptySourceError, "the object is empty",
                                                       "upload the file with its data")}
-PART_BYTES = 8 * 1024 * 1024  # one ranged GET of a parallel download (an object of one part: one plain GET)
+PART_BYTES = 8 * 1024 * 1024  # the smallest ranged GET of a parallel download (an object of one part: one plain GET)
+MAX_PART_BYTES = 64 * 1024 * 1024  # the largest: above PARALLEL_PARTS of these, the parts come in several waves
 PARALLEL_PARTS = 8  # ranged GETs in flight at once
 COPY_MAX_BYTES = 5 * 1024**3  # S3's limit for one CopyObject; larger objects are copied in parts (UploadPartCopy)
 COPY_PART_BYTES = 512 * 1024**2  # one part of a multipart copy (S3: at least 5 MiB, at most 10,000 parts)
@@ -179,15 +180,20 @@ class S3ObjectStore(ObjectStore):
         return target
 
     def _download_ranges(self, source: SourceObject, target: Path, size: int, stop: Callable[[], bool]) -> None:
-        """`size` bytes of exactly the headed version, as PART_BYTES ranges fetched in parallel, each written at its
-        offset; a part shorter than asked (the object changed under an unversioned key) fails the download."""
+        """`size` bytes of exactly the headed version, as ranges fetched in parallel, each written at its offset; a
+        part shorter than asked (the object changed under an unversioned key) fails the download. The parts are as
+        large as one wave of PARALLEL_PARTS requests needs (between PART_BYTES and MAX_PART_BYTES): every request
+        in flight at once, and no more of them than that takes (fewer, larger parts: S3 bills and answers each
+        request; moto, the local stack's S3, reads the whole object for each ranged GET: a 97 MiB file downloaded
+        in 0.4-0.7 s in 8 parts against 0.9-1.5 s in 13 of 8 MiB, measured)."""
         exact = _exact_version(source)
+        part = part_bytes(size)
 
         def fetch(start: int) -> None:
             if stop():
                 raise OutOfTimeError(f"{source.uri}: staging stopped at byte {start} of {size}, the invocation is "
                                      f"nearly out of time; back to the queue.")
-            end = min(start + PART_BYTES, size) - 1
+            end = min(start + part, size) - 1
             body = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes={start}-{end}",
                                        **exact)["Body"].read()
             if len(body) != end - start + 1:
@@ -199,7 +205,7 @@ class S3ObjectStore(ObjectStore):
         try:
             os.ftruncate(descriptor, size)
             with ThreadPoolExecutor(max_workers=PARALLEL_PARTS, thread_name_prefix="s3-range") as pool:
-                list(pool.map(fetch, range(0, size, PART_BYTES)))  # the first failure is raised here
+                list(pool.map(fetch, range(0, size, part)))  # the first failure is raised here
         except BaseException:
             os.close(descriptor)
             target.unlink(missing_ok=True)
@@ -273,6 +279,19 @@ class S3ObjectStore(ObjectStore):
                                    f"file with its data.")
         return body, size
 
+    def write(self, uri: str, data: bytes, *, overwrite: bool) -> None:
+        """`data` as the object at `uri` (s3://bucket/key), in one PutObject; with `overwrite` False, only if no
+        object is there yet (a conditional put: FileExistsError when one is). A table commit's small files (a
+        manifest, a manifest list, a metadata file) go this way (adapters/catalog/lake_io.py)."""
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        try:
+            self._s3.put_object(Bucket=bucket, Key=key, Body=data, **({} if overwrite else {"IfNoneMatch": "*"}))
+        except (ClientError, BotoCoreError) as exc:
+            if not overwrite and failure_of(exc) is Failure.PRECONDITION:
+                raise FileExistsError(f"{uri} exists already") from exc
+            raise aws_error(exc, service=S3, doing="writing a table's metadata to", resource=uri,
+                            setting="LAKE_BUCKET") from exc
+
     def remove(self, uri: Path | str) -> None:
         """Delete a staged copy (an s3:// URI from `copy_to`); quietly, the lake's lifecycle rule is the backstop."""
         text = str(uri)
@@ -280,6 +299,11 @@ class S3ObjectStore(ObjectStore):
             bucket, _, key = text.removeprefix("s3://").partition("/")
             with contextlib.suppress(ClientError, BotoCoreError):
                 self._s3.delete_object(Bucket=bucket, Key=key)
+
+
+def part_bytes(size: int) -> int:
+    """The part size of a parallel download of `size` bytes: one wave of PARALLEL_PARTS, within the bounds."""
+    return min(MAX_PART_BYTES, max(PART_BYTES, -(-size // PARALLEL_PARTS)))
 
 
 def _source_error(exc: ClientError | BotoCoreError, doing: str, uri: str,

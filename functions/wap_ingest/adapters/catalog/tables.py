@@ -29,6 +29,7 @@ import requests
 
 from wap_ingest.adapters.catalog.errors import checked, unavailable
 from wap_ingest.adapters.catalog.http import json_object
+from wap_ingest.adapters.catalog.lake_io import Put, put_file_io
 from wap_ingest.adapters.catalog.oauth2 import BearerAuth
 from wap_ingest.core.errors import ObjectStoreUnavailableError, WapError
 from wap_ingest.core.models import TableRef
@@ -44,11 +45,13 @@ class BranchTables:
 
     def __init__(self, endpoint: str, *, timeout: float = 30.0, auth: BearerAuth | None = None,
                  s3_endpoint: str | None = None, region: str | None = None,
-                 remove: Callable[[str], None] | None = None) -> None:
+                 remove: Callable[[str], None] | None = None, put: Put | None = None) -> None:
         """`remove` deletes a metadata file no commit refers to (the service's S3 client; PyArrow's delete would
-        leave an empty `metadata/` directory marker behind)."""
+        leave an empty `metadata/` directory marker behind); `put` writes each file a commit makes in one request
+        (lake_io; None: PyArrow's own output streams)."""
         self._endpoint = endpoint.rstrip("/")
         self.remove = remove or (lambda uri: self.file_io().delete(uri))
+        self._put = put
         self._timeout = timeout
         self._auth = auth
         self._http = requests.Session()
@@ -64,7 +67,8 @@ class BranchTables:
         if self._io is None:
             from pyiceberg.io.pyarrow import PyArrowFileIO
 
-            self._io = PyArrowFileIO(dict(self._io_properties))
+            self._io = PyArrowFileIO(dict(self._io_properties)) if self._put is None else put_file_io(
+                dict(self._io_properties), self._put)
         return self._io
 
     def load(self, table: TableRef, branch: str) -> Table | None:

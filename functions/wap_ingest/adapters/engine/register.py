@@ -4,7 +4,7 @@ The file's footer is read from the source object (one ranged GET of exactly the 
 parquet_fit against the table's schema as the branch has it (a new table: the schema the rewrite path would create
 from Spark's reading of the same footer). When it fits, the object is copied server-side into the table's data
 location, and appended on the branch in one commit made from Python (PyIceberg, committed to Nessie by
-lake_tables.BranchTables, the table's history kept): a DataFile whose metrics are what the service measured of the
+catalog.tables.BranchTables, the table's history kept): a DataFile whose metrics are what the service measured of the
 file's pages (`measured`: parquet_decode.measure_parquet decodes every page of a local copy meanwhile, and checks
 every claim the file makes; register_metrics turns the figures into Iceberg's metrics with the table's metrics
 config), never the footer's own figures: a file whose footer disagrees with its pages, or makes a claim the service

@@ -36,7 +36,7 @@ def test_a_commit_on_a_branch_the_table_moved_on_is_refused_and_leaves_no_metada
     catalog, table = lake.service.ports.catalog, TableRef("wap", table_name)
     branch = f"test-{table_name}"
     catalog.create_branch(branch, catalog.reference_hash("main"))
-    tables = builders.branch_tables_for(lake.service.settings, remove=lake.service.objects.remove)
+    tables = builders.branch_tables_for(lake.service.settings, objects=lake.service.objects)
     assert tables.load(TableRef("wap", f"{table_name}_none"), branch) is None
     first, second = tables.load(table, branch), tables.load(table, branch)
     assert first is not None and second is not None
