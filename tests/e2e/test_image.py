@@ -3,7 +3,8 @@ function is the image's container (`wap stack up --image`, wap_stack/image.py) u
 with a read-only root file system, a tmpfs /tmp and the function's memory as its limit, on the host's network. Files
 dropped into the source bucket go S3 -> SQS -> worker -> the container, which reads its own audits.yml (the one
 deployed): a clean file is published on main, a file with nulls is rejected (its branch left open, one alert in the
-Slack sink), a corrupt file is INVALID (alerted, main untouched). Stopping the stack leaves no container."""
+Slack sink), a corrupt file is INVALID (alerted, main untouched). Stopping the stack leaves no container. The image
+carries the service only: none of its Python modules belongs to the local development stack (wap_stack)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,48 @@ def rows_on(env: dict[str, str], ref: str) -> int | None:
 
 def wap_branches(env: dict[str, str]) -> list[str]:
     return [b.name for b in NessieBranches(env["NESSIE_ENDPOINT"]).list_branches("wap-")]
+
+
+# Run inside the image by its own interpreter: every Python module it can import (each file under each folder of its
+# sys.path, as a dotted name), and what the import system and the installed distributions' records say of wap_stack.
+LIST_MODULES = r"""
+import importlib.metadata, importlib.util, json, os, sys
+modules = set()
+for root in [p for p in sys.path if p and os.path.isdir(p)]:
+    for folder, _, files in os.walk(root):
+        for name in files:
+            stem, _, suffix = name.partition(".")
+            if suffix in ("py", "pyc") or (suffix.endswith("so") and suffix.startswith("cpython")):
+                relative = os.path.relpath(os.path.join(folder, stem), root)
+                modules.add(relative.replace(os.sep, ".").removesuffix(".__init__"))
+recorded = sorted(str(f) for d in importlib.metadata.distributions() for f in (d.files or ()) if "wap_stack" in str(f))
+print(json.dumps({"modules": sorted(modules), "spec": importlib.util.find_spec("wap_stack") is not None,
+                  "recorded": recorded}))
+"""
+
+
+DEV_STACK_BEFORE = ("wap_ingest.local.", "wap_ingest.local")  # where the dev stack lived inside the service before
+
+
+def image_python_modules() -> dict[str, Any]:
+    done = subprocess.run([*image.PODMAN, "run", "--rm", *image.ULIMITS, "--network=none", "--entrypoint",
+                           "/opt/venv/bin/python", IMAGE, "-c", LIST_MODULES],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    listed: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return listed
+
+
+def test_the_image_carries_no_module_of_the_development_stack() -> None:
+    listed = image_python_modules()
+
+    assert "wap_ingest.entrypoints.lambda_handler" in listed["modules"]  # the listing sees the service
+    assert len(listed["modules"]) > 1000, len(listed["modules"])  # and the runtime's packages (pyspark...)
+    dev_stack = [m for m in listed["modules"] if m.split(".")[0] == "wap_stack" or ".wap_stack" in m
+                 or m.startswith(DEV_STACK_BEFORE)]
+    assert dev_stack == [], dev_stack
+    assert listed["spec"] is False, "`import wap_stack` finds a module in the image"
+    assert listed["recorded"] == [], listed["recorded"]
 
 
 def test_the_stack_runs_the_image_as_lambda_runs_it(image_stack: StackState) -> None:

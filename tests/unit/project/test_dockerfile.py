@@ -89,7 +89,9 @@ def test_every_file_the_dockerfile_copies_from_the_context_exists_and_is_not_ign
         sources += [w for w in words[:-1] if not w.startswith("--")]
 
     assert {"requirements-build.lock", "requirements-runtime.lock", "docker/jars.sha256", "scripts/verify_jars.py",
-            "scripts/build_cds_archive.py", "audits.yml", "functions", "pyproject.toml", *FETCHED} <= set(sources)
+            "scripts/build_cds_archive.py", "audits.yml", "functions/wap_ingest", "pyproject.toml",
+            *FETCHED} <= set(sources)
+    assert not [s for s in sources if s in ("functions", "functions/") or s.startswith("functions/wap_stack")], sources
     for source in sources:
         if source in FETCHED:  # made by `make image-context`, which `make image` runs first
             assert re.search(rf"^{re.escape(FETCHED[source])}:", (ROOT / "Makefile").read_text(), re.MULTILINE)
@@ -99,6 +101,7 @@ def test_every_file_the_dockerfile_copies_from_the_context_exists_and_is_not_ign
     assert not _dockerignore_allows(".venv") and not _dockerignore_allows("node_modules")
     assert not _dockerignore_allows(".env") and not _dockerignore_allows(".cache")
     assert not _dockerignore_allows(".cache/jars/nessie") and not _dockerignore_allows(".cache/rie")
+    assert not _dockerignore_allows("functions/wap_stack")  # the local development stack stays out of the image
 
 
 def test_jars_are_the_ones_make_jars_fetched_from_the_pom_checked_again_in_the_build() -> None:
