@@ -246,7 +246,7 @@ def measuring_cost(path: Path, runs: int) -> dict[str, Any]:
     """What the register path's measuring costs (issue 33): the same local file's pages decoded alone (as the
     rewrite path's check decodes them) and decoded and measured, every claim checked (as the register path does),
     each in the isolation worker, alternately `runs` times; medians."""
-    from wap_ingest.adapters.parquet_decode import check_parquet, measure_parquet
+    from wap_ingest.adapters.engine.parquet_decode import check_parquet, measure_parquet
 
     decode: list[float] = []
     measure: list[float] = []
