@@ -85,14 +85,17 @@ pin-images:
 			sed -i -E "s|^# *syntax=.*|# syntax=$$ref@$$digest|" "$$file"; echo "$$file: syntax=$$ref@$$digest"; }; \
 	done
 
-# The Spark jars (Iceberg runtime, AWS bundle, Nessie SQL extensions) and the Nessie server runner,
-# exactly as pinned in docker/pom.xml. Maven caches in ~/.m2; the stamp makes later runs fetch nothing.
+# The Spark jars (Iceberg runtime, AWS bundle, Spark's Avro source), the Nessie server runner and the local stack's
+# queue server (ElasticMQ, with its runtime dependencies: its own profile of the pom), exactly as pinned in
+# docker/pom.xml. Maven caches in ~/.m2; the stamp makes later runs fetch nothing.
 jars: $(JARS)/.fetched
 
 $(JARS)/.fetched: docker/pom.xml docker/jars.sha256 scripts/verify_jars.py
-	rm -rf $(JARS)/spark $(JARS)/nessie
+	rm -rf $(JARS)/spark $(JARS)/nessie $(JARS)/elasticmq
 	$(MVN) dependency:copy-dependencies -DexcludeTransitive=true -DoutputDirectory=$(CURDIR)/$(JARS)/spark
 	$(MVN) dependency:copy@nessie-server -DoutputDirectory=$(CURDIR)/$(JARS)/nessie
+	$(MVN) -P elasticmq dependency:copy-dependencies -DincludeScope=runtime \
+		-DoutputDirectory=$(CURDIR)/$(JARS)/elasticmq
 	$(PYTHON) scripts/verify_jars.py $(JARS)
 	touch $@
 

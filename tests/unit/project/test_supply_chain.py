@@ -113,8 +113,12 @@ def test_maven_runs_with_strict_checksums_and_the_jars_are_verified() -> None:
     assert "$(PYTHON) scripts/verify_jars.py $(JARS)" in recipe("$(JARS)/.fetched")
     assert "docker/jars.sha256" in recipe("$(JARS)/.fetched").splitlines()[0]
     manifest = verify_jars.read_manifest(ROOT / "docker" / "jars.sha256")
-    assert set(manifest) == {"spark/iceberg-spark-runtime-3.5_2.12-1.11.0.jar", "spark/iceberg-aws-bundle-1.11.0.jar",
-                             "spark/spark-avro_2.12-3.5.7.jar", "nessie/nessie-quarkus-0.99.0-runner.jar"}
+    assert {n for n in manifest if not n.startswith("elasticmq/")} == {
+        "spark/iceberg-spark-runtime-3.5_2.12-1.11.0.jar", "spark/iceberg-aws-bundle-1.11.0.jar",
+        "spark/spark-avro_2.12-3.5.7.jar", "nessie/nessie-quarkus-0.99.0-runner.jar"}
+    # the local stack's queue server with its runtime dependencies (the pom's `elasticmq` profile), all checked too
+    assert "elasticmq/elasticmq-server_2.13-1.7.1.jar" in manifest
+    assert "-P elasticmq dependency:copy-dependencies" in recipe("$(JARS)/.fetched")
 
 
 def _jars(folder: Path) -> dict[str, str]:
