@@ -44,6 +44,7 @@ from wap_ingest.core.ports import (
     Notifier,
     ObjectStore,
     ReportStore,
+    Retries,
     StagedFiles,
     TableWriter,
     WriteSpec,
@@ -61,6 +62,7 @@ __all__ = [
     "FakeNotifier",
     "FakeObjectStore",
     "FakeReportStore",
+    "FakeRetries",
     "FakeStaged",
     "FakeWriter",
     "Rows",
@@ -354,3 +356,18 @@ def run_one(source: SourceObject, **kwargs: Any) -> Any:
     if isinstance(result, Exception):
         raise result
     return result
+
+
+class FakeRetries(Retries):
+    """The queue's visibility changes in memory: (queue ARN, receipt handle, seconds) per call; `refusing` plays a
+    queue that does not take them (the message then waits for its visibility timeout)."""
+
+    def __init__(self) -> None:
+        self.delays: list[tuple[str, str, int]] = []
+        self.refusing = False
+
+    def back_off(self, queue_arn: str, receipt_handle: str, seconds: int) -> bool:
+        if self.refusing:
+            return False
+        self.delays.append((queue_arn, receipt_handle, seconds))
+        return True

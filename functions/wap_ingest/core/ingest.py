@@ -1,10 +1,5 @@
 """The use case every entry point calls: route each object once (refuse, the function, or EMR Serverless), run the
-pipeline for the rest, and tell the operator.
-
-Alert policy: a file's own fault (INVALID) and an audit's verdict (REJECTED) alert once; an infrastructure failure
-(the message is retried) alerts on the first attempt ("will be retried") and the last ("in the dead-letter
-queue"), and only logs the ones between, so a Nessie outage does not page once per retry. A deferred file (out of
-time, or of disk) was not started: no alert.
+pipeline for the rest, and tell the operator by the alert policy of core/deliveries.py.
 """
 
 from __future__ import annotations
@@ -13,10 +8,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .alerts import alert_for_failure, alert_for_outcome
 from .audits import AuditSuites
+from .deliveries import UNKNOWN_DELIVERY, Delivery, Item, notify, retry_delay_seconds
 from .downstream import announce
-from .errors import DeferredError, UnexpectedError, WapError
+from .errors import UnexpectedError, WapError
 from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
 from .pipeline import Load, PipelineConfig, Ports, Result, is_manifest, is_pending, route_or_result, run_routed, waiting
 from .ports import EventSink, LargeFileJobs, Notifier
@@ -25,42 +20,8 @@ from .weights import Weight
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class Delivery:
-    """Where this attempt stands in the event source's retries (None: unknown, e.g. a direct invoke), and
-    the correlation id the entry point gave the object (on its log lines and its alert)."""
-
-    attempt: int | None = None
-    max_attempts: int | None = None
-    correlation_id: str | None = None
-
-    @property
-    def final(self) -> bool:
-        return self.attempt is None or self.max_attempts is None or self.attempt >= self.max_attempts
-
-    @property
-    def alert_worthy(self) -> bool:
-        return self.attempt is None or self.attempt == 1 or self.final
-
-
-UNKNOWN_DELIVERY = Delivery()
-
-
-def retry_delay_seconds(receive_count: int, base_seconds: float, max_seconds: float) -> int:
-    """A failed or deferred message's next attempt: a capped exponential back-off from its receive count (the 1st
-    retry after `base_seconds`, then twice as long each time, never more than `max_seconds`)."""
-    return int(min(max_seconds, base_seconds * 2 ** max(0, receive_count - 1)))
-
-
-@dataclass(frozen=True)
-class Item:
-    """One object an entry point was told about: how it was delivered, and an explicit table (`wap ingest
-    --table`) when the key is not to be routed."""
-
-    source: SourceObject
-    delivery: Delivery = UNKNOWN_DELIVERY
-    table: TableRef | None = None
+__all__ = ["UNKNOWN_DELIVERY", "Delivery", "Item", "LargeFiles", "ingest", "item_for_job", "notify",
+           "retry_delay_seconds"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +45,15 @@ def ingest(
 ) -> list[Result]:
     """One result per item, in order: route each object (its size from the store), hand the large ones to the
     distributed engine, run the others through the pipeline, alert per object, and send the downstream events."""
+    ordered = _run(items, ports=ports, suites=suites, config=config, large_files=large_files, out_of_time=out_of_time)
+    for item, result in zip(items, ordered, strict=True):
+        notify(result, item.source, item.delivery, notifier)
+    announce(ordered, events)
+    return ordered
+
+
+def _run(items: Sequence[Item], *, ports: Ports, suites: AuditSuites, config: PipelineConfig,
+         large_files: LargeFiles | None, out_of_time: Callable[[], bool]) -> list[Result]:
     results: dict[int, Result] = {}
     here: list[tuple[int, Routed]] = []
     loads: list[tuple[int, Item]] = []
@@ -111,11 +81,13 @@ def ingest(
             log.exception("running the load %s", item.source.uri)
             results[index] = UnexpectedError(f"running the load {item.source.uri}: unexpected {type(exc).__name__}: "
                                              f"{exc}")
-    ordered = [results[i] for i in range(len(items))]
-    for item, result in zip(items, ordered, strict=True):
-        notify(result, item.source, item.delivery, notifier)
-    announce(ordered, events)
-    return ordered
+    return [results[i] for i in range(len(items))]
+
+
+def item_for_job(source: SourceObject, table: TableRef, delivery: Delivery) -> Item:
+    """What the distributed engine runs for an object the function submitted: a manifest runs its load (`table`, the
+    load's first table, only says where the run is recorded), any other file goes into the table it was routed to."""
+    return Item(source, delivery, None if is_manifest(source.key) else table)
 
 
 def _load(manifest: SourceObject, load: Load, large_files: LargeFiles | None) -> Result:
@@ -152,23 +124,3 @@ def _submit(routed: Routed, jobs: LargeFileJobs) -> Result:
         f"{run.job_run_id} "
         f"(application {run.application_id}){again}",
     )
-
-
-def notify(result: Result, source: SourceObject, delivery: Delivery, notifier: Notifier) -> None:
-    """The alert policy of the module docstring. A notifier that raises (it must not) is logged, never fatal."""
-    try:
-        if isinstance(result, DeferredError):
-            return  # handed back before it started: nothing happened, nothing to tell
-        if isinstance(result, WapError):
-            if delivery.alert_worthy:
-                notifier.notify(alert_for_failure(source, str(result), attempt=delivery.attempt,
-                                                  final=delivery.final, correlation_id=delivery.correlation_id))
-            else:
-                log.warning("attempt %s failed (no alert between first and last): %s", delivery.attempt, result,
-                            extra={"object_key": source.key, "correlation_id": delivery.correlation_id})
-            return
-        alert = alert_for_outcome(result, correlation_id=delivery.correlation_id)
-        if alert is not None:
-            notifier.notify(alert)
-    except Exception:
-        log.exception("the alert for %s could not be sent", source.uri)

@@ -307,6 +307,16 @@ class Notifier(ABC):
         """Deliver the alert; True if it was delivered."""
 
 
+class Retries(ABC):
+    """When a message that failed or was deferred comes back (adapters/aws/sqs.SqsRetries: SQS's
+    ChangeMessageVisibility). A failure to set it is the adapter's to log, never to raise: the message then waits for
+    the queue's own visibility timeout."""
+
+    @abstractmethod
+    def back_off(self, queue_arn: str, receipt_handle: str, seconds: int) -> bool:
+        """Make the message visible again in `seconds`; True if the queue took it."""
+
+
 class ReportStore(ABC):
     """Where the audit reports of rejected runs are kept, by branch, so `wap show BRANCH` prints them later."""
 

@@ -2,7 +2,7 @@
 
 Lambda's SQS event source leaves a message reported in `batchItemFailures` invisible for the queue's whole
 visibility timeout (5,400 s here: it must be >= 6x the function's timeout), so five attempts would take hours.
-The function sets each such message's visibility itself, from its receive count (core.ingest.retry_delay_seconds),
+The function sets each such message's visibility itself, from its receive count (core.deliveries.BackOff),
 before it returns; the local worker does the same, so retries behave alike in AWS and locally.
 A failure to change the visibility is logged, never raised: the message then waits for the queue's timeout.
 """
@@ -15,6 +15,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from wap_ingest.adapters.aws.errors import SQS, aws_error
+from wap_ingest.core.ports import Retries
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def queue_url_parts(queue_arn: str) -> tuple[str, str]:
     return parts[4], parts[5]
 
 
-class SqsRetries:
+class SqsRetries(Retries):
     def __init__(self, client: Any) -> None:
         self._sqs = client
         self._urls: dict[str, str] = {}
