@@ -8,7 +8,9 @@ secret, so that a bad setting fails at start-up with its fix."""
 
 from __future__ import annotations
 
+import getpass
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -330,6 +332,15 @@ class Service:
             redrive=lambda queue: len(slack.dead_letters(queue).redrive()),
             decided=lambda branch: decided_by(self.catalog, self.decisions, branch, main=self.settings.main_branch,
                                                default_namespace=self.settings.namespace)))
+
+    def actor(self) -> str:
+        """Who the decision log records: the `sub` of the access token the catalog client obtains (the identity the
+        catalog authorized). Without a Nessie client configured (a catalog without authentication) there is no
+        verified identity: WAP_ACTOR or the login name, marked as unverified."""
+        tokens = self.tokens
+        if tokens is not None:
+            return tokens.subject()
+        return f"{os.environ.get('WAP_ACTOR') or getpass.getuser()} (unverified: no Nessie client configured)"
 
     def history(self, table: TableRef, limit: int = 100) -> list[HistoryEntry]:
         return history_for(self.catalog, self.decisions, table, main=self.settings.main_branch, limit=limit)

@@ -106,3 +106,21 @@ def exact_version(source: SourceObject, objects: ObjectStore) -> SourceObject:
             f"(ETag {current.etag}); nothing was read. The newer version has its own event. Fix: to load the "
             f"announced content, upload it again (a versioned bucket keeps every version readable).")
     return current
+
+
+def objects_at(
+    bucket: str, key: str, what: str, *, objects: ObjectStore, source_buckets: Collection[str] = (),
+    refused_buckets: Collection[str] = ()
+) -> list[SourceObject]:
+    """`wap ingest`'s objects: the object `key` names, else every object under it as a prefix; nothing is read from a
+    bucket that is not a source bucket (RefusedEventError), and a name that is neither is SourceNotFoundError."""
+    check_bucket(bucket, what, source_buckets=source_buckets, refused_buckets=refused_buckets)
+    if key and not key.endswith("/"):
+        try:
+            return [objects.head(bucket, key)]
+        except SourceNotFoundError:
+            pass  # not an object: a prefix
+    found = objects.list_objects(bucket, key)
+    if not found:
+        raise SourceNotFoundError(f"{what}: no object or prefix with that name. Fix: check the bucket and key.")
+    return found

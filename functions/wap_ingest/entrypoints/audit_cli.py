@@ -41,10 +41,10 @@ def _describe(run: DryRun) -> str:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from wap_ingest.bootstrap import service
+    from wap_ingest.bootstrap import pipeline_commands
 
     bucket, key = parse_s3_uri(args.uri)
-    run = service().audit_file(SourceObject(bucket, key), args.table)
+    run = pipeline_commands().audit(SourceObject(bucket, key), args.table)
     print(json.dumps(run.to_dict(), indent=2) if args.json else _describe(run))
     return 0 if run.status is DryRunStatus.PASSED else 1
 

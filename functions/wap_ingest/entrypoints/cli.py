@@ -1,4 +1,5 @@
-"""`wap`: the command line. Thin: parse arguments, call bootstrap/pipeline, print, exit.
+"""`wap`: the command line. Thin: parse arguments, call the use cases the composition root hands each command family
+(bootstrap/commands.py), print, exit.
 
   wap ingest s3://bucket/key-or-prefix [--table NAME] [--json]   one-off / backfill ingestion
   wap audit s3://bucket/key [--table NAME] [--json]              a file's audit suite, not published
@@ -15,32 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from wap_ingest.core.errors import ConfigError, SourceNotFoundError, WapError
+from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.ingest import Item
-from wap_ingest.core.models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from wap_ingest.core.naming import table_ref_from
-from wap_ingest.core.routing import check_bucket
+from wap_ingest.core.models import IngestOutcome, OutcomeStatus, TableRef
 
 from . import audit_cli, dlq_cli, maintain_cli, ops_cli
 from .uris import parse_s3_uri
-
-
-def _sources(uri: str) -> list[SourceObject]:
-    from wap_ingest.bootstrap import service
-
-    bucket, key = parse_s3_uri(uri)
-    svc = service()
-    check_bucket(bucket, uri, source_buckets=svc.config.source_buckets, refused_buckets=svc.config.refused_buckets)
-    objects = svc.objects
-    if key and not key.endswith("/"):
-        try:
-            return [objects.head(bucket, key)]
-        except SourceNotFoundError:
-            pass  # not an object: treat it as a prefix
-    found = objects.list_objects(bucket, key)
-    if not found:
-        raise SourceNotFoundError(f"{uri}: no object or prefix with that name. Fix: check the bucket and key.")
-    return found
 
 
 def _describe(outcome: IngestOutcome) -> str:
@@ -63,17 +44,15 @@ def _describe(outcome: IngestOutcome) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from wap_ingest.bootstrap import service
+    from wap_ingest.bootstrap import pipeline_commands
 
-    svc = service()
-    table: TableRef | None = None
-    if args.table:
-        table = table_ref_from(args.table, default_namespace=svc.settings.namespace, source="--table")
-    sources = _sources(args.uri)
+    uses = pipeline_commands()
+    table: TableRef | None = uses.table(args.table, "--table") if args.table else None
+    sources = uses.sources(*parse_s3_uri(args.uri), args.uri)
     outcomes: list[IngestOutcome] = []
     for start in range(0, len(sources), INGEST_CHUNK):  # the pipeline's batches, with progress in between
         chunk = sources[start:start + INGEST_CHUNK]
-        for source, result in zip(chunk, svc.ingest_all([Item(s, table=table) for s in chunk]), strict=True):
+        for source, result in zip(chunk, uses.ingest([Item(s, table=table) for s in chunk]), strict=True):
             outcome = result if isinstance(result, IngestOutcome) else IngestOutcome(
                 source=source, status=OutcomeStatus.FAILED, message=str(result))
             outcomes.append(outcome)

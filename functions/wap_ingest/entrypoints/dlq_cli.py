@@ -30,13 +30,9 @@ def _url(given: str | None, names: tuple[str, str]) -> str:
 
 
 def cmd_dlq(args: argparse.Namespace) -> int:
-    from wap_ingest.adapters.aws import SqsDeadLetters
-    from wap_ingest.bootstrap import boto3_client
-    from wap_ingest.bootstrap.config import Settings
+    from wap_ingest.bootstrap import dead_letter_commands
 
-    settings = Settings.from_env()
-    letters = SqsDeadLetters(boto3_client("sqs", settings), _url(args.dlq_url, QUEUE_VARIABLES[1]),
-                             _url(args.queue_url, QUEUE_VARIABLES[0]))
+    letters = dead_letter_commands(_url(args.dlq_url, QUEUE_VARIABLES[1]), _url(args.queue_url, QUEUE_VARIABLES[0]))
     if args.action == "list":
         found = letters.peek(args.limit)
         if args.json:

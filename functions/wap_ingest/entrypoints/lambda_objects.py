@@ -1,8 +1,12 @@
 """Files to ingest: an SQS batch on Powertools' batch utilities, and a direct S3 or EventBridge invocation.
 
+The handler maps the event to requests and the results to `batchItemFailures`; what is alerted, on which attempt,
+and when a failed message comes back is the core's (core/deliveries.py, `Deliveries`, handed by the composition
+root with the other use cases of the function: bootstrap/use_cases.py).
+
 An SQS batch, in four steps:
 1. entrypoints/inbound.py has read every message once: its object versions, a publish request, or `Unreadable`.
-2. The object versions of every readable message go through one `Service.ingest_all` call, so the files of one
+2. The object versions of every readable message go through one `Deliveries.ingest` call, so the files of one
    table from the whole batch are staged, audited and merged together (one read, one snapshot, one merge: what
    makes a burst cheap). It returns one result per object (an outcome, or the error that fails it), and alerts by
    the core's policy. Should the call itself raise, every object it was given gets that error (and its alert).
@@ -11,39 +15,37 @@ An SQS batch, in four steps:
    - objects: each one's outcome is logged with its correlation id and counted in the invocation's EMF document;
      if any of them failed or was deferred, it raises `MessageFailedError` (a message is consumed only when all
      its objects are: its published ones are duplicates when it comes back);
-   - a publish request: answered (`Service.answer`); an infrastructure failure raises;
+   - a publish request: answered (`FunctionUseCases.answer`); an infrastructure failure raises;
    - an action asked from an alert in Slack: verified again and run (`lambda_slack.on_slack_action`);
-   - unreadable: alerted on its first and last attempt, and raises.
+   - unreadable: alerted on its first and last attempt (`Deliveries.unreadable`), and raises.
    The processor turns each raise, expected or not, into that message's `batchItemFailures` entry, and nothing
    else's. It is built with `raise_on_entire_batch_failure=False`: when every message failed, the event source
    mapping gets the same list rather than an error, and the response keeps the objects' summaries.
 4. Each failed message comes back after a capped exponential back-off from its receive count
-   (`SqsRetries.back_off`), not after the queue's whole visibility timeout.
+   (`Deliveries.returned`, through the Retries port), not after the queue's whole visibility timeout.
 
-A direct S3 or EventBridge invocation runs its objects the same way (one `ingest_all`), settles each, and raises
-`InvocationFailedError` once every object was handled if any failed, so Lambda's own retry applies.
+A direct S3 or EventBridge invocation runs its objects the same way (one `Deliveries.ingest`), settles each, and
+raises `InvocationFailedError` once every object was handled if any failed, so Lambda's own retry applies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from wap_ingest.adapters.slack import SignedRequest
-from wap_ingest.bootstrap import Service
-from wap_ingest.core.alerts import alert_for_unreadable_event
-from wap_ingest.core.errors import DeferredError, UnexpectedError, WapError
-from wap_ingest.core.ingest import Item, notify, retry_delay_seconds
+from wap_ingest.bootstrap import FunctionUseCases
+from wap_ingest.core.deliveries import Deliveries, Item, Result, Returned
+from wap_ingest.core.errors import DeferredError, WapError
 from wap_ingest.core.models import IngestOutcome, OutcomeStatus
-from wap_ingest.core.pipeline import Result
 from wap_ingest.core.publish_requests import PublishRequest
 from wap_ingest.entrypoints.events import UnreadableEventError
 from wap_ingest.entrypoints.inbound import ObjectVersions, SqsBatch, SqsMessage, Unreadable
 from wap_ingest.entrypoints.lambda_observability import correlation, logger, metrics
-from wap_ingest.entrypoints.lambda_operations import deadline_for, on_publish_request
+from wap_ingest.entrypoints.lambda_operations import on_publish_request, remaining_of
 from wap_ingest.entrypoints.lambda_slack import on_slack_action
 
 
@@ -55,23 +57,26 @@ class InvocationFailedError(WapError):
     """Some objects of a direct invocation failed; Lambda should retry the event."""
 
 
-def on_messages(svc: Service, event: dict[str, Any], batch: SqsBatch, context: Any) -> dict[str, Any]:
+def on_messages(uses: FunctionUseCases, event: dict[str, Any], batch: SqsBatch, context: Any) -> dict[str, Any]:
     """An SQS batch: the four steps of the module docstring."""
     objects = {m.message_id: m.request.items for m in batch.messages if isinstance(m.request, ObjectVersions)}
-    messages = _Messages(svc, {m.message_id: m for m in batch.messages}, _ingest_together(svc, objects, context))
+    deliveries = uses.deliveries
+    messages = _Messages(uses, {m.message_id: m for m in batch.messages},
+                         _ingest_together(deliveries, objects, context))
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = process_partial_response(event=event, record_handler=messages.record_handler, processor=processor,
                                         context=context)
     failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
-    _back_off(svc, [m for m in batch.messages if m.message_id in failed])
+    deliveries.returned([Returned(m.message_id, m.queue_arn, m.receipt_handle, m.receive_count)
+                         for m in batch.messages if m.message_id in failed])
     requests = {"requests": messages.answers} if messages.answers else {}
     return {"batchItemFailures": response["batchItemFailures"], "objects": messages.summaries, **requests}
 
 
-def on_objects(svc: Service, request: ObjectVersions, context: Any) -> dict[str, Any]:
+def on_objects(deliveries: Deliveries, request: ObjectVersions, context: Any) -> dict[str, Any]:
     """A direct S3 or EventBridge invocation: every object handled, then a raise if any failed."""
     settled = [settle(item, result)
-               for item, result in zip(request.items, _ingest(svc, request.items, context), strict=True)]
+               for item, result in zip(request.items, _ingest(deliveries, request.items, context), strict=True)]
     errors = [error for _, error in settled if error is not None]
     if errors:
         raise InvocationFailedError(f"{len(errors)} of {len(settled)} objects failed: {'; '.join(errors)}")
@@ -81,9 +86,9 @@ def on_objects(svc: Service, request: ObjectVersions, context: Any) -> dict[str,
 class _Messages:
     """An SQS batch after its one ingest: the record handler settles each message's share."""
 
-    def __init__(self, svc: Service, messages: Mapping[str, SqsMessage],
+    def __init__(self, uses: FunctionUseCases, messages: Mapping[str, SqsMessage],
                  ingested: Mapping[str, list[tuple[Item, Result]]]) -> None:
-        self.svc, self.messages, self.ingested = svc, messages, ingested
+        self.uses, self.messages, self.ingested = uses, messages, ingested
         self.summaries: list[dict[str, Any]] = []
         self.answers: list[dict[str, Any]] = []
 
@@ -93,11 +98,12 @@ class _Messages:
             message = self.messages[record.message_id]
             request = message.request
             if isinstance(request, Unreadable):
-                _refuse(self.svc, message, request.reason)
+                _refuse(self.uses.deliveries, message, request.reason)
             elif isinstance(request, PublishRequest):
-                self.answers.append(on_publish_request(self.svc, request, message.message_id, message.queue_arn))
+                self.answers.append(on_publish_request(self.uses.answer, request, message.message_id,
+                                                       message.queue_arn))
             elif isinstance(request, SignedRequest):
-                self.answers.append(on_slack_action(self.svc, request, message.message_id))
+                self.answers.append(on_slack_action(self.uses.slack, request, message.message_id))
             else:
                 self._settle(message)
         except WapError:
@@ -119,47 +125,23 @@ class _Messages:
                                      f"did not finish: {'; '.join(errors)}")
 
 
-def _refuse(svc: Service, message: SqsMessage, reason: str) -> NoReturn:
-    """An unreadable message: logged, alerted on its first and last attempt, failed."""
-    logger.error("unreadable message", extra={"error": reason, "message_id": message.message_id})
-    if message.delivery.alert_worthy:
-        svc.notifier.notify(alert_for_unreadable_event(message.message_id, reason, final=message.delivery.final))
+def _refuse(deliveries: Deliveries, message: SqsMessage, reason: str) -> NoReturn:
+    """An unreadable message: logged and alerted by the core's policy, then failed."""
+    deliveries.unreadable(message.message_id, reason, message.delivery)
     raise UnreadableEventError(reason)
 
 
-def _ingest_together(svc: Service, groups: Mapping[str, Sequence[Item]], context: Any
+def _ingest_together(deliveries: Deliveries, groups: Mapping[str, Sequence[Item]], context: Any
                      ) -> dict[str, list[tuple[Item, Result]]]:
-    """One `ingest_all` for the items of every group (message); each group's items paired with their results."""
-    results = iter(_ingest(svc, [item for group in groups.values() for item in group], context))
+    """One ingest for the items of every group (message); each group's items paired with their results."""
+    results = iter(_ingest(deliveries, [item for group in groups.values() for item in group], context))
     return {key: [(item, next(results)) for item in group] for key, group in groups.items()}
 
 
-def _ingest(svc: Service, items: Sequence[Item], context: Any) -> list[Result]:
-    """`Service.ingest_all`: one result per item, in order."""
+def _ingest(deliveries: Deliveries, items: Sequence[Item], context: Any) -> list[Result]:
+    """One result per item, in order (the core alerts and never raises)."""
     correlation.follow(items)
-    if not items:
-        return []
-    try:
-        return svc.ingest_all(items, out_of_time=deadline_for(context, svc.settings))
-    except Exception as exc:  # a bug: every object of the call fails (and is alerted), nothing else does
-        logger.exception("ingesting the invocation's objects raised", extra={"error_type": type(exc).__name__})
-        error = UnexpectedError(f"ingesting {len(items)} objects: unexpected {type(exc).__name__}: {exc}")
-        for item in items:
-            notify(error, item.source, item.delivery, svc.notifier)
-        return [error] * len(items)
-
-
-def _back_off(svc: Service, failed: Iterable[SqsMessage]) -> None:
-    """Each failed or deferred message comes back after a capped exponential back-off from its receive count, not
-    after the queue's whole visibility timeout (the event source mapping leaves that alone)."""
-    if svc.retries is None:
-        return
-    for message in failed:
-        delay = retry_delay_seconds(message.receive_count, svc.settings.retry_base_seconds,
-                                    svc.settings.retry_max_seconds)
-        if svc.retries.back_off(message.queue_arn, message.receipt_handle, delay):
-            logger.info("retry delayed", extra={"message_id": message.message_id, "seconds": delay,
-                                                "receive_count": message.receive_count})
+    return deliveries.ingest(items, remaining_of(context))
 
 
 def settle(item: Item, result: Result) -> tuple[dict[str, Any], str | None]:

@@ -39,14 +39,12 @@ def _failed(result: MaintenanceReport | WapError) -> bool:
 
 
 def cmd_maintain(args: argparse.Namespace) -> int:
-    from wap_ingest.bootstrap import service
-    from wap_ingest.core.naming import table_ref_from
+    from wap_ingest.bootstrap import pipeline_commands
 
-    svc = service()
-    table = None if args.all else table_ref_from(args.table, default_namespace=svc.settings.namespace,
-                                                 source="wap maintain")
+    uses = pipeline_commands()
+    table = None if args.all else uses.table(args.table, "wap maintain")
     with contextlib.redirect_stdout(sys.stderr):  # the metrics' EMF documents: stdout is the command's answer
-        results = svc.maintain(table, dry_run=args.dry_run)
+        results = uses.maintain(table, dry_run=args.dry_run)
     failed = [r for r in results if _failed(r)]
     if args.json:
         print(json.dumps({"results": [r.to_dict() if isinstance(r, MaintenanceReport) else {"error": str(r)}

@@ -18,22 +18,18 @@ Every --json document follows the schema in entrypoints/ops_schema.py (`schema_v
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wap_ingest.bootstrap import Service, operations
-from wap_ingest.bootstrap.config import Settings
+from wap_ingest.bootstrap import OperatorCommands, check_settings, operator_commands
 from wap_ingest.core import lineage
-from wap_ingest.core.alerts import alert_for_prune, branch_commands
+from wap_ingest.core.alerts import branch_commands
 from wap_ingest.core.durations import format_age, parse_duration
 from wap_ingest.core.models import TableRef
-from wap_ingest.core.naming import table_ref_from
-from wap_ingest.core.review import Decision, HistoryEntry, OpenBranch, ReauditFailedError, wap_branch
+from wap_ingest.core.review import Decision, HistoryEntry, OpenBranch, ReauditFailedError
 from wap_ingest.entrypoints.audit_cli import audit_report_lines
 from wap_ingest.entrypoints.publish_cli import answer_text, ask_service, publish_queue_url
 
@@ -42,14 +38,10 @@ from .foreground import run_in_foreground
 from .ops_schema import SCHEMA_VERSION, SCHEMAS
 
 
-def _actor(svc: Service) -> str:
+def _actor(uses: OperatorCommands) -> str:
     """Who the decision log records: the `sub` of the access token this command's OAuth2 client obtains (the
-    identity the catalog authorized). Without a Nessie client configured (a catalog without authentication) there
-    is no verified identity: WAP_ACTOR or the login name, marked as unverified."""
-    tokens = svc.tokens
-    if tokens is not None:
-        return tokens.subject()
-    return f"{os.environ.get('WAP_ACTOR') or getpass.getuser()} (unverified: no Nessie client configured)"
+    identity the catalog authorized), else WAP_ACTOR or the login name, marked as unverified (Service.actor)."""
+    return uses.actor()
 
 
 def _print(payload: dict[str, Any], as_json: bool, text: str) -> None:
@@ -70,18 +62,18 @@ def _listing(rows: list[dict[str, Any]], verb: str = "") -> str:
     return "\n".join(f"{verb}{r['branch']:{width}}  {r['table']}  {r['age']} old" for r in rows)
 
 
-def _table(args: argparse.Namespace, settings: Settings) -> TableRef | None:
-    return table_ref_from(args.table, default_namespace=settings.namespace, source="--table") if args.table else None
+def _table(args: argparse.Namespace, uses: OperatorCommands) -> TableRef | None:
+    return uses.table(args.table, "--table") if args.table else None
 
 
 def cmd_branches(args: argparse.Namespace) -> int:
-    svc = operations()
-    table = _table(args, svc.settings)
+    uses = operator_commands()
+    table = _table(args, uses)
     older_than = None if args.older_than is None else parse_duration(args.older_than)
     now = datetime.now(UTC)
-    rows = [_row(b, now) for b in svc.branches(table, older_than)]
+    rows = [_row(b, now) for b in uses.branches(table, older_than)]
     scope = "".join([f" for {table}" if table else "", f" older than {args.older_than}" if older_than else ""])
-    running = [run for run in svc.job_runs(table) if not run.finished]
+    running = [run for run in uses.job_runs(table) if not run.finished]
     lines = [_listing(rows) or f"No open WAP branches{scope}."]
     lines += [f"running on EMR  {r.source.uri} -> {r.table}  job run {r.job_run_id} ({r.state}, submitted "
               f"{r.submitted_at})" for r in running]
@@ -90,25 +82,21 @@ def cmd_branches(args: argparse.Namespace) -> int:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
-    svc = operations()
-    table, older_than = _table(args, svc.settings), parse_duration(args.older_than)  # refused before any change
+    uses = operator_commands()
+    table, older_than = _table(args, uses), parse_duration(args.older_than)  # refused before any change
     reason = f"pruned: older than {args.older_than}"
     now = datetime.now(UTC)
-    result = svc.prune(svc.branches(table, older_than), dry_run=args.dry_run, reason=reason, actor=_actor(svc))
+    result = uses.prune(uses.branches(table, older_than), dry_run=args.dry_run, reason=reason, actor=_actor(uses))
     rows = [_row(b, now) for b in result.discarded]
     skipped = [_row(b, now) | {"error": why} for b, why in result.skipped]
     unrecorded = [_row(b, now) | {"error": why} for b, why in result.unrecorded]
-    if result.discarded and not args.dry_run:
-        svc.notifier.notify(alert_for_prune(
-            [(b.name, b.table.qualified) for b in result.discarded], reason=reason, actor=_actor(svc),
-            skipped=len(skipped)))
     verb = "would discard  " if args.dry_run else "discarded  "
     lines = [_listing(rows, verb)] if rows else [f"No open WAP branches older than {args.older_than}."]
     lines += [f"left alone  {s['branch']}: {s['error']}" for s in skipped]
     lines += [f"NOT RECORDED  {u['branch']} was discarded but not recorded: {u['error']}" for u in unrecorded]
     if args.dry_run and rows:
         lines.append(f"Dry run: nothing was deleted. Run without --dry-run to discard ({reason}).")
-    payload = {"dry_run": args.dry_run, "older_than": args.older_than, "reason": reason, "actor": _actor(svc),
+    payload = {"dry_run": args.dry_run, "older_than": args.older_than, "reason": reason, "actor": _actor(uses),
                "discarded": [] if args.dry_run else rows, "would_discard": rows if args.dry_run else [],
                "skipped": skipped, "unrecorded": unrecorded}
     _print(payload, args.json, "\n".join(lines))
@@ -116,16 +104,16 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    svc = operations()
-    branch, table = wap_branch(svc.catalog, args.branch, svc.settings.namespace)
-    changes = svc.reader.branch_changes(table, branch.name)
-    on_main = svc.reader.row_count(table, svc.settings.main_branch)
+    uses = operator_commands()
+    branch, table = uses.wap_branch(args.branch)
+    changes = uses.branch_changes(table, branch.name)
+    on_main = uses.rows_on_main(table)
     source = changes.summary.get(lineage.BUCKET, "?") + "/" + changes.summary.get(lineage.KEY, "?")
     commands = dict(branch_commands(branch.name, table.qualified))
     payload = {"branch": branch.name, "hash": branch.hash, "table": table.qualified, "source": f"s3://{source}",
                "rows_added": changes.rows_added, "rows_on_main": on_main, "null_counts": changes.null_counts,
                "snapshot_id": changes.snapshot_id, "commands": commands}
-    stored = svc.reports.load(branch.name)  # the audit report of the run that left the branch open
+    stored = uses.report(branch.name)  # the audit report of the run that left the branch open
     payload["audit"] = stored
     nulls = ", ".join(f"{c}={n}" for c, n in changes.null_counts.items()) or "-"
     text = "\n".join([
@@ -168,10 +156,10 @@ def _decided(decision: Decision, as_json: bool) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    svc = operations()
+    uses = operator_commands()
     queue_url = publish_queue_url()
     if queue_url is not None:  # an operator: the service publishes (the operator has no write on main)
-        answer = ask_service(args, svc, queue_url)
+        answer = ask_service(args, uses.requests, queue_url)
         if answer is None:
             return 2
         if answer.get("action") == "refused":
@@ -182,21 +170,21 @@ def cmd_publish(args: argparse.Namespace) -> int:
         _print(answer, args.json, answer_text(answer))
         return 0
     try:
-        decision = svc.publish(args.branch, reason=args.reason, actor=_actor(svc), reaudit=args.reaudit)
+        decision = uses.publish(args.branch, reason=args.reason, actor=_actor(uses), reaudit=args.reaudit)
     except ReauditFailedError as exc:
         if not args.json:
             raise
         print(f"wap: {exc}", file=sys.stderr)
         _print({"branch": args.branch, "table": exc.report.table, "action": "refused", "reason": args.reason,
-                "actor": _actor(svc), "merged_hash": None, "already": False, "reaudit": exc.report.to_dict(),
+                "actor": _actor(uses), "merged_hash": None, "already": False, "reaudit": exc.report.to_dict(),
                 "source": None, "recorded_at": None, "error": str(exc)}, True, "")
         return 1
     return _decided(decision, args.json)
 
 
 def cmd_discard(args: argparse.Namespace) -> int:
-    svc = operations()
-    decision = svc.discard(args.branch, reason=args.reason, actor=_actor(svc))
+    uses = operator_commands()
+    decision = uses.discard(args.branch, reason=args.reason, actor=_actor(uses))
     return _decided(decision, args.json)
 
 
@@ -225,13 +213,12 @@ def _history_line(entry: HistoryEntry) -> str:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    svc = operations()
-    settings = svc.settings
-    table = table_ref_from(args.table, default_namespace=settings.namespace, source="wap history")
-    entries = svc.history(table, limit=args.limit)
-    runs = svc.job_runs(table)
+    uses = operator_commands()
+    table = uses.table(args.table, "wap history")
+    entries = uses.history(table, limit=args.limit)
+    runs = uses.job_runs(table)
     text = "\n".join(_history_line(e) for e in entries) or (
-        f"Nothing has been published to or discarded from {table} on {settings.main_branch}.")
+        f"Nothing has been published to or discarded from {table} on {uses.main}.")
     if runs:
         text += "\nLarge files on EMR Serverless:\n" + "\n".join(
             f"{r.submitted_at}  job run {r.job_run_id}  {r.source.uri}  "
@@ -250,7 +237,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def cmd_dashboard(args: argparse.Namespace) -> int:
     """Runs until interrupted (Ctrl-C, SIGTERM), which stops the Streamlit server too (entrypoints/foreground.py).
     Settings are checked first so that a missing variable fails here, clearly."""
-    Settings.from_env()
+    check_settings()
     app = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
     command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
                "--server.port", str(args.port), "--server.headless", "true",

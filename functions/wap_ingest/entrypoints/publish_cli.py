@@ -12,8 +12,8 @@ import sys
 from typing import Any
 from urllib.parse import urlparse
 
-from wap_ingest.adapters.aws import SqsPublishRequests, queue_name_of
-from wap_ingest.bootstrap import Service, boto3_client
+from wap_ingest.adapters.aws import queue_name_of
+from wap_ingest.bootstrap import PublishRequests
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE, PublishRequest
 
@@ -32,19 +32,18 @@ def publish_queue_url() -> str | None:
     return value
 
 
-def ask_service(args: argparse.Namespace, svc: Service, queue_url: str) -> dict[str, Any] | None:
+def ask_service(args: argparse.Namespace, requests: PublishRequests, queue_url: str) -> dict[str, Any] | None:
     """Send the request and wait for the answer (None: none within --wait seconds)."""
-    request = svc.requesters.sign(PublishRequest(branch=args.branch, reason=args.reason, reaudit=args.reaudit,
-                                                 queue=queue_name_of(queue_url)))
-    results = svc.results
-    SqsPublishRequests(boto3_client("sqs", svc.settings), queue_url).send(request)
+    request = requests.sign(PublishRequest(branch=args.branch, reason=args.reason, reaudit=args.reaudit,
+                                           queue=queue_name_of(queue_url)))
+    requests.send(queue_url, request)
     print(f"asked the service to publish {args.branch} (request {request.request_id}, valid for "
           f"{request.expires_at - request.issued_at} s); waiting up to {args.wait:g} s for its answer at "
-          f"{results.uri(request.request_id)}", file=sys.stderr)
-    answer = results.wait(request.request_id, args.wait)
+          f"{requests.where(request.request_id)}", file=sys.stderr)
+    answer = requests.wait(request.request_id, args.wait)
     if answer is None:
         print(f"wap: no answer to request {request.request_id} within {args.wait:g} s. The request stays on the "
-              f"queue until the service answers it at {results.uri(request.request_id)} (refused as expired once "
+              f"queue until the service answers it at {requests.where(request.request_id)} (refused as expired once "
               f"its {request.expires_at - request.issued_at} s have passed); see the function's logs (locally: wap "
               f"stack status). Nothing is published until then.", file=sys.stderr)
         return None

@@ -41,7 +41,7 @@ from wap_ingest.adapters.slack import (
     modal_for,
     verify,
 )
-from wap_ingest.bootstrap import operations
+from wap_ingest.bootstrap import slack_endpoint
 from wap_ingest.core.errors import BadInputError, WapError
 from wap_ingest.core.interactions import Operators, not_done, reference
 
@@ -134,12 +134,12 @@ _endpoint: list[Endpoint] = []
 
 
 def endpoint() -> Endpoint:
-    """The process's endpoint, wired once (warm invocations reuse the secret, the clients and the allow list)."""
+    """The process's endpoint, wired once with the use cases the composition root hands it (warm invocations reuse
+    the secret, the clients and the allow list)."""
     if not _endpoint:
-        slack = operations().slack
-        _endpoint.append(Endpoint(secret=lambda: slack.secret, seen=lambda: slack.seen,
-                                  operators=lambda: slack.operators, replies=lambda: slack.replies,
-                                  forward=slack.forward))
+        uses = slack_endpoint()
+        _endpoint.append(Endpoint(secret=uses.secret, seen=uses.seen, operators=uses.operators, replies=uses.replies,
+                                  forward=uses.forward))
     return _endpoint[0]
 
 

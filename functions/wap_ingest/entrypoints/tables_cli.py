@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from wap_ingest.bootstrap import Service, operations
+from wap_ingest.bootstrap import OperatorCommands, operator_commands
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.models import QUARANTINE_SUFFIX, TableRef
-from wap_ingest.core.table_loads import last_loads
 
 from .ops_schema import SCHEMA_VERSION
 
@@ -44,24 +43,23 @@ class TableLine:
                 "error": self.error}
 
 
-def table_lines(svc: Service) -> list[TableLine]:
-    main = svc.settings.main_branch
-    on_main = [t for t in svc.catalog.list_tables(main) if t.namespace != LEDGER_NAMESPACE]
+def table_lines(uses: OperatorCommands) -> list[TableLine]:
+    on_main = [t for t in uses.tables_on_main() if t.namespace != LEDGER_NAMESPACE]
     names = {t.qualified for t in on_main}
     branches: dict[TableRef, list[str]] = {}
-    for branch in svc.branches():
+    for branch in uses.branches():
         branches.setdefault(branch.table, []).append(branch.name)
     tables = sorted({t for t in on_main if not _is_quarantine(t, names)} | set(branches), key=lambda t: t.qualified)
-    loads = last_loads(svc.catalog, tables, main=main)  # one read of main's history for every table
+    loads = uses.last_loads(tables)  # one read of main's history for every table
 
     def line_for(table: TableRef) -> TableLine:
         waiting, loaded = tuple(branches.get(table, ())), loads.get(table)
         try:
             quarantine = TableRef(table.namespace, table.name + QUARANTINE_SUFFIX)
             return TableLine(
-                table, svc.reader.row_count(table, main) if table.qualified in names else None,
+                table, uses.rows_on_main(table) if table.qualified in names else None,
                 loaded.at if loaded else None, loaded.source if loaded else None, waiting,
-                svc.reader.row_count(quarantine, main) if quarantine.qualified in names else None)
+                uses.rows_on_main(quarantine) if quarantine.qualified in names else None)
         except WapError as exc:  # this table's; the listing goes on
             return TableLine(table, None, None, None, waiting, None, error=str(exc))
 
@@ -105,7 +103,7 @@ def _ago(delta: timedelta) -> str:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
-    lines = table_lines(operations())
+    lines = table_lines(operator_commands())
     if args.json:
         print(json.dumps({"schema_version": SCHEMA_VERSION, "tables": [line.to_dict() for line in lines]}, indent=2))
     else:

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.conftest import Lake, parquet_bytes
-from wap_ingest.bootstrap import Service
+from wap_ingest.bootstrap import OperatorCommands, Service
 from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.alerts import Alert, alert_for_outcome, plain_text
 from wap_ingest.core.audits import AuditSuite, AuditSuites, RowCount
@@ -237,7 +237,8 @@ class Recorder:
 def test_prune_discards_old_branches_with_one_alert(lake: Lake, table_name: str, capsys: pytest.CaptureFixture[str],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     recorder = Recorder()
-    monkeypatch.setattr(ops_cli, "operations", lambda: Service(Settings.from_env()).replaced(notifier=recorder))
+    monkeypatch.setattr(ops_cli, "operator_commands",
+                        lambda: OperatorCommands(Service(Settings.from_env()).replaced(notifier=recorder)))
     branch = rejected_branch(lake, table_name)
     main_before = lake.main_hash()
     code, out, _ = wap(capsys, "prune", "--older-than", "2w", "--table", table_name)

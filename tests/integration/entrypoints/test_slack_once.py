@@ -29,6 +29,7 @@ from tests.conftest import Lake
 from tests.slack_channel import ALICE, MALLORY, Channel, edited, form_body, signed_headers
 from tests.waiting import wait_for
 from wap_ingest.adapters.slack.incoming import SignedRequest
+from wap_ingest.bootstrap import FunctionUseCases
 from wap_ingest.core.dead_letters import QueueAlarm, alert_for_alarm
 from wap_ingest.entrypoints import lambda_handler
 from wap_stack.state import StackState
@@ -109,7 +110,7 @@ def test_a_redrive_runs_once_whoever_sends_its_message_again(lake: Lake, channel
     record = json.loads(lake.s3.get_object(Bucket=lake.env["LAKE_BUCKET"],
                                            Key=f"wap-requests/{request.action_id}.claim.json")["Body"].read())
     assert record["progress"] == "done", record
-    monkeypatch.setattr(lambda_handler, "service", lambda: lake.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(lake.service))
     arn = sqs.get_queue_attributes(QueueUrl=local_stack.queue_url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"]
     again = lambda_handler.handler(sqs_event_for([{

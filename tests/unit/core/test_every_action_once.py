@@ -18,6 +18,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from tests.fake_actions import FakeActionRecords
 from wap_ingest.adapters.slack.incoming import SignedRequest
+from wap_ingest.bootstrap import SlackActionUseCases
 from wap_ingest.core.errors import InfrastructureError, ObjectStoreUnavailableError
 from wap_ingest.core.interactions import Answer, Asked, Operators
 from wap_ingest.core.once import Progress, Repeat, Seen, once, start
@@ -107,8 +108,8 @@ class Slack:
 
 
 class Desk:
-    """What on_slack_action uses of the Service: the Slack side, the action records, and `act` (here: a Redrive that
-    moves whatever the dead-letter queue holds, or fails while `down`)."""
+    """What on_slack_action is handed (its SlackActionUseCases): the Slack side, the action records, and `act` (here:
+    a Redrive that moves whatever the dead-letter queue holds, or fails while `down`)."""
 
     def __init__(self) -> None:
         self.slack = Slack(Replies())
@@ -124,6 +125,12 @@ class Desk:
         self.redriven += moved
         return Answer(f"Redriven by {asked.person.mention}: {len(moved)} message(s)", settled=True)
 
+    def uses(self) -> SlackActionUseCases:
+        return SlackActionUseCases(secret=lambda: self.slack.secret, records=lambda: self.actions,
+                                   operators=lambda: self.slack.operators,
+                                   replies=lambda: self.slack.replies,  # type: ignore[arg-type,return-value]
+                                   act=self.act)
+
 
 def click(user: str = "U0ALICE01", trigger: str = "1.2.3", action_ts: str = "1800000000.000100") -> SignedRequest:
     payload = {"type": "block_actions", "user": {"id": user, "username": "alice"}, "trigger_id": trigger,
@@ -137,7 +144,7 @@ def click(user: str = "U0ALICE01", trigger: str = "1.2.3", action_ts: str = "180
 
 
 def handled(desk: Desk, request: SignedRequest, message_id: str) -> dict[str, Any]:
-    return on_slack_action(desk, request, message_id)  # type: ignore[arg-type]  # the Service's part it uses
+    return on_slack_action(desk.uses(), request, message_id)
 
 
 def test_a_redelivered_redrive_moves_nothing_and_says_so() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.unit.entrypoints.test_lambda_handler import World
+from wap_ingest.bootstrap import FunctionUseCases
 from wap_ingest.core.alerts import AlertKind
 from wap_ingest.entrypoints import lambda_handler
 
@@ -25,7 +26,7 @@ def sns_alarm(state: str, queue: str = "wap-ingest-dlq") -> dict[str, Any]:
 
 def test_the_alarm_reaches_slack_with_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
     world = World()
-    monkeypatch.setattr(lambda_handler, "service", lambda: world.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(world.service))
     assert world.invoke(sns_alarm("ALARM")) == {"alarms": ["wap-ingest-dead-letters"]}
     [alert] = world.notifier.alerts
     assert alert.kind is AlertKind.INFRASTRUCTURE and "wap-ingest-dlq" in alert.title

@@ -16,6 +16,8 @@ from moto import mock_aws
 from tests.fakes import FakeNotifier
 from wap_ingest.adapters.aws.emr import record_key
 from wap_ingest.adapters.aws.emr_records import EmrRecords
+from wap_ingest.bootstrap import EmrJobUseCases
+from wap_ingest.bootstrap.config import Settings
 from wap_ingest.bootstrap.emr_request import audits_digest
 from wap_ingest.core.models import SourceObject, TableRef
 from wap_ingest.entrypoints import emr_job
@@ -36,12 +38,12 @@ def job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, A
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     notifier = FakeNotifier()
-    monkeypatch.setattr(emr_job, "notifier_for", lambda settings: notifier)
 
-    def no_pipeline(*_a: Any, **_k: Any) -> Any:
+    def no_pipeline() -> Any:
         raise AssertionError("the pipeline must not start with another suite than the function's")
 
-    monkeypatch.setattr(emr_job, "build_service", no_pipeline)
+    monkeypatch.setattr(emr_job, "emr_job", lambda: EmrJobUseCases(Settings.from_env(), service=no_pipeline,
+                                                                  notifier=notifier))
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
         s3.create_bucket(Bucket="lake")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.unit.entrypoints.test_lambda_handler import NULL_ROWS, ROWS, World, s3_body, sqs_event
+from wap_ingest.bootstrap import FunctionUseCases
 from wap_ingest.core.errors import CatalogUnavailableError, MergeConflictError
 from wap_ingest.entrypoints import lambda_handler
 
@@ -19,7 +20,7 @@ STAGES = ("RouteDuration", "BranchDuration", "AppendDuration", "AuditDuration", 
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w = World()
-    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(w.service))
     return w
 
 

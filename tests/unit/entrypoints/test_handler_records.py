@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakes import FakeBatchWriter, rows_on
 from tests.unit.entrypoints.test_lambda_handler import ROWS, S3_PUT, World, failing_for, fixture, s3_body, sqs_event
-from wap_ingest.bootstrap import Service
+from wap_ingest.bootstrap import FunctionUseCases, Service
 from wap_ingest.core.alerts import Alert, AlertKind
 from wap_ingest.core.errors import CatalogUnavailableError
 from wap_ingest.core.publish_requests import PublishRequest
@@ -23,7 +23,7 @@ TABLE = "wap.customer_data_log"
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w = World()
-    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(w.service))
     return w
 
 
@@ -51,7 +51,7 @@ def test_one_message_fails_as_a_whole_when_any_of_its_objects_failed(world: Worl
     assert len(rows_on(world.catalog, "main", TABLE)) == 3
 
     monkeypatch.undo()  # Nessie is back
-    monkeypatch.setattr(lambda_handler, "service", lambda: world.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(world.service))
     again = world.invoke({"Records": [event["Records"][0]]})
     assert failures(again) == []
     assert statuses(again) == {"customer_data_log/a.parquet": "duplicate", "broken_table/x.parquet": "published",

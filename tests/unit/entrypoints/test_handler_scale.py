@@ -10,6 +10,7 @@ import pytest
 
 from tests.fakes import FakeBatchWriter, rows_on
 from tests.unit.entrypoints.test_lambda_handler import NULL_ROWS, ROWS, Context, World, s3_body, sqs_event
+from wap_ingest.bootstrap import FunctionUseCases
 from wap_ingest.core.ingest import LargeFiles
 from wap_ingest.core.models import JobRun, SourceObject, TableRef
 from wap_ingest.core.ports import LargeFileJobs
@@ -46,7 +47,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     settings = replace(w.service.settings, large_file_bytes=1000)
     w.service = w.service.replaced(settings=settings, ports=replace(w.service.ports, writer=w.writer),
                         large_files=LargeFiles(w.jobs, 1000))  # type: ignore[attr-defined]
-    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(w.service))
     return w
 
 

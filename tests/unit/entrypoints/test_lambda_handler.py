@@ -10,7 +10,7 @@ import pytest
 
 from tests.fakes import FakeCatalog, FakeJobs, FakeObjectStore, FakeWriter, rows_on
 from tests.paths import DATA
-from wap_ingest.bootstrap import Service
+from wap_ingest.bootstrap import FunctionUseCases, Service
 from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.alerts import Alert, AlertKind
 from wap_ingest.core.audits import suites_from
@@ -72,7 +72,7 @@ class World:
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w = World()
-    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(w.service))
     return w
 
 

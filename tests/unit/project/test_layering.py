@@ -1,7 +1,8 @@
 """The dependency rule: core imports only the standard library and itself; adapters are packages, one per technology,
 each behind its face (its `__init__`), and nothing outside a package reaches into its insides; entry points import
-the core, the composition root and the packages' faces; adapters never import entry points or the composition root;
-the local development stack (wap_stack) is a package of its own that the service never imports."""
+the core, the composition root and the packages' faces; entry points are handed their use cases by the composition
+root and never read settings or reach adapters through a service object; adapters never import entry points or the
+composition root; the local development stack (wap_stack) is a package of its own that the service never imports."""
 
 from __future__ import annotations
 
@@ -221,3 +222,65 @@ def test_the_service_never_imports_the_development_stack_at_module_level() -> No
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             offenders += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if n.startswith("wap_stack")]
     assert offenders == []
+
+
+# What an entry point may take from the composition root: the use cases it is handed and their accessors, never the
+# Service, the Settings or an adapter's builder.
+HANDED = {"DeadLetterCommands", "EmrJobUseCases", "FunctionUseCases", "OperationUseCases", "OperatorCommands",
+          "PipelineCommands", "PublishRequests", "SlackActionUseCases", "SlackEndpointUseCases", "check_settings",
+          "dead_letter_commands", "emr_job", "function", "operator_commands", "pipeline_commands", "slack_endpoint"}
+WIRING = ("wap_ingest.bootstrap.config", "wap_ingest.bootstrap.root", "wap_ingest.bootstrap.builders")
+LOCATOR_NAMES = {"svc", "service", "Service", "Settings", "settings"}
+
+
+def locator_uses(path: Path, source: str | None = None) -> list[str]:
+    """How a module reaches past the use cases it is handed: an import of the wiring (config, root, builders) or of
+    anything the composition root offers but its use cases, and any `svc`, `service` or `settings` it reads."""
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module.startswith(WIRING):
+                found.append(f"imports {node.module}")
+            elif node.module == "wap_ingest.bootstrap":
+                found += [f"imports {a.name} from the composition root" for a in node.names if a.name not in HANDED]
+        elif isinstance(node, ast.Import):
+            found += [f"imports {a.name}" for a in node.names if a.name.startswith(WIRING)]
+        elif isinstance(node, ast.Attribute) and node.attr in LOCATOR_NAMES:
+            found.append(f"line {node.lineno}: reads .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in LOCATOR_NAMES:
+            found.append(f"line {node.lineno}: uses {node.id}")
+    return found
+
+
+def test_entry_points_are_handed_their_use_cases_and_reach_nothing_through_a_service_object() -> None:
+    """Each entry point gets the use cases it needs from the composition root (bootstrap: `function()`,
+    `slack_endpoint()`, `emr_job()`, `pipeline_commands()`...): no `svc.settings`, `svc.notifier`, `svc.retries`, no
+    Service, no config.Settings. (entrypoints/emr_artifacts.py builds the EMR artefacts from bootstrap.emr_request's
+    names, which is no wiring.)"""
+    offenders = [f"{path.name}: {use}" for path in sorted((PACKAGE / "entrypoints").rglob("*.py"))
+                 for use in locator_uses(path)]
+    assert offenders == []
+
+
+def test_the_rule_catches_a_handler_reaching_through_a_service_object() -> None:
+    handler = PACKAGE / "entrypoints" / "lambda_handler.py"
+    reaching = ("from wap_ingest.bootstrap import service\n"
+                "def handle(event):\n"
+                "    svc = service()\n"
+                "    svc.retries.back_off('arn', 'r', svc.settings.retry_base_seconds)\n")
+    assert locator_uses(handler, reaching) == [
+        "imports service from the composition root", "line 3: uses svc", "line 3: uses service",
+        "line 4: reads .settings", "line 4: uses svc", "line 4: uses svc"]
+    assert locator_uses(handler, "from wap_ingest.bootstrap.config import Settings\n") == [
+        "imports wap_ingest.bootstrap.config"]
+    assert locator_uses(handler, "import wap_ingest.bootstrap.root\n") == ["imports wap_ingest.bootstrap.root"]
+    assert locator_uses(handler, "from wap_ingest.bootstrap import Service, notifier_for\n") == [
+        "imports Service from the composition root", "imports notifier_for from the composition root"]
+    assert locator_uses(handler, "def f(uses):\n    return uses.settings.max_receives\n") == [
+        "line 2: reads .settings"]
+    handed = ("from wap_ingest.bootstrap import function\n"
+              "def handle(event, context):\n"
+              "    uses = function()\n"
+              "    return uses.deliveries.ingest([], None)\n")
+    assert locator_uses(handler, handed) == []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .action_records import S3ActionRecords
-    from .dead_letters import SqsDeadLetters
+    from .dead_letters import DeadLetter, SqsDeadLetters
     from .decision_log import S3DecisionLog
     from .emr import EmrServerlessJobs, digest_of, parse_submit_parameters, record_key
     from .emr_maintenance import EmrMaintenanceJobs
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # What the rest of the service may use of this package, and the module each name lives in. Importing the face imports
 # none of them: each is imported when first asked for (PEP 562), so an entry point pays only for what it uses.
 _WHERE = {
+    "DeadLetter": "dead_letters",
     "EmrMaintenanceJobs": "emr_maintenance",
     "EmrRecords": "emr_records",
     "EmrServerlessJobs": "emr",
@@ -55,11 +56,11 @@ _WHERE = {
     "secret_from_parameter": "secrets",
 }
 __all__ = [
-    "S3", "SQS", "EmrMaintenanceJobs", "EmrRecords", "EmrServerlessJobs", "EventBridgeSink", "OutcomeMetrics",
-    "S3ActionRecords", "S3DecisionLog", "S3ObjectStore", "S3ReportStore", "S3RequestResults", "SeenRequests",
-    "SqsDeadLetters", "SqsPublishRequests", "SqsRetries", "StsRequesters", "apply_lake_lifecycle", "aws_error",
-    "digest_of", "parse_submit_parameters", "queue_name_of", "record_key", "record_maintenance", "s3_client_for",
-    "secret_from_parameter",
+    "S3", "SQS", "DeadLetter", "EmrMaintenanceJobs", "EmrRecords", "EmrServerlessJobs", "EventBridgeSink",
+    "OutcomeMetrics", "S3ActionRecords", "S3DecisionLog", "S3ObjectStore", "S3ReportStore", "S3RequestResults",
+    "SeenRequests", "SqsDeadLetters", "SqsPublishRequests", "SqsRetries", "StsRequesters", "apply_lake_lifecycle",
+    "aws_error", "digest_of", "parse_submit_parameters", "queue_name_of", "record_key", "record_maintenance",
+    "s3_client_for", "secret_from_parameter",
 ]
 
 

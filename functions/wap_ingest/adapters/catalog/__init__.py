@@ -14,13 +14,14 @@ if TYPE_CHECKING:
     from .live import NessieLiveContents
     from .nessie import NessieBranches
     from .oauth2 import BearerAuth, ClientCredentials, TokenProvider
-    from .reader import IcebergRestReader
+    from .reader import BranchChanges, IcebergRestReader
     from .tables import BranchTables
 
 # What the rest of the service may use of this package, and the module each name lives in. Importing the face imports
 # none of them: each is imported when first asked for (PEP 562), so an entry point pays only for what it uses.
 _WHERE = {
     "BearerAuth": "oauth2",
+    "BranchChanges": "reader",
     "BranchTables": "tables",
     "CatalogLakeFiles": "lake_files",
     "ClientCredentials": "oauth2",
@@ -39,7 +40,7 @@ _WHERE = {
     "scope_for": "authz",
 }
 __all__ = [
-    "OPERATOR", "READER", "ROLES", "SERVICE", "BearerAuth", "BranchTables", "CatalogLakeFiles",
+    "OPERATOR", "READER", "ROLES", "SERVICE", "BearerAuth", "BranchChanges", "BranchTables", "CatalogLakeFiles",
     "ClientCredentials", "IcebergRestReader", "MetadataFiles", "NessieBranches", "NessieLiveContents",
     "TokenProvider", "nessie_client", "nessie_properties", "pyarrow_io", "scope_for",
 ]

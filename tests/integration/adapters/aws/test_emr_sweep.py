@@ -24,7 +24,7 @@ from moto.backends import get_backend
 from tests.conftest import AUDITS, parquet_bytes
 from tests.integration.setup_aws_harness import ACCOUNT
 from wap_ingest.adapters.aws.emr import record_key
-from wap_ingest.bootstrap import Service
+from wap_ingest.bootstrap import FunctionUseCases, Service
 from wap_ingest.bootstrap.config import Settings
 from wap_ingest.bootstrap.emr_request import audits_digest
 from wap_ingest.core.errors import InfrastructureError
@@ -184,7 +184,7 @@ def test_a_run_the_event_resubmitted_is_not_resubmitted_again_by_a_sweep_that_re
     lake.end(first)
     answers: list[dict[str, Any]] = []
     change = JobStateChange(lake.application, first, "FAILED")
-    _before_next_write(sweeper, lambda: answers.append(on_job_state(listener, change)))
+    _before_next_write(sweeper, lambda: answers.append(on_job_state(FunctionUseCases(listener).operations, change)))
 
     report = sweeper.sweep_job_runs()  # it read the failed run, then the event resubmitted it first
 
@@ -202,7 +202,7 @@ def test_a_run_the_sweep_resubmitted_is_not_resubmitted_again_by_an_event_that_r
     reports: list[Any] = []
     _before_next_write(listener, lambda: reports.append(sweeper.sweep_job_runs()))
 
-    answer = on_job_state(listener, JobStateChange(lake.application, first, "CANCELLED"))
+    answer = on_job_state(FunctionUseCases(listener).operations, JobStateChange(lake.application, first, "CANCELLED"))
 
     [report] = reports
     old, new = lake.runs()

@@ -9,6 +9,7 @@ import pytest
 
 from tests.unit.entrypoints.test_lambda_handler import ROWS, World, failing_for, s3_body, sqs_event
 from wap_ingest.adapters.aws.sqs import SqsRetries, queue_url_parts
+from wap_ingest.bootstrap import FunctionUseCases
 from wap_ingest.core.errors import CatalogUnavailableError
 from wap_ingest.core.ingest import retry_delay_seconds
 from wap_ingest.entrypoints import lambda_handler
@@ -30,7 +31,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w.retries = RecordingRetries()  # type: ignore[attr-defined]
     settings = replace(w.service.settings, retry_base_seconds=30.0, retry_max_seconds=600.0)
     w.service = w.service.replaced(settings=settings, retries=w.retries)  # type: ignore[attr-defined]
-    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(w.service))
     return w
 
 

@@ -18,6 +18,7 @@ from tests.fake_s3 import FakeS3Client
 from tests.unit.entrypoints.test_lambda_handler import ROWS, Context, World, s3_body, sqs_event
 from wap_ingest.adapters.aws import s3
 from wap_ingest.adapters.aws.s3 import S3ObjectStore
+from wap_ingest.bootstrap import FunctionUseCases
 from wap_ingest.core.errors import DeferredError, MergeConflictError, OutOfTimeError
 from wap_ingest.core.models import Branch
 from wap_ingest.entrypoints import lambda_handler
@@ -39,7 +40,7 @@ class Deadline(Context):
 @pytest.fixture
 def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w = World()
-    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(w.service))
     monkeypatch.setattr(s3, "PART_BYTES", 1024)  # a 64 kB object is downloaded as 64 ranged parts
     return w
 
@@ -104,7 +105,7 @@ def test_a_merge_that_keeps_conflicting_stops_retrying_once_the_deadline_passes(
     catalog = Contended()
     world.catalog = world.writer.catalog = catalog
     world.service = world.service.replaced(ports=replace(world.service.ports, catalog=catalog))
-    monkeypatch.setattr(lambda_handler, "service", lambda: world.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(world.service))
     world.objects.put("source", "customer_data_log/a.parquet", ROWS)
     main_before = with_namespace(catalog)
     result = lambda_handler.handler(sqs_event(s3_body("customer_data_log/a.parquet")),

@@ -15,6 +15,7 @@ import pytest
 from tests.fakes import FakeObjectStore, rows_on
 from tests.unit.entrypoints.test_handler_scale import RecordingJobs
 from tests.unit.entrypoints.test_lambda_handler import ROWS, World, failing_for, fixture, s3_body, sqs_event
+from wap_ingest.bootstrap import FunctionUseCases
 from wap_ingest.bootstrap.emr_request import audits_digest
 from wap_ingest.core.alerts import AlertKind
 from wap_ingest.core.dry_run import DryRunStatus, audit_without_publishing
@@ -49,7 +50,7 @@ def world(monkeypatch: pytest.MonkeyPatch) -> World:
     w.writer.objects = w.objects
     config = replace(w.service.config, source_buckets=frozenset({"source"}), refused_buckets=frozenset({"lake"}))
     w.service = w.service.replaced(config=config, ports=replace(w.service.ports, objects=w.objects))
-    monkeypatch.setattr(lambda_handler, "service", lambda: w.service)
+    monkeypatch.setattr(lambda_handler, "function", lambda: FunctionUseCases(w.service))
     return w
 
 
@@ -104,13 +105,15 @@ def test_wap_ingest_refuses_another_bucket(world: World, monkeypatch: pytest.Mon
 
 def test_the_emr_job_refuses_another_bucket(world: World, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from wap_ingest.bootstrap import EmrJobUseCases
     from wap_ingest.entrypoints import emr_job
 
-    monkeypatch.setattr(emr_job, "build_service", lambda *_a, **_k: world.service)
-    monkeypatch.setattr(emr_job, "_record", lambda *_a: None)
     for name, value in {"LAKE_BUCKET": "lake", "NESSIE_ENDPOINT": "http://127.0.0.1:1",
                         "WAP_AUDITS_FILE": str(world.service.settings.audits_file)}.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setattr(emr_job, "emr_job", lambda: EmrJobUseCases(world.service.settings,
+                                                                  service=lambda: world.service))
+    monkeypatch.setattr(EmrJobUseCases, "record", lambda *_a: None)
     suite = audits_digest(world.service.settings.audits_file)  # the function's audits file: the job's is the same
     code = emr_job.main(["--bucket", "lake", "--key", "customer_data_log/a.parquet", "--table", TABLE,
                          "--audits-digest", suite])
