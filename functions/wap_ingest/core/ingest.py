@@ -12,11 +12,11 @@ from .audits import AuditSuites
 from .deliveries import UNKNOWN_DELIVERY, Delivery, Item, notify, retry_delay_seconds
 from .downstream import announce
 from .errors import UnexpectedError, WapError
+from .manifests import is_manifest
 from .models import IngestOutcome, OutcomeStatus, SourceObject, TableRef
-from .pipeline import Load, PipelineConfig, Ports, Result, is_manifest, is_pending, route_or_result, run_routed, waiting
+from .pipeline import Load, PipelineConfig, Ports, Result, router_for, run_routed
 from .ports import EventSink, LargeFileJobs, Notifier
-from .routing import Routed
-from .weights import Weight
+from .routing import Routed, Where
 
 log = logging.getLogger(__name__)
 
@@ -54,32 +54,33 @@ def ingest(
 
 def _run(items: Sequence[Item], *, ports: Ports, suites: AuditSuites, config: PipelineConfig,
          large_files: LargeFiles | None, out_of_time: Callable[[], bool]) -> list[Result]:
+    """Each item placed by routing's one place (core.routing.Router.place: the function, EMR or refuse), then the
+    files placed here run together (grouped by table) and each load here on its own."""
+    router = router_for(ports, suites, config, None if large_files is None else large_files.threshold_bytes)
     results: dict[int, Result] = {}
     here: list[tuple[int, Routed]] = []
-    loads: list[tuple[int, Item]] = []
+    loads: list[tuple[int, Routed, tuple[Routed, ...]]] = []
     for index, item in enumerate(items):
-        if item.table is None and is_pending(item.source.key):  # a load's file: its manifest ingests it
-            results[index] = waiting(item.source)
-            continue
-        if item.table is None and is_manifest(item.source.key):
-            loads.append((index, item))
-            continue
-        routed = route_or_result(item.source, ports=ports, suites=suites, config=config, table=item.table)
-        if not isinstance(routed, Routed):
-            results[index] = routed
-        elif large_files is not None and routed.processed > large_files.threshold_bytes:
-            results[index] = _submit(routed, large_files.jobs)
+        placed = router.place(item.source, item.table)
+        if placed.routed is None:  # refused: its INVALID or WAITING outcome, or the error to retry
+            assert placed.result is not None
+            results[index] = placed.result
+        elif placed.where is Where.EMR:
+            assert large_files is not None  # routing sends nothing to EMR without its threshold
+            results[index] = _submit(placed.routed, large_files.jobs)
+        elif placed.files:
+            loads.append((index, placed.routed, placed.files))
         else:
-            here.append((index, routed))
+            here.append((index, placed.routed))
     ran = run_routed([r for _, r in here], ports=ports, suites=suites, config=config, out_of_time=out_of_time)
     for (index, _), result in zip(here, ran, strict=True):
         results[index] = result
-    for index, item in loads:
+    for index, load, files in loads:
         try:
-            results[index] = _load(item.source, Load(ports, suites, config, out_of_time), large_files)
+            results[index] = Load(ports, suites, config, out_of_time).run_prepared(load.source, list(files))
         except Exception as exc:  # a bug must fail this load's message only
-            log.exception("running the load %s", item.source.uri)
-            results[index] = UnexpectedError(f"running the load {item.source.uri}: unexpected {type(exc).__name__}: "
+            log.exception("running the load %s", load.source.uri)
+            results[index] = UnexpectedError(f"running the load {load.source.uri}: unexpected {type(exc).__name__}: "
                                              f"{exc}")
     return [results[i] for i in range(len(items))]
 
@@ -88,20 +89,6 @@ def item_for_job(source: SourceObject, table: TableRef, delivery: Delivery) -> I
     """What the distributed engine runs for an object the function submitted: a manifest runs its load (`table`, the
     load's first table, only says where the run is recorded), any other file goes into the table it was routed to."""
     return Item(source, delivery, None if is_manifest(source.key) else table)
-
-
-def _load(manifest: SourceObject, load: Load, large_files: LargeFiles | None) -> Result:
-    """A multi-table load: here, or, when its files together are above the large-file threshold, on the distributed
-    engine (the job runs the same load; its record is kept under the load's first table)."""
-    prepared = load.prepare(manifest)
-    if not isinstance(prepared, tuple):
-        return prepared
-    head, routed = prepared
-    if large_files is not None and sum(r.processed for r in routed) > large_files.threshold_bytes:
-        first = min((r.table for r in routed), key=lambda t: t.qualified)
-        weight = Weight(sum(r.source.size or 0 for r in routed), sum(r.processed for r in routed), "its files")
-        return _submit(Routed(head, first, routed[0].fmt, weight=weight), large_files.jobs)
-    return load.run_prepared(head, routed)
 
 
 def _submit(routed: Routed, jobs: LargeFileJobs) -> Result:

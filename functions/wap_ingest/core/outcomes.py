@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from .errors import BadInputError, SchemaDriftError, WapError
+from .errors import BadInputError, SchemaDriftError, UnexpectedError, WapError
 from .ledger import LedgerEntry
 from .models import (
     SOURCE_COLUMN,
@@ -27,6 +27,13 @@ def about(source: SourceObject, table: TableRef | None = None, branch: str | Non
     """The fields a structured log line about one object carries (the entry point adds its correlation id)."""
     return {"object_key": source.key, "bucket": source.bucket, "table": table.qualified if table else None,
             "branch": branch}
+
+
+def unexpected(doing: str, exc: BaseException) -> UnexpectedError:
+    """A bug while `doing` something to a file: its error (retried, then dead-lettered), the traceback logged."""
+    log.exception("unexpected error %s", doing)
+    return UnexpectedError(f"{doing}: unexpected {type(exc).__name__}: {exc}. The file will be retried; if it "
+                           f"keeps failing, it reaches the dead-letter queue (see the logs for the traceback).")
 
 
 def invalid(source: SourceObject, exc: BadInputError, table: TableRef | None = None, note: str = "") -> IngestOutcome:

@@ -1,23 +1,31 @@
-"""Routing, decided once for every entry point and event shape: which bucket may be read, which table a key
-names, in which format, and what the object really is: the version the event announced, exactly (its size and ETag
-come from the store for that version, never from the current one or the event).
+"""Routing, decided in one place for every entry point and event shape: which bucket may be read, which table a key
+names, in which format, what the object really is (the version the event announced, exactly: its size and ETag come
+from the store for that version, never from the current one or the event), and where it runs.
 
-`route` refuses an object (a BadInputError: INVALID, alerted once, never retried) before anything is read when
-its bucket is not a configured source bucket; then validates the table, whoever named it (the key's prefix, a
-manifest entry or `wap ingest --table`): never a table the service owns (`check_target`), and with `strict_tables`
-only one the audits file lists; then the format, and reads the object's head.
+`Router.place` says, for any object (a file, a load's manifest, a load's file on its own): the function, EMR or
+refuse (`Where`). Files of every path (the function's events, `wap ingest`, `wap audit`, the EMR job), and each
+entry of a load's manifest, are routed by `route`: it refuses an object (a BadInputError: INVALID, alerted once,
+never retried) before anything is read when its bucket is not a configured source bucket; then validates the table,
+whoever named it (the key's prefix, a manifest entry or `wap ingest --table`): never a table the service owns
+(`check_target`), and with `strict_tables` only one the audits file lists; then the format, and reads the object's
+head and weighs it. A file, or a load as a whole (its files' weight together), runs on EMR above the large-file
+threshold (`where_for`, the one place it is compared), else here.
 """
 
 from __future__ import annotations
 
+import enum
+import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .audits import AuditSuites
-from .errors import BadInputError, EmptySourceError, RefusedEventError, SourceNotFoundError
+from .errors import BadInputError, EmptySourceError, RefusedEventError, SourceNotFoundError, WapError
 from .formats import format_for_key
-from .models import FileFormat, SourceObject, TableRef
+from .manifests import MAX_MANIFEST_BYTES, is_manifest, is_pending, parse_manifest, waiting
+from .models import FileFormat, IngestOutcome, SourceObject, TableRef
 from .naming import LOADS_PREFIX, PENDING_PREFIX, check_target, table_for_key
+from .outcomes import invalid, unexpected
 from .ports import ObjectStore
 from .weights import Weight, check_inflation
 
@@ -124,3 +132,85 @@ def objects_at(
     if not found:
         raise SourceNotFoundError(f"{what}: no object or prefix with that name. Fix: check the bucket and key.")
     return found
+
+
+class Where(enum.StrEnum):
+    FUNCTION = "function"  # here: the function's engine (in the EMR job, the cluster's: it sends nothing further)
+    EMR = "emr"  # above the large-file threshold: EMR Serverless runs the same pipeline
+    REFUSED = "refused"  # not run: its result is settled (INVALID; WAITING for its manifest) or the error to retry
+
+
+def where_for(processed: int, large_file_bytes: int | None) -> Where:
+    """The large-file threshold (WAP_LARGE_FILE_BYTES), compared here only: above it, EMR; at or below, or without
+    EMR (None: not configured, or the EMR job itself), here."""
+    return Where.EMR if large_file_bytes is not None and processed > large_file_bytes else Where.FUNCTION
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where an object runs. `routed`: the file, or a load as one object (its manifest's version, its first table,
+    its files' weight together); `files`: a load's files, each routed; `result`: a refused object's outcome or
+    error."""
+
+    where: Where
+    routed: Routed | None = None
+    files: tuple[Routed, ...] = ()
+    result: IngestOutcome | WapError | None = None
+
+
+@dataclass(frozen=True)
+class Router:
+    """Routing's rules for one run: the store the objects are read from, the audits file's tables, the buckets, the
+    inflation limit and the large-file threshold (None: everything runs here)."""
+
+    objects: ObjectStore
+    suites: AuditSuites
+    default_namespace: str
+    source_buckets: frozenset[str] = frozenset()
+    refused_buckets: frozenset[str] = frozenset()
+    max_inflation: float | None = None
+    large_file_bytes: int | None = None
+
+    def route(self, source: SourceObject, table: TableRef | None = None) -> Routed:
+        """One file routed (module-level `route`): raises a BadInputError naming it and the fix."""
+        return route(source, objects=self.objects, suites=self.suites, default_namespace=self.default_namespace,
+                     source_buckets=self.source_buckets, refused_buckets=self.refused_buckets, table=table,
+                     max_inflation=self.max_inflation)
+
+    def place(self, source: SourceObject, table: TableRef | None = None, *, loads: bool = True) -> Placed:
+        """The function, EMR or refuse, for any object: a load's file waits for its manifest (WAITING), a manifest is
+        read and each of its files routed (the load runs where their weight together says), any other file is routed
+        and weighed; a file the service cannot take is INVALID, a store that fails is the error to retry.
+        `loads=False` (a dry run): a load's manifest or file is refused as any file not to be ingested alone."""
+        started = time.perf_counter()
+        try:
+            if loads and table is None and is_pending(source.key):
+                return Placed(Where.REFUSED, result=waiting(source))
+            if loads and table is None and is_manifest(source.key):
+                return self.place_load(source)
+            routed = replace(self.route(source, table), seconds=time.perf_counter() - started)
+            return Placed(where_for(routed.processed, self.large_file_bytes), routed)
+        except BadInputError as exc:
+            outcome = invalid(source, exc, table or exc.table)
+            return Placed(Where.REFUSED, result=replace(outcome, timings={"route": time.perf_counter() - started}))
+        except WapError as exc:
+            return Placed(Where.REFUSED, result=exc)
+        except Exception as exc:
+            return Placed(Where.REFUSED, result=unexpected(f"routing {source.uri}", exc))
+
+    def place_load(self, manifest: SourceObject) -> Placed:
+        """A load: the manifest's exact version and each of its files routed, the load placed by their weight
+        together, or refused (INVALID) as a whole. A store that fails raises (`place` makes it the error)."""
+        try:
+            check_bucket(manifest.bucket, manifest.uri, source_buckets=self.source_buckets,
+                         refused_buckets=self.refused_buckets)
+            head = exact_version(manifest, self.objects)
+            entries = parse_manifest(self.objects.read_bytes(head, MAX_MANIFEST_BYTES), head, self.default_namespace)
+            files = tuple(self.route(SourceObject(head.bucket, key), table) for key, table in entries)
+        except BadInputError as exc:
+            return Placed(Where.REFUSED, result=invalid(manifest, exc))
+        processed = sum(f.processed for f in files)
+        weight = Weight(sum(f.source.size or 0 for f in files), processed, "its files")
+        first = min((f.table for f in files), key=lambda t: t.qualified)  # where a run on EMR is recorded
+        return Placed(where_for(processed, self.large_file_bytes), Routed(head, first, files[0].fmt, weight=weight),
+                      files)

@@ -284,3 +284,43 @@ def test_the_rule_catches_a_handler_reaching_through_a_service_object() -> None:
               "    uses = function()\n"
               "    return uses.deliveries.ingest([], None)\n")
     assert locator_uses(handler, handed) == []
+
+
+ROUTING = PACKAGE / "core" / "routing.py"
+ROUTES = {"route", "check_bucket", "exact_version", "parse_manifest", "where_for"}  # routing's own steps
+THRESHOLDS = {"threshold_bytes", "large_file_bytes"}
+
+
+def routing_outside(path: Path, source: str | None = None) -> list[str]:
+    """Routing done by a module itself: a call of one of routing's steps, or a comparison with the large-file
+    threshold (every path asks core.routing.Router.place, which compares it in `where_for` only)."""
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else (
+                node.func.attr if isinstance(node.func, ast.Attribute) else "")
+            if name in ROUTES:
+                found.append(f"line {node.lineno}: calls {name}")
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any((isinstance(o, ast.Attribute) and o.attr in THRESHOLDS) or
+                   (isinstance(o, ast.Name) and o.id in THRESHOLDS) for o in operands):
+                found.append(f"line {node.lineno}: compares with the large-file threshold")
+    return found
+
+
+def test_routing_is_decided_in_one_place() -> None:
+    """Files, groups and a load's manifest entries are routed, and the EMR threshold compared, in core/routing.py
+    only."""
+    offenders = [f"{path.relative_to(PACKAGE)}: {found}" for path in sorted(PACKAGE.rglob("*.py")) if path != ROUTING
+                 for found in routing_outside(path)]
+    assert offenders == []
+
+
+def test_the_rule_catches_routing_done_elsewhere() -> None:
+    ingest = PACKAGE / "core" / "ingest.py"
+    assert routing_outside(ingest, "if routed.processed > large_files.threshold_bytes:\n    pass\n") == [
+        "line 1: compares with the large-file threshold"]
+    assert routing_outside(ingest, "routed = [route(s, objects=o) for s in sources]\n") == ["line 1: calls route"]
+    assert routing_outside(ingest, "placed = router.place(source, table)\n") == []

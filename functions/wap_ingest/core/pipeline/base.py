@@ -9,19 +9,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from wap_ingest.core.audits import AuditSuite
-from wap_ingest.core.errors import (
-    BranchExistsError,
-    BranchNotFoundError,
-    MergeConflictError,
-    StaleHashError,
-    UnexpectedError,
-    WapError,
-)
+from wap_ingest.core.audits import AuditSuite, AuditSuites
+from wap_ingest.core.errors import BranchExistsError, BranchNotFoundError, MergeConflictError, StaleHashError, WapError
 from wap_ingest.core.models import IngestOutcome, TableRef
+from wap_ingest.core.outcomes import unexpected
 from wap_ingest.core.ports import CatalogBranches, ObjectStore, ReportStore, TableMaintainer, TableWriter, WriteSpec
+from wap_ingest.core.routing import Router
 
 log = logging.getLogger(__name__)
+
+__all__ = ["RETRY_FROM_MAIN", "PipelineConfig", "Ports", "Result", "bound_snapshots", "retry_delay", "router_for",
+           "spec_for", "unexpected"]
 
 Result = IngestOutcome | WapError  # a file's outcome, or the error that fails it (to be retried or deferred)
 RETRY_FROM_MAIN = (MergeConflictError, BranchExistsError, BranchNotFoundError, StaleHashError)
@@ -55,10 +53,12 @@ class PipelineConfig:
     clock: Callable[[], float] = field(default=time.time, compare=False)
 
 
-def unexpected(doing: str, exc: BaseException) -> UnexpectedError:
-    log.exception("unexpected error %s", doing)
-    return UnexpectedError(f"{doing}: unexpected {type(exc).__name__}: {exc}. The file will be retried; if it "
-                           f"keeps failing, it reaches the dead-letter queue (see the logs for the traceback).")
+def router_for(ports: Ports, suites: AuditSuites, config: PipelineConfig,
+               large_file_bytes: int | None = None) -> Router:
+    """Routing's one place (core/routing.py) with this run's rules; `large_file_bytes`: the large-file threshold
+    (None: every object runs here, as in a dry run or the EMR job)."""
+    return Router(ports.objects, suites, config.default_namespace, config.source_buckets, config.refused_buckets,
+                  config.max_inflation, large_file_bytes)
 
 
 def retry_delay(attempt: int, config: PipelineConfig) -> float:

@@ -17,7 +17,6 @@ supplies the work and the verdict.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -40,11 +39,11 @@ from wap_ingest.core.models import (
 )
 from wap_ingest.core.outcomes import about, duplicate, invalid, quarantine_note, rejected
 from wap_ingest.core.ports import WriteSpec
-from wap_ingest.core.routing import Routed, route
+from wap_ingest.core.routing import Routed
 from wap_ingest.core.stopwatch import Stopwatch
 from wap_ingest.core.write_paths import WritePath
 
-from .base import PipelineConfig, Ports, Result, bound_snapshots, spec_for, unexpected
+from .base import PipelineConfig, Ports, Result, bound_snapshots, router_for, spec_for, unexpected
 from .transaction import Discard, Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
 
 log = logging.getLogger(__name__)
@@ -62,39 +61,24 @@ def run_wap(
     dry_run: bool = False,
     out_of_time: Callable[[], bool] = lambda: False,
 ) -> list[Result]:
-    """One result per source, in order. `table` overrides the routing by key; `dry_run` audits on a throw-away
-    branch and publishes nothing (`wap audit`)."""
+    """One result per source, in order, every one run here (core.routing: a refused one is its result; a load's file
+    or manifest is refused alone). `table` overrides the routing by key; `dry_run` audits on a throw-away branch and
+    publishes nothing (`wap audit`)."""
+    router = router_for(ports, suites, config)
     results: dict[int, Result] = {}
     routed: list[Item] = []
     for index, source in enumerate(sources):
-        found = route_or_result(source, ports=ports, suites=suites, config=config, table=table)
-        if isinstance(found, Routed):
-            routed.append((index, found))
+        placed = router.place(source, table, loads=False)
+        if placed.routed is not None:
+            routed.append((index, placed.routed))
         else:
-            results[index] = found
+            assert placed.result is not None
+            results[index] = placed.result
     for (index, _), result in zip(routed, run_routed([r for _, r in routed], ports=ports, suites=suites,
                                                      config=config, dry_run=dry_run, out_of_time=out_of_time),
                                   strict=True):
         results[index] = result
     return [results[i] for i in range(len(sources))]
-
-
-def route_or_result(
-    source: SourceObject, *, ports: Ports, suites: AuditSuites, config: PipelineConfig, table: TableRef | None = None
-) -> Routed | Result:
-    """Route one object; a refusal is its INVALID outcome, any other failure its error."""
-    started = time.perf_counter()
-    try:
-        routed = route(source, objects=ports.objects, suites=suites, default_namespace=config.default_namespace,
-                       source_buckets=config.source_buckets, refused_buckets=config.refused_buckets,
-                       table=table, max_inflation=config.max_inflation)
-        return replace(routed, seconds=time.perf_counter() - started)
-    except BadInputError as exc:
-        return replace(invalid(source, exc, table or exc.table), timings={"route": time.perf_counter() - started})
-    except WapError as exc:
-        return exc
-    except Exception as exc:
-        return unexpected(f"routing {source.uri}", exc)
 
 
 def run_routed(

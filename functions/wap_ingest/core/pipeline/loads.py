@@ -10,11 +10,12 @@ table the service owns; `strict_tables`), each file is quarantined as its table 
 each file is staged, and the transaction (transaction.py) branches, records one ledger entry per file (also when a
 kept load is published after review), merges, retries from a fresh `main` and cleans up. Exactly once by each file's
 identity (every file on `main` already: DUPLICATE); a merge conflict redoes the whole load from `main`.
+The manifest is read in core/manifests.py and its files routed, with every other object, by core/routing.py (which
+also says whether the load runs here or on EMR); this module runs the routed load.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from dataclasses import dataclass, replace
 from wap_ingest.core import lineage
 from wap_ingest.core.audits import AuditSuites, audit
 from wap_ingest.core.branches import RunKind
-from wap_ingest.core.errors import BadInputError, EmptySourceError, UnreadableSourceError, WapError
+from wap_ingest.core.errors import BadInputError, EmptySourceError, WapError
 from wap_ingest.core.history import history_context
 from wap_ingest.core.ledger import LedgerEntry
 from wap_ingest.core.models import (
@@ -34,66 +35,14 @@ from wap_ingest.core.models import (
     SourceObject,
     TableRef,
 )
-from wap_ingest.core.naming import LOADS_PREFIX, PENDING_PREFIX, table_for_key, table_ref_from
 from wap_ingest.core.outcomes import invalid, quarantine_note
-from wap_ingest.core.routing import Routed, check_bucket, exact_version, route
+from wap_ingest.core.routing import Routed
 from wap_ingest.core.write_paths import WritePath
 
-from .base import PipelineConfig, Ports, bound_snapshots, spec_for
+from .base import PipelineConfig, Ports, bound_snapshots, router_for, spec_for
 from .transaction import Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
 
 log = logging.getLogger(__name__)
-
-MAX_MANIFEST_BYTES = 1024 * 1024
-MAX_FILES = 1000
-
-
-def is_pending(key: str) -> bool:
-    return key.startswith(PENDING_PREFIX)
-
-
-def is_manifest(key: str) -> bool:
-    return key.startswith(LOADS_PREFIX) and key.lower().endswith(".json")
-
-
-def waiting(source: SourceObject) -> IngestOutcome:
-    return IngestOutcome(source=source, status=OutcomeStatus.WAITING,
-                         message=f"{source.uri} waits under {PENDING_PREFIX}: it is ingested with the manifest "
-                         f"({LOADS_PREFIX}<name>.json) that lists it")
-
-
-def parse_manifest(body: bytes, manifest: SourceObject, default_namespace: str) -> list[tuple[str, TableRef]]:
-    """(key, table) for each file; a BadInputError naming the manifest, the entry and the fix."""
-    fix = (f'Fix: upload {manifest.uri} again as {{"files": ["_pending/<table>/<file>", '
-           f'{{"key": "_pending/...", "table": "<table>"}}]}}.')
-    try:
-        document = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise UnreadableSourceError(f"{manifest.uri}: the manifest is not JSON ({exc}). {fix}") from exc
-    files = document.get("files") if isinstance(document, dict) else None
-    if not isinstance(files, list) or not files:
-        raise UnreadableSourceError(f"{manifest.uri}: the manifest lists no files (a non-empty `files` list). {fix}")
-    if len(files) > MAX_FILES:
-        raise UnreadableSourceError(f"{manifest.uri}: {len(files)} files; a load takes at most {MAX_FILES}. Fix: split "
-                                    f"it into several manifests.")
-    entries: list[tuple[str, TableRef]] = []
-    for index, entry in enumerate(files):
-        key = entry.get("key") if isinstance(entry, dict) else entry
-        if not isinstance(key, str) or not is_pending(key) or key.endswith("/"):
-            raise UnreadableSourceError(
-                f"{manifest.uri}: entry {index} ({entry!r}) is not a key under {PENDING_PREFIX} in this bucket (a "
-                f"load's files wait there, so that their own notifications do not ingest them). {fix}")
-        where = f"s3://{manifest.bucket}/{key}"
-        named = entry.get("table") if isinstance(entry, dict) else None
-        if named is not None:
-            table = table_ref_from(str(named), default_namespace=default_namespace, source=manifest.uri)
-        else:
-            table = table_for_key(key.removeprefix(PENDING_PREFIX), default_namespace=default_namespace,
-                                  bucket=manifest.bucket)
-        if key in {k for k, _ in entries}:
-            raise UnreadableSourceError(f"{manifest.uri}: {where} is listed twice. {fix}")
-        entries.append((key, table))
-    return entries
 
 
 @dataclass(frozen=True)
@@ -113,18 +62,13 @@ class Load:
         self.ports, self.suites, self.config = ports, suites, config
         self.transactions = Transactions(ports.catalog, config, Guards(out_of_time, config.free_bytes))
 
-    def prepare(self, manifest: SourceObject) -> tuple[SourceObject, list[Routed]] | IngestOutcome | WapError:
-        """The manifest's exact version and its files routed (their sizes from the store), or why it cannot run."""
-        try:
-            return self._read(manifest)
-        except BadInputError as exc:
-            return invalid(manifest, exc)
-        except WapError as exc:
-            return exc
-
     def run(self, manifest: SourceObject) -> IngestOutcome | WapError:
-        prepared = self.prepare(manifest)
-        return prepared if not isinstance(prepared, tuple) else self.run_prepared(*prepared)
+        """The manifest routed here (core.routing: its files, each routed), then run."""
+        placed = router_for(self.ports, self.suites, self.config).place_load(manifest)
+        if placed.routed is None:
+            assert placed.result is not None  # refused: INVALID, or the error to retry
+            return placed.result
+        return self.run_prepared(placed.routed.source, list(placed.files))
 
     def run_prepared(self, head: SourceObject, routed: list[Routed]) -> IngestOutcome | WapError:
         work = _LoadWork(self, head, routed)
@@ -135,19 +79,6 @@ class Load:
         except WapError as exc:
             return exc
         return work.outcome(ended)
-
-    def _read(self, manifest: SourceObject) -> tuple[SourceObject, list[Routed]]:
-        config, objects = self.config, self.ports.objects
-        check_bucket(manifest.bucket, manifest.uri, source_buckets=config.source_buckets,
-                     refused_buckets=config.refused_buckets)
-        head = exact_version(manifest, objects)
-        entries = parse_manifest(objects.read_bytes(head, MAX_MANIFEST_BYTES), head,
-                                 config.default_namespace)
-        routed = [route(SourceObject(head.bucket, key), objects=objects, suites=self.suites,
-                        default_namespace=config.default_namespace,
-                        source_buckets=config.source_buckets, refused_buckets=config.refused_buckets,
-                        table=table, max_inflation=config.max_inflation) for key, table in entries]
-        return head, routed
 
 
 class _LoadWork(Work):
