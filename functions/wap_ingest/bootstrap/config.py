@@ -21,7 +21,7 @@ from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.naming import identifier_from
 from wap_ingest.core.publish_requests import PRINCIPALS_VARIABLE, principals_from
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def _event_bus(env: Mapping[str, str]) -> str | None:

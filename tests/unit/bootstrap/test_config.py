@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.paths import DATA, ROOT
@@ -16,6 +18,18 @@ def test_minimal_settings_and_defaults() -> None:
     assert s.warehouse == "s3://lake/warehouse" and s.namespace == "wap" and s.main_branch == "main"
     assert s.nessie_api_v2 == "http://127.0.0.1:19120/api/v2" and s.source_bucket is None
     assert s.spark_driver_memory == "2g"
+
+
+def test_the_defaults_are_the_repositorys_jars_and_audits_file(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    """Outside the image (which names them), the jars `make jars` fetched and the audits file at the repository's
+    root: bootstrap/config.py is three levels below it."""
+    from wap_ingest.bootstrap import config
+
+    monkeypatch.chdir(tmp_path)  # no ./audits.yml here
+    assert config.REPO_ROOT == ROOT
+    assert Settings.from_env(BASE).jars_dir == ROOT / ".cache" / "jars" / "spark"
+    assert config._default_audits_file() == ROOT / "audits.yml"
 
 
 @pytest.mark.parametrize("suffix", ["", "/", "/api/v1", "/api/v2/", "/api"])
