@@ -100,7 +100,8 @@ def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
 
     # The job (spark-submit on the stack) publishes the clean file and rejects the other, alerting.
     assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "the large file on main", timeout=400) == 60_000
-    [alert] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/big_nulls.csv"), "the rejection alert", timeout=400)
+    [alert] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/big_nulls.csv"), "the rejection alert",
+                       timeout=400)
     assert "not_null(my_col_1): measured 7 nulls" in alert["text"]
     [branch] = [b for b in lake.wap_branches() if table_name in b]
     assert lake.count(f"wap.{table_name}", ref=branch) == 120_000  # main's rows + the rejected file's
@@ -179,9 +180,11 @@ def test_the_emr_job_measures_a_large_parquet_file_before_it_registers_it(
     assert len(damaged) > LARGE_FILE_BYTES and len(lying) > LARGE_FILE_BYTES
     lake.drop(f"{table_name}/damaged.parquet", bytes(damaged))
     lake.drop(f"{table_name}/lying.parquet", lying)
-    [invalid] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/damaged.parquet"), "the damaged file's alert", timeout=400)
+    [invalid] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/damaged.parquet"), "the damaged file's alert",
+                         timeout=400)
     assert "cannot be ingested" in invalid["text"] and "my_col_1" in invalid["text"], invalid["text"]
-    [rejected] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/lying.parquet"), "the lying file's alert", timeout=400)
+    [rejected] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/lying.parquet"), "the lying file's alert",
+                          timeout=400)
     assert "not_null(my_col_1): measured 30 nulls" in rejected["text"], rejected["text"]
     jobs = {j["object"].rsplit("/", 1)[1]: j for j in ops(capsys, "history", table_name)["emr_jobs"]}
     assert jobs["lying.parquet"]["outcome"] == "rejected" and jobs["damaged.parquet"]["outcome"] != "published"
