@@ -15,7 +15,6 @@ producer drops them: S3 -> the queue server -> the worker -> the function.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -27,18 +26,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import requests
 from pyiceberg.catalog import load_catalog
 
-from tests.conftest import AUDITS
-from tests.stacks import running_stack
+from tests.stacks import crash_stack
+from tests.stacks import small_parquet as parquet
 from tests.waiting import wait_for
 from wap_stack.components import ACCESS_KEY, SECRET_KEY
 from wap_stack.config import StackConfig, repo_root
-from wap_stack.processes import free_port_block, free_ports, process_alive
+from wap_stack.processes import process_alive
 from wap_stack.state import StackState, read_record, stack_environment
 
 pytestmark = [pytest.mark.stack]
@@ -46,25 +43,11 @@ ABANDONED, VISIBILITY = 8, 20
 FILES, TABLES, ROWS = 300, 3, 10
 
 
-def parquet(rows: int, first: int) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(pa.table({"my_col_0": list(range(first, first + rows)),
-                             "my_col_1": [f"v{i}" for i in range(first, first + rows)]}), sink)
-    return sink.getvalue()
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StackConfig, StackState]]:
-    moto, nessie, management, slack = free_ports(4)
-    function = free_port_block(2, avoid=(moto, nessie, management, slack))
-    config = StackConfig(state_dir=tmp_path_factory.mktemp("heals"), moto_port=moto, nessie_port=nessie,
-                         nessie_management_port=management, slack_port=slack, lambda_port=function,
-                         runtime_port=function + 1, visibility_seconds=VISIBILITY)
-    env = {"WAP_AUDITS_FILE": str(AUDITS), "WAP_ABANDONED_BRANCH_SECONDS": str(ABANDONED),
-           "WAP_JARS_DIR": str(repo_root() / ".cache" / "jars" / "spark")}
-    with running_stack(config, env, unset=("WAP_SOURCE_BUCKETS", "WAP_LARGE_FILE_BYTES",
-                                           "WAP_STACK_VISIBILITY_SECONDS")) as state:
-        yield config, state
+    with crash_stack(tmp_path_factory.mktemp("heals"), abandoned=ABANDONED, visibility=VISIBILITY,
+                     env={"WAP_JARS_DIR": str(repo_root() / ".cache" / "jars" / "spark")}) as stack:
+        yield stack
 
 
 def client(state: StackState, service: str) -> Any:
