@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from wap_ingest.adapters import Verdict
 from wap_ingest.adapters.aws.errors import S3, Failure, aws_error, failure_of
-from wap_ingest.adapters.aws.s3_weights import weigh
+from wap_ingest.adapters.formats import weigh
 from wap_ingest.core.errors import (
     EmptySourceError,
     OutOfTimeError,
