@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.adapters.aws import parse_submit_parameters
+from wap_ingest.adapters.engine import local_driver_options
 from wap_stack.daemon import Control, log, stop_on_signals
 
 APPLICATION_NAME = "wap-lake-local"
@@ -81,7 +82,10 @@ def spark_submit_command(
             if k not in _SUPPLIED_LOCALLY and not k.startswith((DRIVER_ENV, "spark.executorEnv."))}
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--name", job["name"],
                "--driver-memory", "2g", "--jars", ",".join(str(j) for j in jars), "--py-files", str(package),
-               "--conf", f"spark.local.dir={job_dir / 'spark'}"]
+               "--conf", f"spark.local.dir={job_dir / 'spark'}",
+               # started as the function's driver is (the class-data archive, the JIT and GC flags): each job is a
+               # cold start, and EMR Serverless's own start-up is not what the local runner stands in for
+               *local_driver_options(jars, os.environ)]
     for key, value in kept.items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(entry), *driver.get("entryPointArguments", [])], env
