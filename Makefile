@@ -128,8 +128,9 @@ chromium:
 # test's time is spent waiting on real servers and JVMs, so four workers fit two cores (TEST_WORKERS=0: one process).
 # Workers take the files in collection order (--no-loadscope-reorder: xdist's default hands out the files with the
 # most tests first, which put the slow files of few tests last), slowest first by tests/durations.json.
-# Lint, types and the image test run beside pytest rather than before it (each keeps about one core busy, and the
-# workers leave about a third of two cores idle): their output follows pytest's; any of them failing fails the command.
+# Lint, types and the image test run beside pytest rather than before it (the workers keep two cores busy except
+# at their start and in their last minutes, which the side jobs fill): their output follows pytest's; any of them
+# failing fails the command.
 TEST_WORKERS ?= 4
 TEST_SIDE := .cache/test
 test: setup chromium
