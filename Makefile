@@ -138,7 +138,8 @@ chromium:
 # failing fails the command.
 TEST_WORKERS ?= 4
 TEST_SIDE := .cache/test
-test: setup chromium
+test: chromium
+	$(MAKE) --no-print-directory -j3 setup  # the venv beside the jars, then the CDS archive beside the AOT caches
 	@mkdir -p $(TEST_SIDE) && rm -f $(TEST_SIDE)/side.rc
 	@( $(MAKE) --no-print-directory lint image-test > $(TEST_SIDE)/side.log 2>&1; echo $$? > $(TEST_SIDE)/side.rc ) & \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; tests=$$?; wait; \

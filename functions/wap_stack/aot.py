@@ -1,6 +1,6 @@
 """Ahead-of-time caches for the stack's two JVM servers (Nessie, the queue server): JDK 25's AOT cache (JEP 483 and
-514: the classes a start loads, already parsed and linked) cuts a Nessie start from about 5.3 to 2.4 s of CPU and
-from 6 to 2 s (measured on this project's machines), and the suite starts a stack dozens of times.
+514: the classes a start loads, already parsed and linked) cuts a Nessie start from 5.2 to 2.3 s of CPU and from
+6.0 to 2.1 s to its first answer (measured on this project's machines); the suite starts a stack dozens of times.
 
 `make setup` builds them (`python -m wap_stack.aot`): one training start of each server with `-XX:AOTCacheOutput`,
 stopped once it answers, the cache written through a temporary file. Each cache is named by a key of what the JVM
