@@ -18,7 +18,8 @@ from benchmarks.common import INBOX, SMALL_COLUMN, Bench, median_of
 def run(bench: Bench) -> dict[str, Any]:
     from wap_ingest.core.audits import NotNull
     from wap_ingest.core.branches import RunKind, run_branch_name
-    from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
+    from wap_ingest.core.measurements import MeasurementPlan
+    from wap_ingest.core.models import FileFormat, SourceObject, TableRef
     from wap_ingest.core.ports import WriteSpec
 
     sizes = [1_000, 2_000] if bench.options.smoke else [10_000, 1_000_000, 10_000_000]

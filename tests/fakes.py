@@ -24,6 +24,7 @@ from wap_ingest.core.errors import (
     SourceNotFoundError,
     UnreadableSourceError,
 )
+from wap_ingest.core.measurements import MeasurementPlan, Measurements
 from wap_ingest.core.models import (
     FAILED_CHECKS_COLUMN,
     SOURCE_COLUMN,
@@ -31,8 +32,6 @@ from wap_ingest.core.models import (
     AppendResult,
     DecisionRecord,
     FileFormat,
-    MeasurementPlan,
-    Measurements,
     Quarantined,
     QuarantinePlan,
     SourceObject,

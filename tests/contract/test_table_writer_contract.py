@@ -17,7 +17,8 @@ import pytest
 
 from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable
 from wap_ingest.core.errors import BadInputError, SchemaDriftError
-from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
+from wap_ingest.core.measurements import MeasurementPlan
+from wap_ingest.core.models import FileFormat, SourceObject, TableRef
 from wap_ingest.core.ports import CatalogBranches, TableWriter, WriteSpec
 
 Rows = list[dict[str, Any]]

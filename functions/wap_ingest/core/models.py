@@ -5,8 +5,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
 
+from .measurements import Measurements, RowRule, Sample
 from .write_paths import WritePath
 
 
@@ -77,86 +77,6 @@ class AppendResult:
     snapshots: int = 0  # how many snapshots the table's current metadata lists after it (0: not counted)
 
 
-Scalar = str | int | float | bool
-
-
-@dataclass(frozen=True)
-class RowRule:
-    """A condition every new row must meet (null values are left to `not_null`). The engine counts the
-    rows that break it and keeps a few of them as samples. `key` names it in the Measurements."""
-
-    key: str
-    kind: str  # accepted_values | range | regex
-    column: str
-    values: tuple[Scalar, ...] = ()
-    low: int | float | None = None
-    high: int | float | None = None
-    pattern: str | None = None
-
-
-T = TypeVar("T")
-
-
-def _union(first: tuple[T, ...], second: tuple[T, ...]) -> tuple[T, ...]:
-    return tuple(dict.fromkeys(first + second))
-
-
-@dataclass(frozen=True)
-class MeasurementPlan:
-    """What the audit needs measured on the new rows. Built by the core, answered by the engine."""
-
-    null_count_columns: tuple[str, ...] = ()
-    rules: tuple[RowRule, ...] = ()
-    unique_keys: tuple[tuple[str, ...], ...] = ()  # duplicated keys within the new rows
-    existing_keys: tuple[tuple[str, ...], ...] = ()  # new keys already in the table before this append
-    max_columns: tuple[str, ...] = ()  # the newest value of these columns (freshness)
-    queries: tuple[str, ...] = ()  # custom SQL over the view `new_rows`: the rows it returns
-    samples: int = 5
-
-    def merged(self, other: MeasurementPlan) -> MeasurementPlan:
-        return MeasurementPlan(
-            null_count_columns=_union(self.null_count_columns, other.null_count_columns),
-            rules=_union(self.rules, other.rules),
-            unique_keys=_union(self.unique_keys, other.unique_keys),
-            existing_keys=_union(self.existing_keys, other.existing_keys),
-            max_columns=_union(self.max_columns, other.max_columns),
-            queries=_union(self.queries, other.queries),
-            samples=max(self.samples, other.samples),
-        )
-
-    @property
-    def reads_rows(self) -> bool:
-        """False when the snapshot summary and the files' metrics can answer everything."""
-        return bool(self.rules or self.unique_keys or self.existing_keys or self.queries)
-
-
-Sample = Mapping[str, str]  # one row, values as text
-
-
-@dataclass(frozen=True)
-class Measurements:
-    """The engine's answers for the rows one run appended. Keys of the mappings: column names, the
-    RowRule keys, the key column tuples and the queries of the plan. Samples are keyed by `sample_key`."""
-
-    row_count: int
-    null_counts: Mapping[str, int] = field(default_factory=dict)
-    columns: tuple[str, ...] = ()
-    types: Mapping[str, str] = field(default_factory=dict)  # column -> engine type name (bigint, string...)
-    violations: Mapping[str, int] = field(default_factory=dict)  # RowRule.key -> rows breaking it
-    duplicates: Mapping[tuple[str, ...], int] = field(default_factory=dict)  # key -> rows beyond the first
-    existing: Mapping[tuple[str, ...], int] = field(default_factory=dict)  # key -> new rows whose key exists
-    newest: Mapping[str, int | None] = field(default_factory=dict)  # column -> max, microseconds since epoch
-    query_rows: Mapping[str, int] = field(default_factory=dict)  # query -> rows returned
-    samples: Mapping[str, tuple[Sample, ...]] = field(default_factory=dict)
-    added_columns: tuple[str, ...] = ()
-    from_metadata: tuple[str, ...] = ()  # what the files' metrics answered without reading rows
-
-
-def sample_key(kind: str, target: object) -> str:
-    """The key of a check's samples in Measurements.samples: `not_null:col`, `unique:a,b`, a RowRule key..."""
-    if isinstance(target, tuple):
-        target = ",".join(str(t) for t in target)
-    return f"{kind}:{target}"
 
 
 class CheckStatus(enum.StrEnum):

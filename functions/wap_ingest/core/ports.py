@@ -12,6 +12,7 @@ from .job_sweep import SweepReport
 from .layout import Layout
 from .ledger import LedgerEntry
 from .maintenance import MaintenanceSettings, MaintenanceWork, TableHealth
+from .measurements import MeasurementPlan, Measurements
 from .merge_plan import Changes, CommitInfo
 from .models import (
     Appended,
@@ -20,8 +21,6 @@ from .models import (
     DecisionRecord,
     FileFormat,
     JobRun,
-    MeasurementPlan,
-    Measurements,
     Publication,
     QuarantinePlan,
     SourceObject,

@@ -19,7 +19,8 @@ from wap_ingest.core import lineage
 from wap_ingest.core.alerts import branch_commands
 from wap_ingest.core.audits import AuditSuites, audit
 from wap_ingest.core.durations import format_age
-from wap_ingest.core.models import AuditReport, Measurements, TableRef
+from wap_ingest.core.measurements import Measurements
+from wap_ingest.core.models import AuditReport, TableRef
 from wap_ingest.core.ports import CatalogBranches, DecisionLog
 from wap_ingest.core.review import HistoryEntry, OpenBranch, history_for, open_branches, source_uri
 

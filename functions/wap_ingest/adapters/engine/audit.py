@@ -28,7 +28,7 @@ from wap_ingest.adapters.engine.audit_metadata import MICROS_PER_DAY, Bound, Fil
 from wap_ingest.adapters.engine.py4j_lookup import static
 from wap_ingest.adapters.engine.sql_guard import require_read_only
 from wap_ingest.core.audits import NEW_ROWS_VIEW
-from wap_ingest.core.models import MeasurementPlan, Measurements, RowRule, Sample, sample_key
+from wap_ingest.core.measurements import MeasurementPlan, Measurements, RowRule, Sample, sample_key
 
 MAX_VALUE_CHARS = 80
 _NUMERIC = {"INTEGER", "LONG", "FLOAT", "DOUBLE", "DECIMAL"}

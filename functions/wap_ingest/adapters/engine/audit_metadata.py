@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from wap_ingest.core.models import MeasurementPlan, Measurements, RowRule
+from wap_ingest.core.measurements import MeasurementPlan, Measurements, RowRule
 
 MICROS_PER_DAY = 86_400_000_000
 Bound = float | int | Decimal

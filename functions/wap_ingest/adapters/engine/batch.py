@@ -11,7 +11,8 @@ from typing import Any
 
 from wap_ingest.adapters.engine.audit import measure_frame
 from wap_ingest.adapters.engine.read import header_of
-from wap_ingest.core.models import FileFormat, MeasurementPlan, Measurements, SourceObject
+from wap_ingest.core.measurements import MeasurementPlan, Measurements
+from wap_ingest.core.models import FileFormat, SourceObject
 
 FILE_COLUMN = "__wap_input_file"
 Staged = tuple[SourceObject, FileFormat, Path]

@@ -15,7 +15,8 @@ from wap_ingest.adapters.engine.read import read_source
 from wap_ingest.adapters.engine.tables import IcebergTables
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import BadInputError, WapError
-from wap_ingest.core.models import Appended, FileFormat, Measurements, SourceObject
+from wap_ingest.core.measurements import Measurements
+from wap_ingest.core.models import Appended, FileFormat, SourceObject
 from wap_ingest.core.ports import StagedFiles, WriteSpec
 from wap_ingest.core.write_paths import REWRITTEN, WritePath
 

@@ -40,16 +40,8 @@ from wap_ingest.adapters.engine.staged import SparkStaged
 from wap_ingest.adapters.engine.tables import IcebergTables, table_identifier
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import NotRegistrableError, WapError
-from wap_ingest.core.models import (
-    Appended,
-    AppendResult,
-    FileFormat,
-    MeasurementPlan,
-    Measurements,
-    QuarantinePlan,
-    SourceObject,
-    TableRef,
-)
+from wap_ingest.core.measurements import MeasurementPlan, Measurements
+from wap_ingest.core.models import Appended, AppendResult, FileFormat, QuarantinePlan, SourceObject, TableRef
 from wap_ingest.core.ports import StagedFiles, TableWriter, WriteSpec
 from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 

@@ -7,13 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from wap_ingest.core.models import (
-    CheckResult,
-    CheckStatus,
-    MeasurementPlan,
-    Measurements,
-    Sample,
-)
+from wap_ingest.core.measurements import MeasurementPlan, Measurements, Sample
+from wap_ingest.core.models import CheckResult, CheckStatus
 
 SEVERITIES = ("error", "warn")
 NEW_COLUMN_POLICIES = ("reject", "allow")

@@ -11,11 +11,8 @@ from wap_ingest.core.errors import AuditSuiteError, ConfigError, InvalidTableNam
 from wap_ingest.core.formats import FormatOptions, format_options_from
 from wap_ingest.core.layout import Layout, layout_from
 from wap_ingest.core.maintenance import DEFAULT_MAINTENANCE, maintenance_from
-from wap_ingest.core.models import (
-    RowRule,
-    Scalar,
-    TableRef,
-)
+from wap_ingest.core.measurements import RowRule, Scalar
+from wap_ingest.core.models import TableRef
 from wap_ingest.core.naming import table_ref_from
 
 from .base import NEW_COLUMN_POLICIES, NEW_ROWS_VIEW, SEVERITIES, Check

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wap_ingest.core.models import (
-    CheckResult,
-    MeasurementPlan,
-    Measurements,
-    RowRule,
-    sample_key,
-)
+from wap_ingest.core.measurements import MeasurementPlan, Measurements, RowRule, sample_key
+from wap_ingest.core.models import CheckResult
 
 from .base import AuditContext, Check, _present
 

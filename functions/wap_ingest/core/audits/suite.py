@@ -10,16 +10,8 @@ from wap_ingest.core.errors import RefusedEventError
 from wap_ingest.core.formats import FormatOptions
 from wap_ingest.core.layout import NO_LAYOUT, Layout
 from wap_ingest.core.maintenance import DEFAULT_MAINTENANCE, MaintenanceSettings
-from wap_ingest.core.models import (
-    QUARANTINE_SUFFIX,
-    AuditReport,
-    CheckResult,
-    MeasurementPlan,
-    Measurements,
-    QuarantinePlan,
-    Sample,
-    TableRef,
-)
+from wap_ingest.core.measurements import MeasurementPlan, Measurements, Sample
+from wap_ingest.core.models import QUARANTINE_SUFFIX, AuditReport, CheckResult, QuarantinePlan, TableRef
 
 from .base import AuditContext, Check
 from .rows import CustomSql, NotNull, RuleCheck, Unique

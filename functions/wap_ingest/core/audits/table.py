@@ -8,11 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from wap_ingest.core.durations import format_age
-from wap_ingest.core.models import (
-    CheckResult,
-    MeasurementPlan,
-    Measurements,
-)
+from wap_ingest.core.measurements import MeasurementPlan, Measurements
+from wap_ingest.core.models import CheckResult
 
 from .base import AuditContext, Check, _present
 

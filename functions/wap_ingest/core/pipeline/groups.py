@@ -26,12 +26,12 @@ from wap_ingest.core.branches import RunKind, group_identity
 from wap_ingest.core.errors import BadInputError, EmptySourceError, EngineError, WapError
 from wap_ingest.core.history import history_context
 from wap_ingest.core.ledger import LedgerEntry
+from wap_ingest.core.measurements import Measurements
 from wap_ingest.core.models import (
     Appended,
     AuditReport,
     Branch,
     IngestOutcome,
-    Measurements,
     OutcomeStatus,
     Quarantined,
     SourceObject,

@@ -34,7 +34,7 @@ from wap_ingest.adapters.engine.audit_metadata import (
     metrics_of,
     spark_type_name,
 )
-from wap_ingest.core.models import MeasurementPlan, RowRule
+from wap_ingest.core.measurements import MeasurementPlan, RowRule
 
 COLUMNS = ("id", "amount")
 TYPES = {"id": "bigint", "amount": "double"}

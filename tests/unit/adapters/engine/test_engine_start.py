@@ -108,7 +108,7 @@ class Holder:
 def test_the_writer_starts_the_engine_early_only_for_files_that_surely_need_it(
         fmt: FileFormat, settings: dict[str, Any], together: bool, starts: int) -> None:
     from wap_ingest.adapters.engine.writer import SparkIcebergWriter
-    from wap_ingest.core.models import MeasurementPlan
+    from wap_ingest.core.measurements import MeasurementPlan
     from wap_ingest.core.ports import WriteSpec
 
     holder = Holder()

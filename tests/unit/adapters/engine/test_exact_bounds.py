@@ -10,7 +10,7 @@ from pyspark.sql import types as T
 
 from wap_ingest.adapters.engine.audit import _edge, _exact_type
 from wap_ingest.adapters.engine.audit_metadata import rule_bound, within
-from wap_ingest.core.models import RowRule
+from wap_ingest.core.measurements import RowRule
 
 OVER = Decimal("1.000000000000000001")
 UNDER = Decimal("0.999999999999999999")

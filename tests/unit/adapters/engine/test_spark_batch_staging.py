@@ -7,7 +7,8 @@ from pathlib import Path
 from wap_ingest.adapters.engine.session import SparkEngine
 from wap_ingest.adapters.engine.writer import SparkIcebergWriter
 from wap_ingest.core.errors import SourceNotFoundError
-from wap_ingest.core.models import FileFormat, MeasurementPlan, SourceObject, TableRef
+from wap_ingest.core.measurements import MeasurementPlan
+from wap_ingest.core.models import FileFormat, SourceObject, TableRef
 from wap_ingest.core.ports import WriteSpec
 
 

@@ -13,7 +13,8 @@ from tests.paths import ROOT
 from wap_ingest.core.alerts import AlertKind, alert_for_outcome
 from wap_ingest.core.audits import AuditContext, audit, suites_from
 from wap_ingest.core.errors import AuditSuiteError
-from wap_ingest.core.models import AuditReport, CheckStatus, Measurements, OutcomeStatus, TableRef
+from wap_ingest.core.measurements import Measurements
+from wap_ingest.core.models import AuditReport, CheckStatus, OutcomeStatus, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports
 
 T = TableRef("wap", "t")

@@ -10,7 +10,8 @@ from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, rows_on
 from wap_ingest.core.audits import suites_from
 from wap_ingest.core.audits.suite import masked_value
 from wap_ingest.core.errors import AuditSuiteError, RefusedEventError
-from wap_ingest.core.models import CheckResult, CheckStatus, Measurements, OutcomeStatus, TableRef
+from wap_ingest.core.measurements import Measurements
+from wap_ingest.core.models import CheckResult, CheckStatus, OutcomeStatus, TableRef
 from wap_ingest.core.pipeline import PipelineConfig, Ports, run_wap
 
 NOT_NULL = {"check": "not_null", "columns": ["email"]}

@@ -6,7 +6,8 @@ import pytest
 
 from wap_ingest.core.audits import DEFAULT_SUITE, audit, suites_from
 from wap_ingest.core.errors import AuditSuiteError
-from wap_ingest.core.models import Measurements, TableRef
+from wap_ingest.core.measurements import Measurements
+from wap_ingest.core.models import TableRef
 
 T = TableRef("wap", "t")
 
