@@ -41,6 +41,7 @@ class MeasurementPlan:
     existing_keys: tuple[tuple[str, ...], ...] = ()  # new keys already in the table before this append
     max_columns: tuple[str, ...] = ()  # the newest value of these columns (freshness)
     queries: tuple[str, ...] = ()  # custom SQL over the view `new_rows`: the rows it returns
+    profile_columns: tuple[str, ...] = ()  # a ColumnProfile of each (anomaly checks)
     samples: int = 5
 
     def merged(self, other: MeasurementPlan) -> MeasurementPlan:
@@ -51,16 +52,29 @@ class MeasurementPlan:
             existing_keys=_union(self.existing_keys, other.existing_keys),
             max_columns=_union(self.max_columns, other.max_columns),
             queries=_union(self.queries, other.queries),
+            profile_columns=_union(self.profile_columns, other.profile_columns),
             samples=max(self.samples, other.samples),
         )
 
     @property
     def reads_rows(self) -> bool:
         """False when the snapshot summary and the files' metrics can answer everything."""
-        return bool(self.rules or self.unique_keys or self.existing_keys or self.queries)
+        return bool(self.rules or self.unique_keys or self.existing_keys or self.queries or self.profile_columns)
 
 
 Sample = Mapping[str, str]  # one row, values as text
+
+
+@dataclass(frozen=True)
+class ColumnProfile:
+    """A cheap profile of one column over the new rows, measured in the pass the audit already makes. None: the
+    figure does not exist for these rows (no rows; no value; min, max and mean of a column that is not numeric)."""
+
+    null_share: float | None = None  # null rows / rows
+    distinct: float | None = None  # an estimate of the distinct non-null values
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,7 @@ class Measurements:
     samples: Mapping[str, tuple[Sample, ...]] = field(default_factory=dict)
     added_columns: tuple[str, ...] = ()
     from_metadata: tuple[str, ...] = ()  # what the files' metrics answered without reading rows
+    profile: Mapping[str, ColumnProfile] = field(default_factory=dict)  # column -> its profile
 
 
 def sample_key(kind: str, target: object) -> str:

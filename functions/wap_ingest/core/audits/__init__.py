@@ -21,11 +21,33 @@ and the suite is evaluated without further calls. `audits.yml` documents each ch
 from __future__ import annotations
 
 from .base import NEW_COLUMN_POLICIES, NEW_ROWS_VIEW, SEVERITIES, AuditContext, Check
+from .learned import Anomaly
 from .parse import ALLOWED_KEYS, COMMON_KEYS, suites_from
 from .rows import CustomSql, NotNull, RuleCheck, Unique
 from .suite import DEFAULT_SUITE, AuditSuite, AuditSuites, audit
 from .table import Freshness, RowCount, RowCountVsHistory, Schema, type_name
 
-__all__ = ["ALLOWED_KEYS", "COMMON_KEYS", "DEFAULT_SUITE", "NEW_COLUMN_POLICIES", "NEW_ROWS_VIEW", "SEVERITIES",
-           "AuditContext", "AuditSuite", "AuditSuites", "Check", "CustomSql", "Freshness", "NotNull", "RowCount",
-           "RowCountVsHistory", "RuleCheck", "Schema", "Unique", "audit", "suites_from", "type_name"]
+__all__ = [
+           "ALLOWED_KEYS",
+           "COMMON_KEYS",
+           "DEFAULT_SUITE",
+           "NEW_COLUMN_POLICIES",
+           "NEW_ROWS_VIEW",
+           "SEVERITIES",
+           "Anomaly",
+           "AuditContext",
+           "AuditSuite",
+           "AuditSuites",
+           "Check",
+           "CustomSql",
+           "Freshness",
+           "NotNull",
+           "RowCount",
+           "RowCountVsHistory",
+           "RuleCheck",
+           "Schema",
+           "Unique",
+           "audit",
+           "suites_from",
+           "type_name",
+]

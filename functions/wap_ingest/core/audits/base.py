@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -21,6 +21,8 @@ class AuditContext:
 
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     history: tuple[int, ...] = ()  # rows of the last published loads of the table, newest first
+    metrics: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # metric name -> its value per
+    # published load, newest first (anomaly checks; core.anomaly.Metric.name)
 
 
 def _status(ok: bool, severity: str) -> CheckStatus:

@@ -16,6 +16,7 @@ from wap_ingest.core.models import TableRef
 from wap_ingest.core.naming import table_ref_from
 
 from .base import NEW_COLUMN_POLICIES, NEW_ROWS_VIEW, SEVERITIES, Check
+from .learned import ANOMALY_KEYS, anomaly_from
 from .rows import CustomSql, NotNull, RuleCheck, Unique
 from .suite import DEFAULT_SUITE, AuditSuite, AuditSuites
 from .table import _DECIMAL, _TYPES, Freshness, RowCount, RowCountVsHistory, Schema, type_name
@@ -34,6 +35,7 @@ ALLOWED_KEYS: dict[str, set[str]] = {
     "freshness": {"column", "max_age"},
     "custom_sql": {"sql", "name"},
     "row_count_vs_history": {"factor", "last", "min_loads"},
+    "anomaly": ANOMALY_KEYS,
 }
 _COLUMN = re.compile(r"[^`.\s][^`.\n\r\t]{0,127}")
 _SQL_START = re.compile(r"\s*(select|with)\b", re.IGNORECASE)
@@ -208,6 +210,8 @@ def _check_from(spec: Any, table: str, index: int) -> Check:
         return Freshness(column, age, text, severity)
     if kind == "custom_sql":
         return _custom_sql(spec, where, severity, index)
+    if kind == "anomaly":
+        return anomaly_from(spec, where, severity)
     return _history(spec, where, severity)
 
 

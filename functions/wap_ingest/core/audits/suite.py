@@ -14,6 +14,7 @@ from wap_ingest.core.measurements import MeasurementPlan, Measurements, Sample
 from wap_ingest.core.models import QUARANTINE_SUFFIX, AuditReport, CheckResult, QuarantinePlan, TableRef
 
 from .base import AuditContext, Check
+from .learned import Anomaly
 from .rows import CustomSql, NotNull, RuleCheck, Unique
 from .table import RowCount, RowCountVsHistory, Schema
 
@@ -54,6 +55,16 @@ class AuditSuite:
     def history_loads(self) -> int:
         """How many earlier published loads the suite compares with (0: it needs no history)."""
         return max((c.last for c in self.checks if isinstance(c, RowCountVsHistory)), default=0)
+
+    @property
+    def history_metrics(self) -> dict[str, int]:
+        """The metrics the suite's anomaly checks judge against the published history, each with how many of the
+        last loads they need (the largest `last` among the checks of that metric)."""
+        wanted: dict[str, int] = {}
+        for check in self.checks:
+            if isinstance(check, Anomaly):
+                wanted[check.metric.name] = max(wanted.get(check.metric.name, 0), check.last)
+        return wanted
 
     @property
     def allow_new_columns(self) -> bool:
