@@ -114,8 +114,8 @@ def test_maven_runs_with_strict_checksums_and_the_jars_are_verified() -> None:
     assert "docker/jars.sha256" in recipe("$(JARS)/.fetched").splitlines()[0]
     manifest = verify_jars.read_manifest(ROOT / "docker" / "jars.sha256")
     assert {n for n in manifest if not n.startswith("elasticmq/")} == {
-        "spark/iceberg-spark-runtime-3.5_2.12-1.11.0.jar", "spark/iceberg-aws-bundle-1.11.0.jar",
-        "spark/spark-avro_2.12-3.5.7.jar", "nessie/nessie-quarkus-0.99.0-runner.jar"}
+        "spark/iceberg-spark-runtime-4.1_2.13-1.12.0.jar", "spark/iceberg-aws-bundle-1.12.0.jar",
+        "spark/spark-avro_2.13-4.1.1.jar", "nessie/nessie-quarkus-0.99.0-runner.jar"}
     # the local stack's queue server with its runtime dependencies (the pom's `elasticmq` profile), all checked too
     assert "elasticmq/elasticmq-server_2.13-1.7.1.jar" in manifest
     assert "-P elasticmq dependency:copy-dependencies" in recipe("$(JARS)/.fetched")
@@ -160,7 +160,7 @@ def test_verify_jars_accepts_the_listed_jars_and_refuses_a_tampered_missing_or_e
 
 
 def test_verify_jars_refuses_a_tampered_copy_of_a_real_jar(tmp_path: Path) -> None:
-    name = "spark/spark-avro_2.12-3.5.7.jar"  # the smallest of the pinned jars (0.2 MB)
+    name = "spark/spark-avro_2.13-4.1.1.jar"  # the smallest of the pinned jars (0.1 MB)
     if not (JARS / name).is_file():
         pytest.skip("no .cache/jars: `make jars` fetches them")
     digest = verify_jars.read_manifest(ROOT / "docker" / "jars.sha256")[name]
