@@ -296,7 +296,7 @@ def assert_created(moto_url: str, names: ResourceNames, state: dict[str, Any]) -
 
     assert state["ecr"] == {"imageScanningConfiguration": {"scanOnPush": True}, "imageTagMutability": "IMMUTABLE"}
     app = state["emr"]
-    assert app["releaseLabel"].startswith("emr-7.")
+    assert app["releaseLabel"] == "emr-spark-8.1.0"  # Spark 4.1, as the function (test_engine_versions.py)
     assert app["type"].upper() == "SPARK"
 
     lambda_role, job_role = state["roles"][names.lambda_role], state["roles"][names.emr_job_role]
