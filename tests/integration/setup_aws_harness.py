@@ -23,6 +23,7 @@ from botocore.stub import ANY, Stubber
 from infra.provision.names import Account, ResourceNames
 from moto.server import ThreadedMotoServer
 
+from wap_stack.moto_emr import accept_emr_spark_labels
 from wap_stack.processes import free_port
 
 ACCOUNT = Account("123456789012", "us-east-1")
@@ -42,6 +43,7 @@ def moto_url() -> Iterator[str]:
     patch.delenv("AWS_ENDPOINT_URL", raising=False)
     patch.delenv("AWS_PROFILE", raising=False)
     port = free_port()
+    accept_emr_spark_labels()  # the application's emr-spark-8.1.0, which moto's own check refuses
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
