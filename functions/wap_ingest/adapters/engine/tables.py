@@ -41,7 +41,7 @@ def _not_found(exc: BaseException) -> bool:
 
     if not isinstance(exc, AnalysisException):
         return False
-    error_class = exc.getErrorClass() if hasattr(exc, "getErrorClass") else None
+    error_class = exc.getCondition() if hasattr(exc, "getCondition") else None  # getErrorClass before Spark 4
     return error_class == "TABLE_OR_VIEW_NOT_FOUND" or "cannot be found" in str(exc)
 
 
