@@ -37,7 +37,7 @@ def accept_emr_spark_labels() -> None:
         return application
 
     create_application.accepts_emr_spark_labels = True  # type: ignore[attr-defined]
-    EMRServerlessBackend.create_application = create_application  # type: ignore[method-assign]
+    EMRServerlessBackend.create_application = create_application  # type: ignore[method-assign,assignment]
 
 
 def main(argv: list[str] | None = None) -> int:
