@@ -125,8 +125,10 @@ chromium:
 # can run here: see image-test), then every tier against the real components.
 # pytest on TEST_WORKERS processes (pytest-xdist), a test file's tests together on one of them: each worker starts
 # its own local stack and Spark, and checks that no process of its own outlives it (tests/conftest.py). Most of a
-# test's time is spent waiting on real servers and JVMs, so three workers fit two cores (TEST_WORKERS=0: one process).
-TEST_WORKERS ?= 3
+# test's time is spent waiting on real servers and JVMs, so four workers fit two cores (TEST_WORKERS=0: one process;
+# a fresh-clone run with three used the two cores at about 1.5 on average, and the suite's sum of test times is
+# about 4 times its longest file's).
+TEST_WORKERS ?= 4
 test: setup lint chromium image-test
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
 

@@ -16,6 +16,9 @@ Workloads (registered in WORKLOADS below; each in its own module):
      1,000th load into one table, the metadata file's size, then 200 small files compacted by `wap maintain`;
   7. a 1 GiB Parquet file to main in the function, rewritten and registered (benchmarks/large_file.py). Not among
      the defaults (it writes and uploads 1 GiB twice): ask for it with --workloads.
+  8. bursts of 300 and 2,000 small files through the stack's real event path, files per second at each
+     (benchmarks/queue_burst.py; `python -m benchmarks.queue_burst` runs it alone, on a stack of its own, into
+     benchmarks/results/queue_burst.json). Not among the defaults (about 5 minutes): ask for it with --workloads.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import audit_cost, burst, history, readme, small_file
+from benchmarks import audit_cost, burst, history, queue_burst, readme, small_file
 from benchmarks.common import INBOX, RESULTS, ROOT, Bench, Options, bench_audits, write_audits
 from benchmarks.large_file import LargeFile
 from benchmarks.report import markdown
@@ -69,6 +72,7 @@ WORKLOADS: dict[int, Workload] = {
     6: Workload("history", lambda bench: history.run(bench.service, [2, 4] if bench.options.smoke else [10, 100, 1000],
                                                      False, 6 if bench.options.smoke else 200, bucket=INBOX)),
     7: Workload("gib_file", lambda bench: _large_file(bench).gib(1, 2 * 2**20 if bench.options.smoke else 2**30)),
+    8: Workload("queue_burst", queue_burst.run),
 }
 DEFAULT_WORKLOADS = (1, 2, 3, 4, 5, 6)
 

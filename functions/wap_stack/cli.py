@@ -17,6 +17,7 @@ from wap_ingest.core.errors import ConfigError, WapError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE
 from wap_stack.auth import auth_enabled, role_environment
 from wap_stack.aws_roles import PEOPLE, role_credentials
+from wap_stack.heal import Healed
 from wap_stack.iam import OPERATOR as IAM_OPERATOR
 from wap_stack.iam import iam_enabled, principal_environment
 from wap_stack.image import DEFAULT_IMAGE
@@ -29,6 +30,7 @@ from wap_stack.stack import (
     StackState,
     check_leftovers,
     ensure_not_running,
+    heal_stack,
     label,
     load_state,
     process_alive,
@@ -47,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "stack",
         help="run the local stack (moto S3 server + Nessie server + the event path)",
         description="Run the local stack: a moto S3 server (in memory) and a Nessie server (its version store in "
-        "<WAP_STACK_DIR>/nessie-store), which `down` discards together, and the event path. "
+        "<WAP_STACK_DIR>/nessie-store), which `down` discards together, and the event path. A part that crashed "
+        "comes back on its own store (the stack's keeper restarts it; `up` on a half-up stack starts what is "
+        "missing). "
         "Ports and folders: WAP_STACK_DIR, WAP_STACK_MOTO_PORT, WAP_STACK_NESSIE_PORT, "
         "WAP_STACK_NESSIE_MGMT_PORT, WAP_STACK_SLACK_PORT, WAP_STACK_LAMBDA_PORT, WAP_STACK_RUNTIME_PORT; "
         "WAP_STACK_WORKERS=N runs N Lambda execution environments (worker + emulator pairs; the n-th listens on "
@@ -99,6 +103,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, auth=True) if args.auth else config
         config = dataclasses.replace(config, image=args.image) if args.image else config
         config = dataclasses.replace(config, iam=True) if args.iam else config
+        healed = heal_stack(config)  # a half-up stack: its missing parts, on their stores, the lake kept
+        if healed is not None:
+            return _healed(config, *healed)
         ensure_not_running(config)
         if args.clean_leftovers:
             for leftover in check_leftovers(config, clean=True):
@@ -152,6 +159,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"Local stack up in {total:.1f} s. Logs (one per component): {config.logs_dir}")
     print("Drop a file to ingest it:  .venv/bin/python data_loader.py --no-null  (then: wap stack alerts)")
     print(f"Point your shell at it:  {ENV_HINT}")
+    return 0
+
+
+def _healed(config: StackConfig, state: StackState, healed: list[Healed]) -> int:
+    for part in healed:
+        print(f"  started again: {label(part.name)} (pid {part.pid}; log {config.log_for(part.name)})")
+    print(f"The local stack was half up: {len(healed)} part(s) started again on their own stores, the lake kept "
+          f"(moto pid {state.moto_pid}, Nessie's store {config.nessie_store}). Point your shell at it:  {ENV_HINT}")
     return 0
 
 
@@ -209,7 +224,7 @@ def _running_state(config: StackConfig) -> StackState | None:
     state = load_state(config)
     if state is None:
         return None
-    if not all(process_alive(name, pid) for name, pid in state.pids.items()):
+    if not process_alive(MOTO, state.moto_pid):  # the lake is gone; a part that crashed comes back (the keeper)
         return None
     return state
 
@@ -223,7 +238,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     if state is None:
         print(
             f"wap: the local stack is not running (state dir {config.state_dir}). "
-            f"Fix: wap stack up (if it is broken: wap stack down first), then {ENV_HINT}",
+            f"Fix: wap stack up (if moto is gone, with the lake: wap stack down first), then {ENV_HINT}",
             file=sys.stderr,
         )
         return 1
@@ -232,7 +247,7 @@ def cmd_env(args: argparse.Namespace) -> int:
               "wap stack up --auth", file=sys.stderr)
         return 2
     environment = stack_environment(state) | role_environment(config.state_dir, args.role or "service")
-    if args.role == OPERATOR and state.queue_url:  # the operator publishes by asking the service (catalog_authz)
+    if args.role == OPERATOR and state.queue_url:  # the operator publishes by asking the service (catalog/authz.py)
         environment[QUEUE_VARIABLE] = state.queue_url
     if args.role == OPERATOR and iam_enabled(config.state_dir):  # --iam: the operator user's keys (its policy)
         environment |= principal_environment(config.state_dir, IAM_OPERATOR)

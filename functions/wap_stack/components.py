@@ -1,6 +1,8 @@
 """What the local stack is made of: its components, where they listen, the credentials they share.
 
-The lake (moto S3 in memory + Nessie, its version store in <state_dir>/nessie-store) lives and dies as one.
+The lake (moto S3 in memory + Nessie, its version store in <state_dir>/nessie-store, + the queue server, its messages
+in <state_dir>/queue-store) lives and dies as one; Nessie and the queue server can crash and come back on their stores
+(the keeper restarts them), moto cannot (S3 is in its memory).
 The trigger (Slack sink, one or more pairs of a Lambda runtime under the emulator and its SQS worker)
 delivers S3 notifications to the handler.
 
@@ -28,9 +30,12 @@ LAMBDA = "lambda"
 WORKER = "worker"
 EMR = "emr"  # the local EMR Serverless runner (WAP_EMR_MODE=local)
 OIDC = "oidc"  # the local OIDC issuer of `wap stack up --auth`
-LAKE_COMPONENTS = (MOTO, NESSIE)
+QUEUE = "queue"  # ElasticMQ, serving the events queues behind moto's endpoint (wap_stack/queue.py)
+KEEPER = "keeper"  # restarts a crashed part of the stack on its own store (wap_stack/heal.py, wap_stack/keeper.py)
+HELD = "held"  # the record's list of parts stopped on purpose (`stop_nessie`: an outage a test makes): none restarted
+LAKE_COMPONENTS = (MOTO, NESSIE, QUEUE)
 TRIGGER_COMPONENTS = (SLACK, LAMBDA, WORKER, EMR)
-COMPONENTS = LAKE_COMPONENTS + TRIGGER_COMPONENTS + (OIDC,)
+COMPONENTS = LAKE_COMPONENTS + TRIGGER_COMPONENTS + (OIDC, KEEPER)
 LABELS = {
     MOTO: "moto (S3, SQS)",
     NESSIE: "Nessie",
@@ -39,6 +44,8 @@ LABELS = {
     WORKER: "SQS worker",
     EMR: "EMR Serverless runner (spark-submit)",
     OIDC: "OIDC issuer (local tokens for Nessie)",
+    QUEUE: "queue server (ElasticMQ: the events queues)",
+    KEEPER: "keeper (restarts a crashed part)",
 }
 
 EVENTS_QUEUE = "wap-events"

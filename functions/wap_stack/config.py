@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import wap_ingest
@@ -53,6 +53,7 @@ class StackConfig:
     nessie_jar: Path = field(default_factory=default_nessie_jar)
     nessie_java: Path | None = None  # None: the newest installed Java >= MIN_JAVA
     slack_port: int = 19122
+    queue_port: int = 0  # the queue server (ElasticMQ), behind moto's endpoint; 0: a free port picked at `up`
     lambda_port: int = 19123  # the first execution environment's invoke API; the n-th: + 2(n-1)
     runtime_port: int = 19124  # the first execution environment's runtime API; the n-th: + 2(n-1)
     max_receives: int = 3  # the events queue's maxReceiveCount before the dead-letter queue
@@ -89,6 +90,7 @@ class StackConfig:
             nessie_jar=_path(env, "WAP_NESSIE_JAR") or defaults.nessie_jar,
             nessie_java=Path(java).expanduser() if java else None,
             slack_port=_port(env, "WAP_STACK_SLACK_PORT", defaults.slack_port),
+            queue_port=_port(env, "WAP_STACK_QUEUE_PORT", defaults.queue_port),
             lambda_port=_port(env, "WAP_STACK_LAMBDA_PORT", defaults.lambda_port),
             runtime_port=_port(env, "WAP_STACK_RUNTIME_PORT", defaults.runtime_port),
             rie=_path(env, "WAP_RIE") or defaults.rie,
@@ -219,3 +221,20 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     if seconds <= 0:
         raise ConfigError(f"{name}={value!r} is not a positive number of seconds. Fix: export {name}=90.")
     return seconds
+
+
+_PATHS = ("state_dir", "nessie_jar", "nessie_java", "rie")
+
+
+def config_to_json(config: StackConfig) -> dict[str, object]:
+    """The settings a stack was started with, for its record: whoever restarts a part of it (the keeper, a later
+    `wap stack up`) starts it exactly as `up` did (wap_stack/heal.py)."""
+    return {f.name: (None if value is None else str(value)) if f.name in _PATHS else value
+            for f in fields(config) for value in [getattr(config, f.name)]}
+
+
+def config_from_json(data: Mapping[str, object]) -> StackConfig:
+    known = {f.name for f in fields(StackConfig)}
+    values = {name: (None if value is None else Path(str(value))) if name in _PATHS else value
+              for name, value in data.items() if name in known}
+    return StackConfig(**values)  # type: ignore[arg-type]

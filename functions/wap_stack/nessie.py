@@ -14,11 +14,12 @@ import shutil
 from pathlib import Path
 
 from wap_ingest.core.errors import ConfigError
-from wap_stack.components import ACCESS_KEY, HOST, LABELS, MOTO, NESSIE, SECRET_KEY, WAREHOUSE
+from wap_stack.components import ACCESS_KEY, HELD, HOST, LABELS, MOTO, NESSIE, SECRET_KEY, WAREHOUSE
 from wap_stack.config import StackConfig
 from wap_stack.environment import system_environment
 from wap_stack.java import find_java
 from wap_stack.processes import port_is_free, process_alive, spawn, stop_processes, wait_ready
+from wap_stack.runtime import update_record
 from wap_stack.state import StackState, load_state, read_record, start_lock, write_record
 from wap_stack.status import nessie_health
 
@@ -72,10 +73,12 @@ def _running_state(config: StackConfig) -> StackState:
 def stop_nessie(config: StackConfig) -> bool:
     """Stop the recorded stack's Nessie (SIGTERM, then SIGKILL); its version store stays on disk.
 
-    The record keeps the stopped pid, so `wap stack status` reports the stack as broken until `start_nessie`.
+    The record keeps the stopped pid, so `wap stack status` reports the stack as broken until `start_nessie`, and
+    notes Nessie as held (stopped on purpose: an outage a test makes), so the keeper does not start it again.
     True if Nessie was running.
     """
     state = _running_state(config)
+    update_record(config, lambda record: record.update({HELD: sorted({*(record.get(HELD) or ()), NESSIE})}))
     return stop_processes({NESSIE: state.nessie_pid})
 
 
@@ -105,13 +108,15 @@ def start_nessie(config: StackConfig) -> StackState:
                                                                                    os.environ.get("JAVA_HOME")))
         pid = launch(config, command, append=True)
         record = read_record(config) or state.to_json()
-        write_record(config, record | {"nessie_pid": pid})  # recorded at once: `down` stops it whatever happens
+        held = [name for name in record.get(HELD) or () if name != NESSIE]
+        record = record | {"nessie_pid": pid, HELD: held}
+        write_record(config, record)  # recorded at once: `down` stops it whatever happens
         try:
             wait_until_ready(config, pid, state.nessie_management_port)
         except BaseException:
             stop_processes({NESSIE: pid})
             raise
-        return StackState.from_json(record | {"nessie_pid": pid})
+        return StackState.from_json(record)
 
 
 def restart_nessie(config: StackConfig) -> StackState:

@@ -26,10 +26,12 @@ from pathlib import Path
 from wap_stack.components import (
     EMR,
     HOST,
+    KEEPER,
     LAMBDA,
     MOTO,
     NESSIE,
     OIDC,
+    QUEUE,
     SLACK,
     WORKER,
     StackError,
@@ -40,13 +42,15 @@ from wap_stack.leftovers import OWNER_VARIABLE, owner_tag
 
 # A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
 _MARKERS: dict[str, tuple[str, ...]] = {
-    MOTO: ("moto.server", "wap_stack.moto_iam", "wap_stack.moto_emr"),
+    MOTO: ("moto.server", "wap_stack.moto_iam", "wap_stack.moto_emr", "wap_stack.moto_queue"),
     NESSIE: ("nessie.version.store.type",),
     SLACK: ("wap_stack.slack_sink",),
     LAMBDA: ("--runtime-interface-emulator-address",),
     WORKER: ("wap_stack.worker",),
     OIDC: ("wap_stack.oidc",),
     EMR: ("wap_stack.emr",),
+    QUEUE: ("org.elasticmq.server.Main",),
+    KEEPER: ("wap_stack.keeper",),
 }
 _STOP_GRACE = 10.0
 _POLL = 0.2

@@ -20,16 +20,18 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from wap_ingest.adapters.aws import apply_lake_lifecycle
 from wap_ingest.core.errors import ConfigError
-from wap_stack import auth, iam, nessie, trigger
+from wap_stack import auth, iam, nessie, queue, trigger
 from wap_stack.components import (
     ACCESS_KEY,
     HOST,
+    KEEPER,
     LABELS,
     MOTO,
     NESSIE,
@@ -39,8 +41,16 @@ from wap_stack.components import (
     StackError,
     label,
 )
-from wap_stack.config import StackConfig, check_visibility, default_nessie_jar, default_state_dir, repo_root
-from wap_stack.environment import system_environment
+from wap_stack.config import (
+    StackConfig,
+    check_visibility,
+    config_to_json,
+    default_nessie_jar,
+    default_state_dir,
+    repo_root,
+)
+from wap_stack.environment import TUNABLES, system_environment
+from wap_stack.heal import Healed, heal, keeper_command
 from wap_stack.java import MIN_JAVA, find_java, java_major
 from wap_stack.leftovers import describe_holders, owned_processes, stop_leftovers
 from wap_stack.nessie import nessie_command, restart_nessie, start_nessie, stop_nessie
@@ -100,6 +110,7 @@ __all__ = [
     "free_port",
     "free_port_block",
     "free_ports",
+    "heal_stack",
     "java_major",
     "label",
     "load_state",
@@ -127,12 +138,14 @@ _PORT_VARIABLES = (
     ("nessie_port", "WAP_STACK_NESSIE_PORT", "Nessie API"),
     ("nessie_management_port", "WAP_STACK_NESSIE_MGMT_PORT", "Nessie management/health"),
     ("slack_port", "WAP_STACK_SLACK_PORT", "Slack sink"),
+    ("queue_port", "WAP_STACK_QUEUE_PORT", "queue server (ElasticMQ)"),
 )
 
 
 def _ports(config: StackConfig) -> list[tuple[int, str, str]]:
     """(port, variable, use) of every port the stack listens on."""
-    ports = [(int(getattr(config, attr)), variable, use) for attr, variable, use in _PORT_VARIABLES]
+    ports = [(int(getattr(config, attr)), variable, use) for attr, variable, use in _PORT_VARIABLES
+             if getattr(config, attr)]  # the queue's 0: picked at `up`
     for i, (invoke, runtime) in enumerate(config.environment_ports()):
         of = "" if i == 0 else f" of execution environment {i + 1}, the variable's port + {2 * i}"
         ports += [(invoke, "WAP_STACK_LAMBDA_PORT", f"Lambda invoke API (emulator{of})"),
@@ -145,6 +158,14 @@ def _ports(config: StackConfig) -> list[tuple[int, str, str]]:
 
 def moto_command(config: StackConfig) -> list[str]:
     return [sys.executable, "-m", "wap_stack.moto_emr", "-H", HOST, "-p", str(config.moto_port)]  # moto.server + labels
+
+
+def lake_moto_command(config: StackConfig) -> list[str]:
+    """moto (with IAM enforced under --iam) whose events queues are served by the queue server
+    (wap_stack/moto_queue.py); `config.queue_port` is chosen."""
+    base = iam.moto_command(config, sys.executable) if config.iam else moto_command(config)
+    return [sys.executable, "-m", "wap_stack.moto_queue", "--queue-endpoint", queue.endpoint(config),
+            "--queues", ",".join(queue.ROUTED_QUEUES), *base[3:]]  # base: python -m <module> <options>
 
 
 def _create_buckets(config: StackConfig) -> None:
@@ -226,6 +247,8 @@ def _preflight(config: StackConfig) -> Path:
             f"{default_nessie_jar().parent} (make jars), or export WAP_NESSIE_JAR=/path/to/"
             f"nessie-quarkus-{NESSIE_VERSION}-runner.jar"
         )
+    if queue.missing_jars():
+        raise ConfigError(f"The queue server's jars (ElasticMQ) are not in {queue.default_jars()}. Fix: make jars")
     return find_java(config.nessie_java, os.environ.get("JAVA_HOME"))
 
 
@@ -233,16 +256,47 @@ def _preflight(config: StackConfig) -> Path:
 
 
 def start_stack(config: StackConfig, *, clean_leftovers: bool = False) -> StackState:
-    """Start moto (with both buckets), Nessie (on an empty version store), then the event path; on any
-    failure stop what was started, delete the store and raise. Processes an earlier stack of this folder left
-    running are named in a ConfigError, or stopped first with `clean_leftovers`."""
+    """Start moto (with both buckets), the queue server and Nessie (on empty stores), then the event path and the
+    keeper; on any failure stop what was started, delete the stores and raise. A recorded stack with some parts down
+    and its lake intact (moto running) gets those parts started again instead (`heal_stack`). Processes an earlier
+    stack of this folder left running are named in a ConfigError, or stopped first with `clean_leftovers`."""
     with start_lock(config):
-        return _start(config, clean_leftovers)
+        healed = _heal(config)
+        return healed[0] if healed is not None else _start(config, clean_leftovers)
+
+
+def heal_stack(config: StackConfig) -> tuple[StackState, list[Healed]] | None:
+    """`wap stack up` on a half-up stack: start every part that is down on its own store (wap_stack/heal.py) and
+    return the stack and what was started; None if no fully started stack with a part down is recorded. ConfigError
+    if the lake is lost (moto is down) or a part cannot be started again."""
+    with start_lock(config):
+        return _heal(config)
+
+
+def _heal(config: StackConfig) -> tuple[StackState, list[Healed]] | None:
+    record = read_record(config)
+    if record is None or not record.get("complete"):
+        return None
+    pids = recorded_pids(record)
+    alive = [name for name, pid in pids.items() if process_alive(name, pid)]
+    if not alive or (len(alive) == len(pids) and KEEPER in pids):
+        return None  # gone (a stale record), or all up: ensure_not_running says which
+    healed = heal(config)
+    failed = [part for part in healed if part.pid is None]
+    if failed:
+        raise ConfigError("; ".join(f"{label(part.name)} could not be started again ({part.error})" for part in failed)
+                          + f". Logs: {config.logs_dir}. Fix: wap stack down, then wap stack up (down discards the "
+                          "lake)")
+    state = load_state(config)
+    assert state is not None
+    return state, healed
 
 
 def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
     ensure_not_running(config)
     check_leftovers(config, clean_leftovers)
+    if not config.queue_port:
+        config = replace(config, queue_port=free_port_block(1, avoid=[p for p, _, _ in _ports(config)]))
     java = _preflight(config)
     command = nessie_command(config, java)
     record: dict[str, Any] = {
@@ -251,6 +305,7 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
         "moto_pid": None,
         "nessie_pid": None,
         "moto_port": config.moto_port,
+        "queue_port": config.queue_port,
         "nessie_port": config.nessie_port,
         "nessie_management_port": config.nessie_management_port,
         "source_bucket": config.source_bucket,
@@ -264,12 +319,12 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
         "iam": config.iam,
     }
     try:
-        nessie.reset_store(config)  # a new lake: the catalog starts as empty as moto's S3
+        nessie.reset_store(config)  # a new lake: the catalog and the queues start as empty as moto's S3
+        queue.reset_store(config)
         iam.forget(config.state_dir)
         began = time.monotonic()
         env = system_environment() | {"MOTO_PORT": str(config.moto_port)}  # never the caller's AWS_* or MOTO_*
-        record["moto_pid"] = spawn(MOTO, iam.moto_command(config, sys.executable) if config.iam
-                                   else moto_command(config), config.moto_log, env)
+        record["moto_pid"] = spawn(MOTO, lake_moto_command(config), config.moto_log, env)
         write_record(config, record)
         wait_ready(
             MOTO,
@@ -279,6 +334,11 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
             config.startup_timeout,
         )
         _create_buckets(config)  # before Nessie: its readiness includes the object store
+        queue.write_settings(config)  # the queue server, on an empty store, before anything creates a queue
+        record["queue_command"] = queue.queue_command(config, java)
+        record["queue_pid"] = queue.launch(config, record["queue_command"])
+        write_record(config, record)
+        queue.wait_until_ready(config, record["queue_pid"])
         if config.iam:  # a user per principal now (processes get their keys), policies and enforcement at the end
             iam.create_users(config)
             settings = iam.nessie_secret_settings(config)
@@ -300,8 +360,12 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
             iam.attach_policies(config, record)
             iam.enforce(config)
         record["trigger_seconds"] = round(time.monotonic() - began, 2)
+        # last: the keeper, which restarts a crashed part on its store (wap_stack/heal.py)
+        record["keeper_pid"] = spawn(KEEPER, keeper_command(config), config.log_for(KEEPER), system_environment())
         state = StackState.from_json(record)
-        write_record(config, {"complete": True, **state.to_json()})
+        write_record(config, {"complete": True, "config": config_to_json(config),
+                              "queue_command": record["queue_command"],
+                              "tunables": {n: v for n, v in os.environ.items() if n in TUNABLES}, **state.to_json()})
     except BaseException:
         stop_processes(recorded_pids(record))
         auth.stop_issuer(config)
@@ -309,5 +373,6 @@ def _start(config: StackConfig, clean_leftovers: bool = False) -> StackState:
         iam.forget(config.state_dir)
         config.state_file.unlink(missing_ok=True)
         nessie.reset_store(config)
+        queue.reset_store(config)
         raise
     return state

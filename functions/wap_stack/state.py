@@ -27,9 +27,11 @@ from wap_stack.components import (
     COMPONENTS,
     EMR,
     HOST,
+    KEEPER,
     LAMBDA,
     MOTO,
     NESSIE,
+    QUEUE,
     SECRET_KEY,
     SINK_TOKEN,
     SLACK,
@@ -111,6 +113,9 @@ class StackState:
     emr_role_arn: str | None = None
     emr_pid: int | None = None  # the local runner, with WAP_EMR_MODE=local
     visibility_seconds: int | None = None  # what a received message stays invisible: a crashed batch's wait
+    queue_pid: int | None = None  # the queue server (ElasticMQ) behind moto's endpoint
+    queue_port: int | None = None
+    keeper_pid: int | None = None  # restarts a crashed part (wap_stack/keeper.py)
 
     @property
     def moto_url(self) -> str:
@@ -153,10 +158,12 @@ class StackState:
     @property
     def pids(self) -> dict[str, int]:
         """Every process of the stack by name: moto, nessie, slack, lambda, worker, lambda-2, worker-2, ..."""
-        pids = {MOTO: self.moto_pid, NESSIE: self.nessie_pid} | ({SLACK: self.slack_pid} if self.slack_pid else {})
+        pids = {MOTO: self.moto_pid, NESSIE: self.nessie_pid} | ({QUEUE: self.queue_pid} if self.queue_pid else {})
+        pids |= {SLACK: self.slack_pid} if self.slack_pid else {}
         for env in self.environments:
             pids |= {env.lambda_name: env.lambda_pid, env.worker_name: env.worker_pid}
-        return pids | ({EMR: self.emr_pid} if self.emr_pid else {})
+        return pids | ({EMR: self.emr_pid} if self.emr_pid else {}) | ({KEEPER: self.keeper_pid} if self.keeper_pid
+                                                                        else {})
 
     def to_json(self) -> dict[str, Any]:
         """The record: scalar settings, `<name>_pid` for every process, the environments' layout."""
@@ -188,6 +195,7 @@ class StackState:
             "emr_application_id": self.emr_application_id,
             "emr_role_arn": self.emr_role_arn,
             "visibility_seconds": self.visibility_seconds,
+            "queue_port": self.queue_port,
         }
         return {**data, "moto_url": self.moto_url, "nessie_url": self.nessie_url}
 
@@ -232,6 +240,9 @@ class StackState:
             emr_role_arn=data.get("emr_role_arn"),
             emr_pid=_optional_int(data.get("emr_pid")),
             visibility_seconds=_optional_int(data.get("visibility_seconds")),
+            queue_pid=_optional_int(data.get("queue_pid")),
+            queue_port=_optional_int(data.get("queue_port")),
+            keeper_pid=_optional_int(data.get("keeper_pid")),
         )
 
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from wap_stack.components import ACCESS_KEY, HOST, MOTO, NESSIE, SECRET_KEY, SLACK, label
+from wap_stack.components import ACCESS_KEY, HELD, HOST, KEEPER, MOTO, NESSIE, QUEUE, SECRET_KEY, SLACK, label
 from wap_stack.config import StackConfig
 from wap_stack.iam import ADMIN, principal_environment
 from wap_stack.processes import port_open, process_alive
+from wap_stack.queue import health as queue_health
 from wap_stack.runtime import RESTARTS, restart_summary
 from wap_stack.state import invoke_url, read_in_flight, read_record, recorded_pids
 
@@ -150,10 +151,17 @@ class StackStatus:
         if self.healthy:
             return "The local stack is running and healthy."
         dead = ", ".join(c.name for c in self.components if not c.alive)
+        if self.broken and not any(c.alive for c in self.components if c.process == MOTO):
+            return (
+                f"The local stack is BROKEN: {dead} is not running while the others are; without moto the object "
+                "store it held in memory is gone, and the catalog must not outlive it. Fix: wap stack down, then "
+                "wap stack up"
+            )
         if self.broken:
             return (
-                f"The local stack is BROKEN: {dead} is not running while the others are (the catalog must not "
-                "outlive the object store it points at). Fix: wap stack down, then wap stack up"
+                f"The local stack is BROKEN: {dead} is not running while the others are. The lake is intact (moto "
+                "runs): the stack's keeper starts a crashed part again on its store within seconds, and so does "
+                "`wap stack up`. If it cannot (see the health and the log above): wap stack down, then wap stack up"
             )
         if not any(c.alive for c in self.components):
             return "The local stack is not running (its processes are gone). Fix: wap stack down, then wap stack up"
@@ -194,6 +202,10 @@ def stack_status(config: StackConfig) -> StackStatus:
             lambda: nessie_health(management_port),
         ),
     }
+    if record.get("queue_port") and pids.get(QUEUE):
+        queue_port = int(record["queue_port"])
+        checks[QUEUE] = (f"http://{HOST}:{queue_port}", f"http://{HOST}:{queue_port}/?Action=ListQueues",
+                         lambda: queue_health(queue_port))
     if record.get("slack_port"):
         slack_port = int(record["slack_port"])
         checks[SLACK] = (f"http://{HOST}:{slack_port}/api/", f"http://{HOST}:{slack_port}/health",
@@ -202,6 +214,8 @@ def stack_status(config: StackConfig) -> StackStatus:
         invoke = invoke_url(int(env["invoke_port"]))
         checks[str(env["lambda"])] = (invoke, invoke, _listening_check(int(env["invoke_port"])))
         checks[str(env["worker"])] = (str(record.get("queue_url", "")), "-", lambda: (True, "polling"))
+    if pids.get(KEEPER):
+        checks[KEEPER] = ("-", "-", lambda: (True, "watching the parts"))
     components = []
     for name, (url, health_url, check) in checks.items():
         pid = pids.get(name)
@@ -213,6 +227,9 @@ def stack_status(config: StackConfig) -> StackStatus:
         log = Path(str(record.get(f"{name}_log", config.logs_dir / f"{name}.log")))
         components.append(ComponentStatus(label(name), pid, alive, url, health_url, healthy, health, log, name))
     complete = bool(record.get("complete"))
+    held = set(record.get(HELD) or ())
+    components = [replace(c, health=f"{c.health}; stopped on purpose (start_nessie starts it again)")
+                  if c.process in held and not c.alive else c for c in components]
     moto_alive = any(c.process == MOTO and c.alive for c in components)
     messages = in_flight(record, config.state_dir) if moto_alive else None
     return StackStatus(config.state_file, recorded=True, components=tuple(components), complete=complete,

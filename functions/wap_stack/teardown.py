@@ -1,7 +1,8 @@
 """`wap stack down` (`take_down`), and the leftovers of an earlier stack that `wap stack up` finds first.
 
-The workers go first (and the EMR runner, which also starts processes), so that no supervisor sees its execution
-environment die and starts a fresh one; <state dir>/stopping tells any that still looks not to (wap_stack/runtime.py).
+The keeper and the workers go first (and the EMR runner, which also starts processes), so that no keeper or
+supervisor sees a part die and starts a fresh one; <state dir>/stopping tells any that still looks not to
+(wap_stack/runtime.py, wap_stack/heal.py).
 Then every recorded process (read again: a restart records its new pid), then whatever still carries the stack's
 WAP_STACK_OWNER tag (wap_stack/leftovers.py: a restarted environment not yet recorded, a runtime or JVM that left its
 group). Last, every port the stack listened on must be free again.
@@ -17,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from wap_ingest.core.errors import ConfigError
-from wap_stack import auth, iam, nessie
-from wap_stack.components import EMR, WORKER, component_of
+from wap_stack import auth, iam, nessie, queue
+from wap_stack.components import EMR, KEEPER, WORKER, component_of
 from wap_stack.config import StackConfig
 from wap_stack.leftovers import Leftover, describe_holders, owned_processes, stop_leftovers
 from wap_stack.processes import port_is_free, process_alive, stop_processes
@@ -37,7 +38,7 @@ def take_down(config: StackConfig) -> StopReport:
     config.state_dir.mkdir(parents=True, exist_ok=True)
     config.stopping_file.write_text(f"{os.getpid()}\n")
     try:
-        first = {n: p for n, p in recorded_pids(record or {}).items() if component_of(n) in (WORKER, EMR)}
+        first = {n: p for n, p in recorded_pids(record or {}).items() if component_of(n) in (KEEPER, WORKER, EMR)}
         stopped = [n for n, p in first.items() if process_alive(n, p)]
         stop_processes(first)
         record = read_record(config) or record or {}
@@ -46,7 +47,8 @@ def take_down(config: StackConfig) -> StopReport:
         stop_processes(rest)
         auth.stop_issuer(config)
         swept = stop_leftovers(owned_processes(config.state_dir))
-        nessie.reset_store(config)  # the catalog goes with the object store (moto's S3 was in memory)
+        nessie.reset_store(config)  # the catalog and the queues go with the object store (moto's S3 was in memory)
+        queue.reset_store(config)
         shutil.rmtree(config.state_dir / "in-flight", ignore_errors=True)
         iam.forget(config.state_dir, keep_decisions=True)  # the keys go; the decisions stay to be read
         taken = _ports_still_taken(record)
@@ -67,7 +69,8 @@ class StopReport:
 
 
 def _recorded_ports(record: Mapping[str, Any]) -> list[int]:
-    ports = [record.get(key) for key in ("moto_port", "nessie_port", "nessie_management_port", "slack_port")]
+    ports = [record.get(key) for key in ("moto_port", "nessie_port", "nessie_management_port", "slack_port",
+                                         "queue_port")]
     for env in record.get("environments") or ():
         ports += [env.get("invoke_port"), env.get("runtime_port")]
     return [int(port) for port in ports if isinstance(port, int)]

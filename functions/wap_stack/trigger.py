@@ -159,10 +159,7 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
                "emr_application_id": application_id, "emr_role_arn": role_arn}
     slack_workspace.install(_client(config, "ssm"))  # the local Slack app's signing secret, in the secret store
     stack_env = stack_environment(StackState.from_json(record | {"moto_seconds": 0, "nessie_seconds": 0}))
-    # the sink also serves the app's interactivity endpoint (its HTTP API route), with the function's settings and,
-    # with --iam, the function's keys: in AWS the endpoint runs with the function's execution role (serverless.yml)
-    record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK),
-                                service_environment(stack_env | principal_environment(config.state_dir, FUNCTION)))
+    record["slack_pid"] = spawn(SLACK, sink_command(config), config.log_for(SLACK), sink_environment(config, stack_env))
     write_record(config, record)
     wait_ready(SLACK, record["slack_pid"], config.log_for(SLACK), lambda: sink_health(config.slack_port),
                config.startup_timeout)
@@ -185,11 +182,22 @@ def start_event_path(config: StackConfig, record: dict[str, Any]) -> None:
         record[f"{name}_pid"] = spawn(name, command, config.log_for(name), envs[n])
         write_record(config, record)
     if config.emr_mode == "local":
-        jars = repo_root() / ".cache" / "jars" / "spark"
-        command = [sys.executable, "-m", "wap_stack.emr", "--application-id", application_id,
-                   "--work-dir", str(config.state_dir / "emr"), "--jars", str(jars)]
-        record[f"{EMR}_pid"] = spawn(EMR, command, config.log_for(EMR), envs[1])
+        record[f"{EMR}_pid"] = spawn(EMR, emr_command(config, application_id), config.log_for(EMR), envs[1])
         write_record(config, record)
+
+
+def sink_environment(config: StackConfig, stack_env: Mapping[str, str],
+                     caller: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Slack sink's: it also serves the app's interactivity endpoint (its HTTP API route), with the function's
+    settings and, with --iam, the function's keys: in AWS the endpoint runs with the function's execution role."""
+    return service_environment(dict(stack_env) | principal_environment(config.state_dir, FUNCTION), caller)
+
+
+def emr_command(config: StackConfig, application_id: str) -> list[str]:
+    """The local EMR Serverless runner (WAP_EMR_MODE=local), with the jars of .cache/jars/spark."""
+    jars = repo_root() / ".cache" / "jars" / "spark"
+    return [sys.executable, "-m", "wap_stack.emr", "--application-id", application_id,
+            "--work-dir", str(config.state_dir / "emr"), "--jars", str(jars)]
 
 
 def _listening(port: int) -> tuple[bool, str]:

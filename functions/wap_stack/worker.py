@@ -37,6 +37,8 @@ from wap_stack.config import StackConfig
 from wap_stack.runtime import Supervisor
 from wap_stack.state import write_in_flight
 
+SQS_BATCH_LIMIT = 10  # entries of one DeleteMessageBatch (AWS's limit; ElasticMQ holds it, moto did not)
+
 
 class _Control:
     running = True
@@ -101,10 +103,11 @@ def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[st
         response = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
     failed = failed_ids(response, received)
     done = [m for m in received if m["MessageId"] not in failed]
-    if done:
+    for first in range(0, len(done), SQS_BATCH_LIMIT):  # SQS takes at most 10 entries a call (moto took more)
         sqs.delete_message_batch(
             QueueUrl=queue_url,
-            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+            Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                     for i, m in enumerate(done[first:first + SQS_BATCH_LIMIT])],
         )
     crash = supervisor.crash_in(response) if supervisor is not None and failed else None
     log("batch", messages=len(received), succeeded=len(done), failed=len(failed),

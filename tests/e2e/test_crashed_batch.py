@@ -15,7 +15,6 @@ worker processes) are killed with SIGKILL, mid-batch. Then:
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -27,17 +26,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import requests
 
 from tests.conftest import AUDITS
-from tests.stacks import running_stack
+from tests.stacks import crash_stack
+from tests.stacks import small_parquet as parquet
 from tests.waiting import wait_for
 from wap_stack.components import ACCESS_KEY, SECRET_KEY
 from wap_stack.runtime import environment_processes
-from wap_stack.stack import StackConfig, free_port_block, free_ports
+from wap_stack.stack import StackConfig
 from wap_stack.state import StackState, stack_environment
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
@@ -45,23 +43,10 @@ ABANDONED, VISIBILITY = 8, 20
 TABLE, FILES, ROWS = "crashed_batch", 12, 500
 
 
-def parquet(rows: int, first: int) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(pa.table({"my_col_0": list(range(first, first + rows)),
-                             "my_col_1": [f"v{i}" for i in range(first, first + rows)]}), sink)
-    return sink.getvalue()
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StackConfig, StackState]]:
-    moto, nessie, management, slack = free_ports(4)
-    function = free_port_block(2, avoid=(moto, nessie, management, slack))
-    config = StackConfig(state_dir=tmp_path_factory.mktemp("crashed-batch"), moto_port=moto, nessie_port=nessie,
-                         nessie_management_port=management, slack_port=slack, lambda_port=function,
-                         runtime_port=function + 1, visibility_seconds=VISIBILITY)
-    with running_stack(config, {"WAP_AUDITS_FILE": str(AUDITS), "WAP_ABANDONED_BRANCH_SECONDS": str(ABANDONED)},
-                       unset=("WAP_SOURCE_BUCKETS", "WAP_LARGE_FILE_BYTES", "WAP_STACK_VISIBILITY_SECONDS")) as state:
-        yield config, state
+    with crash_stack(tmp_path_factory.mktemp("crashed-batch"), abandoned=ABANDONED, visibility=VISIBILITY) as stack:
+        yield stack
 
 
 def worker_log(config: StackConfig) -> list[dict[str, Any]]:

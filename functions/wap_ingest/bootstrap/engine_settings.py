@@ -1,4 +1,4 @@
-"""Settings -> the Spark engine's settings (adapters.spark_session.SparkSettings): one mapping, used by the
+"""Settings -> the Spark engine's settings (adapters.engine.session.SparkSettings): one mapping, used by the
 composition root (bootstrap) and by the EMR job request (emr_request), which both build a session's configuration."""
 
 from __future__ import annotations

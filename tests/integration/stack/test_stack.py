@@ -165,14 +165,15 @@ def test_up_reports_start_up_times_urls_logs_and_the_env_hint(running: Running) 
 def test_status_is_healthy(running: Running) -> None:
     code, out, _ = wap("stack", "status")
     assert code == 0, out
-    assert out.count("(alive)") == 5 and "The local stack is running and healthy." in out
+    assert out.count("(alive)") == 7 and "The local stack is running and healthy." in out
     assert str(running.config.nessie_log) in out and str(running.config.moto_log) in out
 
     code, out, _ = wap("stack", "status", "--json")
     report = json.loads(out)
     assert code == 0 and report["healthy"] and not report["broken"]
     assert [c["name"] for c in report["components"]] == [
-        "moto (S3, SQS)", "Nessie", "Slack sink", "Lambda runtime (emulator + awslambdaric)", "SQS worker"
+        "moto (S3, SQS)", "Nessie", "queue server (ElasticMQ: the events queues)", "Slack sink",
+        "Lambda runtime (emulator + awslambdaric)", "SQS worker", "keeper (restarts a crashed part)",
     ]
     assert all(c["alive"] and c["healthy"] and c["pid"] for c in report["components"])
 

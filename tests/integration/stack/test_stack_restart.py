@@ -141,7 +141,8 @@ def test_up_names_a_leftover_of_an_earlier_stack_and_cleans_it_when_asked(checko
 
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert f"of an earlier local stack in {checkout.state_dir} are still running" in refused.stderr
-    assert f"pid {record['moto_pid']} (" in refused.stderr and "moto.server" in refused.stderr
+    # moto (wap_stack.moto_queue: moto's server, its events queues served by ElasticMQ)
+    assert f"pid {record['moto_pid']} (" in refused.stderr and "wap_stack.moto_queue" in refused.stderr
     assert "aws-lambda-rie" in refused.stderr
     assert "Fix: wap stack up --clean-leftovers" in refused.stderr
     cleaned = checkout.wap("up", "--clean-leftovers")

@@ -58,7 +58,8 @@ def test_two_workers_run_two_execution_environments_and_down_stops_both(tmp_path
             report = json.loads(out)
             assert code == 0 and report["healthy"], out
             by_process = {c["process"]: c for c in report["components"]}
-            assert list(by_process) == ["moto", "nessie", "slack", "lambda", "worker", "lambda-2", "worker-2"]
+            assert list(by_process) == ["moto", "nessie", "queue", "slack", "lambda", "worker", "lambda-2",
+                                "worker-2", "keeper"]
             assert by_process["lambda-2"]["name"] == "Lambda runtime (emulator + awslambdaric) #2"
             assert by_process["lambda-2"]["url"] == second.invoke_url
             assert by_process["worker-2"]["log"] == str(config.logs_dir / "worker-2.log")

@@ -3,7 +3,7 @@ append with lineage, schema evolution on the branch, the snapshot just committed
 source identity). Tables are addressed as ``nessie.<ns>.`<table>@<branch>` `` so writes land on the WAP branch
 without switching the session's reference. DataFrames never leave the adapters.
 
-One load per table per run: the session's catalog caches loaded tables (spark_session turns Iceberg's caching
+One load per table per run: the session's catalog caches loaded tables (engine/session.py turns Iceberg's caching
 catalog on), so the schema check, Spark's write, the snapshot read after it and the audit's scan share one Java
 table object, which every commit through it keeps current. The cache is per run, never across runs: an
 `IcebergTables` is used as a context manager and, on leaving, drops every table it touched from the cache, so

@@ -1,6 +1,6 @@
 """SparkIcebergWriter: the TableWriter port on PySpark + Iceberg, with Nessie as the Iceberg catalog.
 
-One file (`append`): a Parquet file whose schema fits the table as it is is registered (spark_register: its footer
+One file (`append`): a Parquet file whose schema fits the table as it is is registered (engine/register.py: its footer
 read, the object copied server-side into the table's location and appended as a data file with the metrics the
 service measured of its pages, each of the file's own claims checked against them; no Spark job); any other file,
 and one whose claims do not check out, is rewritten: staged, read, appended in one snapshot. Either way the new rows

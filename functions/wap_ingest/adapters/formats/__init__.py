@@ -1,4 +1,5 @@
-"""Python readers of file formats' own bytes, and the worker process native decoders run in (no SDK)."""
+"""Python readers of file formats' own bytes (a file's footer, its weight once decompressed), and the worker process
+native decoders run in (no SDK, no Spark)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ if TYPE_CHECKING:
     from .orc_codecs import READABLE
     from .orc_tail import TailError, footer_of, postscript_of, postscript_problem
     from .thrift_compact import Struct, ThriftError, read_struct
+    from .weights import weigh
 
 # What the rest of the service may use of this package, and the module each name lives in. Importing the face imports
 # none of them: each is imported when first asked for (PEP 562), so an entry point pays only for what it uses.
@@ -26,10 +28,11 @@ _WHERE = {
     "postscript_problem": "orc_tail",
     "read_struct": "thrift_compact",
     "start_worker": "isolation",
+    "weigh": "weights",
 }
 __all__ = [
     "READABLE", "ChildDiedError", "ChildHungError", "Struct", "TailError", "ThriftError", "footer_of", "isolated",
-    "postscript_of", "postscript_problem", "read_struct", "start_worker",
+    "postscript_of", "postscript_problem", "read_struct", "start_worker", "weigh",
 ]
 
 

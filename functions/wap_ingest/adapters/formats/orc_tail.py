@@ -1,4 +1,4 @@
-"""An ORC file's tail, read in Python: what weighing it (adapters/aws/s3_weights.py) and checking it before the engine
+"""An ORC file's tail, read in Python: what weighing it (adapters/formats/weights.py) and checking it before the engine
 reads it (adapters/engine/columnar_checks.py) need.
 
 The tail is `[metadata][footer][postscript][1 byte: the postscript's length]`. The postscript is plain protobuf: the

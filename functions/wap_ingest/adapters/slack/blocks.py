@@ -111,19 +111,9 @@ class Pending:
         return cls(kind, target, *(data.get(k) if isinstance(data.get(k), str) else None for k in ("c", "m", "r")))
 
 
-_FORMS = {
-    ActionKind.DISCARD: ("Discard", "Discard", "Discard branch `{target}`? Its rows are never published; the "
-                         "decision is recorded with your name and reason (`wap history`)."),
-    ActionKind.PUBLISH_REVIEWED: ("Publish after review", "Publish", "Publish branch `{target}` as it is? Its rows "
-                                  "failed the audit: your name and reason are recorded on the merge."),
-    ActionKind.REAUDIT_PUBLISH: ("Re-audit and publish", "Re-audit", "Re-audit branch `{target}` with the current "
-                                 "audit suite, and publish it if it passes now? Your name and reason are recorded."),
-}
-
-
 def modal_for(pending: Pending) -> dict[str, Any]:
     """The form a decision opens: what it does, and the reason (required; at most 500 characters)."""
-    title, submit, text = _FORMS[pending.action]
+    title, submit, text = pending.action.form.title, pending.action.form.submit, pending.action.form.text
     view = View(
         type="modal", callback_id=DECISION_CALLBACK, title=title, submit=submit, close="Cancel",
         private_metadata=pending.metadata(),

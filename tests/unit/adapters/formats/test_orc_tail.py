@@ -1,7 +1,7 @@
 """An ORC file's tail read in Python (adapters/formats/orc_tail.py) and its compressed chunks
 (adapters/formats/orc_codecs.py): each codec's chunks, bounded by the block and the limit, natively decoded in the
 isolation worker; and every seeded damage of real files' tails (tests/corruption.py) weighed, or refused as the file's
-fault, never anything else. The weighing itself over ranged reads: tests/unit/adapters/aws/test_s3_weights.py."""
+fault, never anything else. The weighing itself over ranged reads: tests/unit/adapters/formats/test_weights.py."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import pytest
 from pyarrow import orc
 
 from tests import corruption
-from tests.unit.adapters.aws.test_s3_weights import Ranges, source
-from wap_ingest.adapters.aws.s3_weights import weigh
-from wap_ingest.adapters.formats import orc_codecs
+from tests.unit.adapters.formats.test_weights import Ranges, source
+from wap_ingest.adapters.formats import orc_codecs, weigh
 from wap_ingest.adapters.formats.isolation import ChildDiedError
 from wap_ingest.adapters.formats.orc_codecs import CodecError, inflated
 from wap_ingest.core.errors import UnreadableSourceError

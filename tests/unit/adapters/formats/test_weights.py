@@ -1,4 +1,4 @@
-"""The weighing of one object version from its own bytes (adapters/aws/s3_weights.py), over an in-memory range reader:
+"""The weighing of one object version from its own bytes (adapters/formats/weights.py), over an in-memory range reader:
 what each read asks for is recorded, so the bounds are checked too. The same against moto: the integration tier."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from pyarrow import orc
 
 from tests import corruption
-from wap_ingest.adapters.aws.s3_weights import BZIP2_PROBE_BYTES, FOOTER_TAIL, PROBE_BYTES, PROBE_CAP, weigh
+from wap_ingest.adapters.formats.weights import BZIP2_PROBE_BYTES, FOOTER_TAIL, PROBE_BYTES, PROBE_CAP, weigh
 from wap_ingest.core.errors import UnreadableSourceError
 from wap_ingest.core.models import FileFormat, SourceObject
 

@@ -18,7 +18,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from wap_ingest.adapters.formats import READABLE, TailError, footer_of, postscript_of
+from wap_ingest.adapters.formats.orc_codecs import READABLE
+from wap_ingest.adapters.formats.orc_tail import TailError, footer_of, postscript_of
 from wap_ingest.core.errors import UnreadableSourceError
 from wap_ingest.core.formats import compression_of
 from wap_ingest.core.models import FileFormat, SourceObject
