@@ -121,16 +121,24 @@ lint: $(VENV)/.installed
 chromium:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-# The test command (README, .ci/run): lint, types, the Lambda image (built and run as Lambda runs it, where podman
-# can run here: see image-test), then every tier against the real components.
+# The test command (README, .ci/run): every tier against the real components, and beside it lint, types and the
+# Lambda image (built and run as Lambda runs it, where podman can run here: see image-test).
 # pytest on TEST_WORKERS processes (pytest-xdist), a test file's tests together on one of them: each worker starts
 # its own local stack and Spark, and checks that no process of its own outlives it (tests/conftest.py). Most of a
-# test's time is spent waiting on real servers and JVMs, so four workers fit two cores (TEST_WORKERS=0: one process;
-# a fresh-clone run with three used the two cores at about 1.5 on average, and the suite's sum of test times is
-# about 4 times its longest file's).
+# test's time is spent waiting on real servers and JVMs, so four workers fit two cores (TEST_WORKERS=0: one process).
+# Workers take the files in collection order (--no-loadscope-reorder: xdist's default hands out the files with the
+# most tests first, which put the slow files of few tests last), slowest first by tests/durations.json.
+# Lint, types and the image test run beside pytest rather than before it (each keeps about one core busy, and the
+# workers leave about a third of two cores idle): their output follows pytest's; any of them failing fails the command.
 TEST_WORKERS ?= 4
-test: setup lint chromium image-test
-	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile
+TEST_SIDE := .cache/test
+test: setup chromium
+	@mkdir -p $(TEST_SIDE) && rm -f $(TEST_SIDE)/side.rc
+	@( $(MAKE) --no-print-directory lint image-test > $(TEST_SIDE)/side.log 2>&1; echo $$? > $(TEST_SIDE)/side.rc ) & \
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; tests=$$?; wait; \
+	echo "--- lint (ruff), types (mypy) and the image test, run beside pytest:"; cat $(TEST_SIDE)/side.log; \
+	side=$$(cat $(TEST_SIDE)/side.rc 2>/dev/null || echo 1); \
+	[ $$side -eq 0 ] || echo "FAILED: lint, types or the image test (above)"; [ $$tests -eq 0 ] && [ $$side -eq 0 ]
 
 # --- the Lambda image (docker/Dockerfile; docs/deploy.md "The Lambda image") ------------------------------------
 # `make image` builds it as $(IMAGE) with buildah where installed, else docker where its daemon answers (else

@@ -11,6 +11,7 @@ teardown is done (and this process's Spark is stopped) any of them still alive f
 from __future__ import annotations
 
 import io
+import json
 import os
 import time
 import uuid
@@ -29,6 +30,7 @@ from wap_stack.leftovers import Leftover, stop_leftovers, tagged_processes
 from wap_stack.stack import StackConfig, StackState, free_ports, stack_environment
 
 AUDITS = Path(__file__).parent / "data" / "audits.yml"
+DURATIONS = Path(__file__).parent / "durations.json"
 LARGE_FILE_BYTES = 2 * 1024 * 1024  # the test stack's threshold: files above it go to (local) EMR
 SESSION_VARIABLE = "WAP_TEST_SESSION"
 LEFTOVER_GRACE = 15.0  # seconds a process of the session may take to exit after the teardown signalled it
@@ -71,6 +73,14 @@ def session_leftovers(grace: float = LEFTOVER_GRACE) -> list[Leftover]:
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.5)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest files first (tests/durations.json; scripts/test_durations.py writes it), each file's tests in
+    their order: `make test` runs with --no-loadscope-reorder, so its workers take whole files in this order and the
+    long files never start last. Unlisted files follow, in collection order."""
+    seconds: dict[str, float] = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from wap_ingest.adapters.aws import parse_submit_parameters
+from wap_ingest.adapters.engine import local_driver_options
+from wap_stack.daemon import Control, log, stop_on_signals
 
 APPLICATION_NAME = "wap-lake-local"
 RELEASE_LABEL = "emr-spark-8.1.0"  # Spark 4.1.1, as infra/emr-application.json
@@ -50,17 +51,6 @@ def register(clients: Any, lake_bucket: str) -> tuple[str, str]:
         artifacts.upload(files, Path(tmp), clients("s3"), f"s3://{lake_bucket}/emr/artifacts")
     return app, role
 
-
-class _Control:
-    running = True
-
-
-def _stop(_signum: int, _frame: Any) -> None:
-    _Control.running = False
-
-
-def log(event: str, **fields: Any) -> None:
-    print(json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "event": event, **fields}), flush=True)
 
 
 def _fetch(s3: Any, uri: str, directory: Path) -> Path:
@@ -92,7 +82,10 @@ def spark_submit_command(
             if k not in _SUPPLIED_LOCALLY and not k.startswith((DRIVER_ENV, "spark.executorEnv."))}
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--name", job["name"],
                "--driver-memory", "2g", "--jars", ",".join(str(j) for j in jars), "--py-files", str(package),
-               "--conf", f"spark.local.dir={job_dir / 'spark'}"]
+               "--conf", f"spark.local.dir={job_dir / 'spark'}",
+               # started as the function's driver is (the class-data archive, the JIT and GC flags): each job is a
+               # cold start, and EMR Serverless's own start-up is not what the local runner stands in for
+               *local_driver_options(jars, os.environ)]
     for key, value in kept.items():
         command += ["--conf", f"{key}={value}"]
     return [*command, str(entry), *driver.get("entryPointArguments", [])], env
@@ -124,7 +117,7 @@ def run(application_id: str, work_dir: Path, jars_dir: Path, poll: float) -> Non
     work_dir.mkdir(parents=True, exist_ok=True)
     handled = set(done_file.read_text().split()) if done_file.is_file() else set()
     log("started", application_id=application_id)
-    while _Control.running:
+    while Control.running:
         try:
             runs = emr.list_job_runs(applicationId=application_id).get("jobRuns", [])
         except Exception as exc:  # moto is stopping, or not yet asked for a job (no runs: ResourceNotFound)
@@ -132,7 +125,7 @@ def run(application_id: str, work_dir: Path, jars_dir: Path, poll: float) -> Non
                 log("list_failed", error=str(exc))
             runs = []
         for job in sorted(runs, key=lambda j: str(j.get("createdAt"))):
-            if job["id"] in handled or not _Control.running:
+            if job["id"] in handled or not Control.running:
                 continue
             handled.add(job["id"])
             with done_file.open("a") as out:
@@ -152,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jars", type=Path, required=True)
     parser.add_argument("--poll", type=float, default=1.0)
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    stop_on_signals()
     run(args.application_id, args.work_dir, args.jars, args.poll)
     return 0
 

@@ -13,15 +13,13 @@ once in its log and restarts nothing (only `down`, then `up`, helps).
 from __future__ import annotations
 
 import argparse
-import json
-import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from wap_ingest.core.errors import ConfigError
 from wap_stack.config import StackConfig
+from wap_stack.daemon import Control, log, stop_on_signals
 from wap_stack.heal import down_parts, heal, lake_lost
 from wap_stack.state import read_record
 
@@ -29,24 +27,13 @@ MAX_BACKOFF = 60.0
 CRASH_LOOP_SECONDS = 30.0  # a part down again this soon after its restart is crashing as it starts
 
 
-class _Control:
-    running = True
-
-
-def _stop(_signum: int, _frame: Any) -> None:
-    _Control.running = False
-
-
-def log(event: str, **fields: Any) -> None:
-    print(json.dumps({"ts": time.strftime("%Y-%m-%dT%H:%M:%S"), "event": event, **fields}), flush=True)
-
 
 def watch(config: StackConfig, every: float) -> None:
     backoff: dict[str, float] = {}  # name -> seconds to wait after its last failed start (or crash soon after one)
     next_try: dict[str, float] = {}
     started: dict[str, float] = {}  # name -> when the keeper last started it
     said_lost = False
-    while _Control.running:
+    while Control.running:
         time.sleep(every)
         if config.stopping_file.exists() or not config.state_file.exists():
             continue
@@ -96,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--every", type=float, default=1.0, help="seconds between looks")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    stop_on_signals()
     config = StackConfig(state_dir=args.state_dir)
     log("started", state_dir=str(args.state_dir), every=args.every)
     watch(config, args.every)

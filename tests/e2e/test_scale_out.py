@@ -105,7 +105,7 @@ def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
     assert "not_null(my_col_1): measured 7 nulls" in alert["text"]
     [branch] = [b for b in lake.wap_branches() if table_name in b]
     assert lake.count(f"wap.{table_name}", ref=branch) == 120_000  # main's rows + the rejected file's
-    jobs = {j["object"].rsplit("/", 1)[1]: j for j in ops(capsys, "history", table_name)["emr_jobs"]}
+    jobs = recorded_outcomes(capsys, table_name, 2)
     assert jobs["big.csv"]["outcome"] == "published" and jobs["big_nulls.csv"]["outcome"] == "rejected"
     assert jobs["big_nulls.csv"]["branch"] == branch
     # The job announces its outcomes on the downstream bus, as the function does.
@@ -164,6 +164,15 @@ def test_the_emr_job_registers_a_large_parquet_file_that_fits(
     assert lake.s3.get_object(Bucket=bucket, Key=key)["Body"].read() == body
 
 
+def recorded_outcomes(capsys: pytest.CaptureFixture[str], table_name: str, runs: int) -> dict[str, dict[str, object]]:
+    """`wap history`'s job runs by file name, once each of `runs` runs has recorded its outcome: the job alerts from
+    inside its pipeline and records the outcome in its submission record after, so an alert seen says nothing yet."""
+    def recorded() -> dict[str, dict[str, object]] | None:
+        jobs = {j["object"].rsplit("/", 1)[1]: j for j in ops(capsys, "history", table_name)["emr_jobs"]}
+        return jobs if len(jobs) == runs and all(j["outcome"] for j in jobs.values()) else None
+    return wait_for(recorded, f"{runs} job runs' recorded outcomes", timeout=120)
+
+
 def test_the_emr_job_measures_a_large_parquet_file_before_it_registers_it(
     lake: Lake, local_stack: StackState, stack_env: dict[str, str], table_name: str,
     capsys: pytest.CaptureFixture[str],
@@ -186,7 +195,7 @@ def test_the_emr_job_measures_a_large_parquet_file_before_it_registers_it(
     [rejected] = wait_for(lambda: alerts_about(local_stack, f"{table_name}/lying.parquet"), "the lying file's alert",
                           timeout=400)
     assert "not_null(my_col_1): measured 30 nulls" in rejected["text"], rejected["text"]
-    jobs = {j["object"].rsplit("/", 1)[1]: j for j in ops(capsys, "history", table_name)["emr_jobs"]}
+    jobs = recorded_outcomes(capsys, table_name, 2)
     assert jobs["lying.parquet"]["outcome"] == "rejected" and jobs["damaged.parquet"]["outcome"] != "published"
     assert table_rows(lake, f"wap.{table_name}") is None  # nothing reached main
     [branch] = [b for b in lake.wap_branches() if table_name in b]

@@ -1,8 +1,8 @@
-"""`wap stack up`, `down`, `up` as a developer runs them (the CLI, in processes of their own), three times in a row,
-with and without `--auth`: each `down` comes while the worker is handing a file to the function (the moment a
-supervisor used to restart the environment it saw die and leave it running), and after each the process table
-holds nothing of the stack and no port of it is taken. A leftover of an earlier stack is named by `up` and cleaned
-by `up --clean-leftovers`; a supervisor restarts nothing while the stack is stopping."""
+"""`wap stack up`, `down`, `up` as a developer runs them (the CLI, in processes of their own), up and down twice in a
+row and up once more, with and without `--auth`: each `down` comes while the worker is handing a file to the
+function (the moment a supervisor used to restart the environment it saw die and leave it running), and after each
+the process table holds nothing of the stack and no port of it is taken. A leftover of an earlier stack is named
+by `up` and cleaned by `up --clean-leftovers`; a supervisor restarts nothing while the stack is stopping."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from wap_stack.runtime import Supervisor
 from wap_stack.state import read_in_flight
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
-CYCLES = 3
+CYCLES = 2
 
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .maintenance import SparkTableMaintainer
-    from .session import SparkEngine, SparkSettings, spark_conf_for, spark_session_for
+    from .session import SparkEngine, SparkSettings, local_driver_options, spark_conf_for, spark_session_for
     from .sql_guard import check_custom_sql
     from .writer import SparkIcebergWriter
 
@@ -21,12 +21,13 @@ _WHERE = {
     "SparkSettings": "session",
     "SparkTableMaintainer": "maintenance",
     "check_custom_sql": "sql_guard",
+    "local_driver_options": "session",
     "spark_conf_for": "session",
     "spark_session_for": "session",
 }
 __all__ = [
     "SparkEngine", "SparkIcebergWriter", "SparkSettings", "SparkTableMaintainer", "check_custom_sql",
-    "spark_conf_for", "spark_session_for",
+    "local_driver_options", "spark_conf_for", "spark_session_for",
 ]
 
 
