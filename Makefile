@@ -14,10 +14,10 @@ SAM_CLI_VERSION := 1.150.0
 SAM_CLI_WHEEL_SHA256 := 1d807ea3088a3fdea7aafd97e6dd41eac06a761bc9871fdc0a927360c613f8dc
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars cds lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts \
+.PHONY: setup jars cds aot lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts \
 	image image-context image-test debian-base pin-packages container-tools
 
-setup: $(VENV)/.installed jars rie cds
+setup: $(VENV)/.installed jars rie cds aot
 
 # Everything from the lock files, hash-checked: the build tools first (setuptools, wheel), which then build the one
 # sdist (pyspark) and the project without pip fetching unchecked build dependencies into an isolated environment.
@@ -104,6 +104,11 @@ $(JARS)/.fetched: docker/pom.xml docker/jars.sha256 scripts/verify_jars.py
 cds: $(VENV)/.installed jars
 	$(PY) scripts/build_cds_archive.py --jars $(JARS)/spark
 
+# The AOT caches of the stack's JVM servers (wap_stack/aot.py: Nessie and the queue server start in about 2 s of CPU
+# instead of 5), in $(JARS)/aot, named by a key of the java, the jars and the flags: nothing when current.
+aot: $(VENV)/.installed jars
+	$(PY) -m wap_stack.aot
+
 rie: $(RIE)
 
 $(RIE): | $(VENV)/.installed
@@ -128,11 +133,13 @@ chromium:
 # test's time is spent waiting on real servers and JVMs, so four workers fit two cores (TEST_WORKERS=0: one process).
 # Workers take the files in collection order (--no-loadscope-reorder: xdist's default hands out the files with the
 # most tests first, which put the slow files of few tests last), slowest first by tests/durations.json.
-# Lint, types and the image test run beside pytest rather than before it (each keeps about one core busy, and the
-# workers leave about a third of two cores idle): their output follows pytest's; any of them failing fails the command.
+# Lint, types and the image test run beside pytest rather than before it (the workers keep two cores busy except
+# at their start and in their last minutes, which the side jobs fill): their output follows pytest's; any of them
+# failing fails the command.
 TEST_WORKERS ?= 4
 TEST_SIDE := .cache/test
-test: setup chromium
+test: chromium
+	$(MAKE) --no-print-directory -j3 setup  # the venv beside the jars, then the CDS archive beside the AOT caches
 	@mkdir -p $(TEST_SIDE) && rm -f $(TEST_SIDE)/side.rc
 	@( $(MAKE) --no-print-directory lint image-test > $(TEST_SIDE)/side.log 2>&1; echo $$? > $(TEST_SIDE)/side.rc ) & \
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; tests=$$?; wait; \

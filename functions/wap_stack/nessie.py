@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from wap_ingest.core.errors import ConfigError
+from wap_stack import aot
 from wap_stack.components import ACCESS_KEY, HELD, HOST, LABELS, MOTO, NESSIE, SECRET_KEY, WAREHOUSE
 from wap_stack.config import StackConfig
 from wap_stack.environment import system_environment
@@ -24,7 +25,7 @@ from wap_stack.state import StackState, load_state, read_record, start_lock, wri
 from wap_stack.status import nessie_health
 
 
-def nessie_command(config: StackConfig, java: Path) -> list[str]:
+def nessie_command(config: StackConfig, java: Path, *, cached: bool = True) -> list[str]:
     s3 = "nessie.catalog.service.s3.default-options"
     settings = {
         "quarkus.http.host": HOST,
@@ -46,7 +47,8 @@ def nessie_command(config: StackConfig, java: Path) -> list[str]:
     }
     # C1 only and the serial GC: start-up drops from ~7 s to ~3 s; a local catalog needs no more.
     jvm = ["-Xmx1g", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
-    return [str(java), *jvm, *(f"-D{k}={v}" for k, v in settings.items()), "-jar", str(config.nessie_jar)]
+    command = [str(java), *jvm, *(f"-D{k}={v}" for k, v in settings.items()), "-jar", str(config.nessie_jar)]
+    return aot.with_cache(NESSIE, command) if cached else command  # `make setup` builds the cache (wap_stack/aot.py)
 
 
 def reset_store(config: StackConfig) -> None:

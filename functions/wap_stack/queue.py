@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from wap_stack import aot
 from wap_stack.components import DEAD_LETTER_QUEUE, EVENTS_QUEUE, HOST, QUEUE
 from wap_stack.config import StackConfig, repo_root
 from wap_stack.environment import system_environment
@@ -56,11 +57,12 @@ queues-storage {{ enabled = true, path = "{folder / 'queues.conf'}" }}
     return path
 
 
-def queue_command(config: StackConfig, java: Path, jars: Path | None = None) -> list[str]:
+def queue_command(config: StackConfig, java: Path, jars: Path | None = None, *, cached: bool = True) -> list[str]:
     jars = jars or default_jars()
     # C1 only and the serial GC, as for Nessie: it starts in about 2 s and needs little.
-    return [str(java), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-            f"-Dconfig.file={settings_file(config)}", "-cp", f"{jars}/*", MAIN_CLASS]
+    command = [str(java), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+               f"-Dconfig.file={settings_file(config)}", "-cp", f"{jars}/*", MAIN_CLASS]
+    return aot.with_cache(QUEUE, command) if cached else command  # `make setup` builds the cache (wap_stack/aot.py)
 
 
 def reset_store(config: StackConfig) -> None:

@@ -4,6 +4,7 @@ does the same) the first time; scratch configurations are written to a temporary
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -29,13 +30,19 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def serverless_cli() -> Path:
+    """The CLI, installed once: the workers that run this module and test_template_rules.py at the same time take
+    turns (`npm ci` empties node_modules first, so two at once failed each other with ENOTEMPTY)."""
     cli = ROOT / "node_modules" / ".bin" / "serverless"
-    if not cli.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is not installed: the Serverless Framework CLI cannot be installed (needs Node.js)")
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT, check=True, timeout=600,
-                       capture_output=True)
+    lock = ROOT / ".cache" / "npm-ci.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not cli.exists():
+            npm = shutil.which("npm")
+            if npm is None:
+                pytest.skip("npm is not installed: the Serverless Framework CLI cannot be installed (needs Node.js)")
+            subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ROOT, check=True, timeout=600,
+                           capture_output=True)
     return cli
 
 

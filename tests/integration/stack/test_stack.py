@@ -136,6 +136,23 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
 # --- one stack: up, status, env, second up, down (in this order) -------------------------------------
 
 
+def test_nessie_and_the_queue_server_start_on_the_aot_caches_setup_built(running: Running) -> None:
+    """`make setup` builds each JVM server's AOT cache (wap_stack/aot.py); the stack's commands name it and the JVM
+    took it (it logs `[aot]` errors for a cache it cannot use, and starts without)."""
+    from wap_stack.java import java_major
+
+    recorded = json.loads(running.config.state_file.read_text())
+    for name in ("nessie", "queue"):
+        command = recorded[f"{name}_command"]
+        major = java_major(Path(command[0]))
+        if major is None or major < 25:
+            pytest.skip(f"the stack's java is {major}: AOT caches need JDK 25")
+        [cache] = [a.removeprefix("-XX:AOTCache=") for a in command if a.startswith("-XX:AOTCache=")]
+        assert Path(cache).is_file(), cache
+        log = running.config.log_for(name).read_text(errors="replace")
+        assert "[aot]" not in log, log[:2000]
+
+
 def test_up_reports_start_up_times_urls_logs_and_the_env_hint(running: Running) -> None:
     state = load_state(running.config)
     assert state is not None
