@@ -12,6 +12,7 @@ one. A java older than 25 gets no cache.
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import subprocess
 import sys
@@ -99,11 +100,10 @@ def train(name: str, command: list[str], ready: Callable[[], tuple[bool, str]], 
 
 
 def main() -> int:
-    import os
-
     from wap_stack import queue
     from wap_stack.java import find_java
     from wap_stack.nessie import nessie_command
+    from wap_stack.status import nessie_health
 
     with tempfile.TemporaryDirectory(prefix="wap-aot-") as folder:
         moto, nessie, management, queue_port = free_ports(4)
@@ -111,22 +111,12 @@ def main() -> int:
                              nessie_management_port=management, queue_port=queue_port)
         java = find_java(config.nessie_java, os.environ.get("JAVA_HOME"))
         # the live check (not ready: readiness asks for the object store, which a training run has not)
-        train("nessie", nessie_command(config, java, cached=False),
-              lambda: _answers(f"http://127.0.0.1:{management}/q/health/live"), Path(folder) / "nessie.log")
+        train("nessie", nessie_command(config, java, cached=False), lambda: nessie_health(management, "live"),
+              Path(folder) / "nessie.log")
         queue.write_settings(config)
         train("queue", queue.queue_command(config, java, cached=False), lambda: queue.health(queue_port),
               Path(folder) / "queue.log")
     return 0
-
-
-def _answers(url: str) -> tuple[bool, str]:
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:  # a loopback URL built here
-            return answer.status == 200, str(answer.status)
-    except OSError as exc:
-        return False, str(exc)
 
 
 if __name__ == "__main__":

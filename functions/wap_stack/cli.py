@@ -1,4 +1,4 @@
-"""`wap stack up | down | status | env | alerts`: run the local stack as local processes.
+"""`wap stack up | down | status | env | alerts | invoke`: run the local stack as local processes.
 
 The lake (moto S3/SQS + Nessie) and the event path (S3 notifications -> SQS -> worker(s) -> the handler
 under the Lambda Runtime Interface Emulator, one per worker; alerts -> a local Slack sink)."""
@@ -21,6 +21,7 @@ from wap_stack.heal import Healed
 from wap_stack.iam import OPERATOR as IAM_OPERATOR
 from wap_stack.iam import iam_enabled, principal_environment
 from wap_stack.image import DEFAULT_IMAGE
+from wap_stack.runtime import invoke
 from wap_stack.slack_sink import ENDPOINT_PATH, read_messages
 from wap_stack.stack import (
     LABELS,
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "job runs with spark-submit (default: recorded by moto only). Nessie needs Java 21+ (WAP_NESSIE_JAVA) and "
         "its jar (WAP_NESSIE_JAR).",
     )
-    commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env,alerts}", required=True)
+    commands = stack.add_subparsers(dest="stack_command", metavar="{up,down,status,env,alerts,invoke}", required=True)
     up = commands.add_parser(
         "up", help="start the lake (moto, Nessie) and the event path (queue, worker, Lambda runtime, Slack sink)"
     )
@@ -90,6 +91,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                  "(--json: as Slack got them)")
     alerts.add_argument("--json", action="store_true", help="print them as JSON")
     alerts.set_defaults(func=cmd_alerts)
+    invoke = commands.add_parser("invoke", help="send one event (JSON) straight to the function, as SNS or "
+                                 "EventBridge would, once the first environment's current invocation is done; print "
+                                 "its answer (exit 1 if the function failed)")
+    invoke.add_argument("event", help='the event, e.g. \'{"wap_maintain": "all"}\' (the daily schedule\'s)')
+    invoke.add_argument("--timeout", type=float, default=960.0, help="seconds to wait for the answer")
+    invoke.set_defaults(func=cmd_invoke)
 
 
 def _fail(exc: WapError) -> int:
@@ -271,3 +278,24 @@ def cmd_alerts(args: argparse.Namespace) -> int:
         print(f"--- {message['channel']} at {message['ts']}" + (" (edited)" if message.get("edited") else ""))
         print(readable(message["text"]))
     return 0
+
+
+def cmd_invoke(args: argparse.Namespace) -> int:
+    config = StackConfig.from_env()
+    try:
+        event = json.loads(args.event)
+    except ValueError as exc:
+        event = exc
+    if not isinstance(event, dict):
+        print(f"wap: the event is not a JSON object ({event}). Fix: wap stack invoke '{{\"wap_maintain\": \"all\"}}'",
+              file=sys.stderr)
+        return 2
+    state = _running_state(config)
+    if state is None or not state.environments:
+        print(f"wap: the local stack's function is not running (state dir {config.state_dir}). Fix: wap stack up",
+              file=sys.stderr)
+        return 1
+    first = state.environments[0]
+    answer = invoke(config.state_dir, first.lambda_name, first.invoke_url, event, args.timeout)
+    print(json.dumps(answer, indent=2))
+    return 1 if "errorType" in answer else 0

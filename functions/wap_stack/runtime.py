@@ -13,6 +13,12 @@ starts a fresh emulator, records its pid and the crash in the state file (`resta
 which `wap stack status` reports. A restart that keeps failing is given up after `max_attempts` tries and
 recorded as failed: the stack is then broken, for real.
 
+One invocation at a time: the emulator serves one, and a second that comes meanwhile does not wait or get refused, it
+makes the emulator panic (aws-lambda-runtime-interface-emulator#97: `AlreadyReserved`, then a nil pointer), which
+breaks both invocations' connections. Lambda would hand the second to another environment; here every invocation of
+an environment holds its slot (`one_invocation`, a lock file beside the state): the worker's batches and `invoke`,
+which sends an event straight to the function as SNS or EventBridge would (`wap stack invoke`).
+
 A supervisor never restarts an environment while the stack is being stopped (`wap stack down` writes
 <state dir>/stopping before it stops anything, and stops the workers first) or while its own worker is stopping:
 the environment it saw die was stopped on purpose, and a fresh one would outlive the stack.
@@ -55,6 +61,26 @@ def update_record(config: StackConfig, change: Callable[[dict[str, Any]], None])
             return
         change(record)
         write_record(config, record)
+
+
+@contextlib.contextmanager
+def one_invocation(state_dir: Path, name: str) -> Iterator[None]:
+    """Held for one invocation of the environment `name`; a second invocation waits for it (see the docstring)."""
+    (state_dir / "invoking").mkdir(parents=True, exist_ok=True)
+    with (state_dir / "invoking" / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def invoke(state_dir: Path, name: str, url: str, event: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+    """Send `event` to environment `name` once its current invocation is done; the function's answer (a failed
+    invocation's `errorType` and `errorMessage` included)."""
+    import requests
+
+    with one_invocation(state_dir, name):
+        reply = requests.post(url, json=dict(event), timeout=timeout)
+    answer: Any = reply.json() if reply.content else {}
+    return answer if isinstance(answer, dict) else {"answer": answer}
 
 
 def exit_description(message: str) -> str:

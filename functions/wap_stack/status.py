@@ -44,8 +44,9 @@ def moto_health(moto_port: int) -> tuple[bool, str]:
     return answer.status_code == 200, f"answers (HTTP {answer.status_code})"
 
 
-def nessie_health(management_port: int) -> tuple[bool, str]:
-    answer = _get(f"http://{HOST}:{management_port}/q/health/ready")
+def nessie_health(management_port: int, probe: str = "ready") -> tuple[bool, str]:
+    """Quarkus's health probe: `ready` (the catalog and its object store answer) or `live` (the server runs)."""
+    answer = _get(f"http://{HOST}:{management_port}/q/health/{probe}")
     if isinstance(answer, str):
         return False, answer
     try:

@@ -11,8 +11,10 @@ import pytest
 
 from tests.conftest import Lake, parquet_bytes
 from tests.waiting import wait_for
+from wap_stack.config import StackConfig
+from wap_stack.runtime import RESTARTS, invoke
 from wap_stack.slack_sink import read_messages
-from wap_stack.state import StackState
+from wap_stack.state import StackState, read_in_flight, read_record
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
 T = TypeVar("T")
@@ -49,6 +51,36 @@ def test_a_file_with_nulls_leaves_its_branch_and_one_alert(lake: Lake, local_sta
     assert lake.count(f"wap.{table_name}", ref=branch) == 50
     time.sleep(2)
     assert len(alerts_about(local_stack, table_name)) == 1
+
+
+def test_an_event_sent_straight_to_the_function_waits_for_the_batch_it_is_running(
+        lake: Lake, local_stack: StackState, stack_config: StackConfig, table_name: str) -> None:
+    """SNS and EventBridge invoke the function directly while the worker's batches run. The emulator serves one
+    invocation at a time and panics on a second (CI met it: the dead-letter alarm's invocation in test_iam_enforced
+    broke with RemoteDisconnected); `invoke` waits for the environment's slot, which the worker holds for its
+    batches. Events go straight to the function for as long as the file's batch runs: none breaks, the environment
+    is not replaced, and the file is published."""
+    state_dir, url, event = stack_config.state_dir, str(local_stack.invoke_url), {"hello": "world"}
+    invoke(state_dir, "lambda", url, event, 300)  # warm: the batch, not the first start, is what the events meet
+    before = read_record(stack_config) or {}
+    lake.drop(f"{table_name}/while-invoked.parquet", parquet_bytes(500))
+    answers, during = list[dict[str, Any]](), 0
+    deadline = time.monotonic() + 240
+    while not _worker_reported(local_stack, table_name) and time.monotonic() < deadline:
+        during += any(b["state"] == "running" for b in read_in_flight(state_dir).get("lambda", []))
+        answers.append(invoke(state_dir, "lambda", url, event, 300))
+    assert during, "no event was sent while the file's batch ran"
+    assert all("unrecognised event" in str(a.get("errorMessage")) for a in answers), answers
+    after = read_record(stack_config) or {}
+    assert after["lambda_pid"] == before["lambda_pid"]  # no crash, no fresh environment
+    assert after.get(RESTARTS, {}).get("lambda") == before.get(RESTARTS, {}).get("lambda")
+    assert table_rows(lake, f"wap.{table_name}") == 500
+
+
+def _worker_reported(state: StackState, table: str) -> bool:
+    lines = (state.state_dir / "logs" / "worker.log").read_text().splitlines()
+    return any(table in o.get("object", "") for line in lines if line.startswith("{")
+               for o in json.loads(line).get("objects") or [])
 
 
 def test_keys_with_spaces_and_unicode(lake: Lake, table_name: str) -> None:

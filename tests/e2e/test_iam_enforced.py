@@ -33,7 +33,6 @@ from typing import Any
 
 import boto3
 import pytest
-import requests
 from infra.provision import documents
 
 from tests import bad_inputs
@@ -49,6 +48,7 @@ from wap_stack.auth import role_environment
 from wap_stack.components import DEAD_LETTER_QUEUE
 from wap_stack.config import repo_root
 from wap_stack.emr import spark_submit_command
+from wap_stack.runtime import invoke
 from wap_stack.slack_sink import read_messages
 from wap_stack.stack import StackConfig, StackState, free_port_block, free_ports, start_stack, stop_stack
 from wap_stack.state import stack_environment
@@ -216,8 +216,8 @@ def _exercise(config: StackConfig, state: StackState, work: Path) -> Run:
                         "--json")
     slack = _act_in_slack(state, sqs, "not an event")
     # the daily schedule's event (serverless.yml), straight to the function as EventBridge would send it
-    maintenance = requests.post(str(state.invoke_url), json={"wap_maintain": "all"}, timeout=900)
-    return Run(config, state, _worker_outcomes(config), cli, emr_job, maintenance.json(), dead, slack)
+    maintenance = _invoke(state, {"wap_maintain": "all"})
+    return Run(config, state, _worker_outcomes(config), cli, emr_job, maintenance, dead, slack)
 
 
 def _act_in_slack(state: StackState, sqs: Any, poison: str) -> dict[str, Any]:
@@ -248,7 +248,7 @@ def _act_in_slack(state: StackState, sqs: Any, poison: str) -> dict[str, Any]:
              "StateChangeTime": "2026-11-25T00:00:00Z",
              "Trigger": {"Dimensions": [{"name": "QueueName", "value": DEAD_LETTER_QUEUE}]}}
     event = {"Records": [{"EventSource": "aws:sns", "Sns": {"Message": json.dumps(alarm)}}]}
-    seen["alarm"] = requests.post(str(state.invoke_url), json=event, timeout=300).json()
+    seen["alarm"] = _invoke(state, event)
     posted = wait_for(lambda: channel.message_about("wap-events-dlq-not-empty"), "the alarm's alert in Slack")
     ts = str(posted["ts"])
     seen["show"] = channel.click(ALICE, ts, "wap.show_dead_letters")
@@ -260,6 +260,12 @@ def _act_in_slack(state: StackState, sqs: Any, poison: str) -> dict[str, Any]:
                                 and m, "the alarm's alert updated")["text"]
     seen["dead-lettered again"] = wait_for(dead_lettered, "the redriven message failing its attempts again")
     return seen
+
+
+def _invoke(state: StackState, event: dict[str, Any]) -> dict[str, Any]:
+    """Straight to the function, as SNS or EventBridge sends it: after the batch the worker may be running."""
+    first = state.environments[0]
+    return invoke(state.state_dir, first.lambda_name, first.invoke_url, event, timeout=900)
 
 
 def _statements(principal: str, run: Run) -> list[dict[str, Any]]:

@@ -230,6 +230,19 @@ def test_env_is_evalable_and_points_at_the_stack(running: Running) -> None:
     assert iceberg.status_code == 200, iceberg.text
 
 
+def test_invoke_sends_an_event_straight_to_the_function(running: Running) -> None:
+    """`wap stack invoke`: the daily schedule's event as EventBridge sends it; the function's answer, and its
+    failure for an event it does not know (exit 1); an event that is not a JSON object is refused before it is sent."""
+    code, out, err = wap("stack", "invoke", '{"wap_maintain": "all"}')
+    assert code == 0, err
+    assert "maintained" in json.loads(out)
+    code, out, _ = wap("stack", "invoke", '{"hello": "world"}')
+    assert code == 1 and "unrecognised event" in json.loads(out)["errorMessage"]
+    for bad in ("not json", "[1, 2]"):
+        code, out, err = wap("stack", "invoke", bad)
+        assert code == 2 and out == "" and "not a JSON object" in err and "Fix:" in err
+
+
 def test_a_second_up_is_refused(running: Running) -> None:
     before = load_state(running.config)
     code, out, err = wap("stack", "up")
@@ -289,6 +302,8 @@ def test_down_stops_both_processes_and_discards_the_lake(running: Running) -> No
     assert code == 1 and "not running" in out
     code, out, err = wap("stack", "env")
     assert code == 1 and out == "" and "wap stack up" in err
+    code, out, err = wap("stack", "invoke", "{}")
+    assert code == 1 and out == "" and "not running" in err and "wap stack up" in err
     code, out, _ = wap("stack", "down")
     assert code == 0 and "nothing to stop" in out
 
