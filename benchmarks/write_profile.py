@@ -65,6 +65,15 @@ def _at_once(tasks: list[dict[str, Any]]) -> int:
     return most
 
 
+def _lines(path: Path) -> list[str]:
+    """An event log's lines: one file, or (Spark 4's rolling logs, `eventlog_v2_<app>/`) its `events_<n>_` parts in
+    order."""
+    if path.is_file():
+        return path.read_text().splitlines()
+    parts = sorted(path.glob("events_*"), key=lambda p: int(p.name.split("_")[1]))
+    return [line for part in parts for line in part.read_text().splitlines()]
+
+
 def read_event_log(path: Path) -> dict[str, Any]:
     """Jobs, their stages and tasks, and the SQL executions' plans, from one application's event log."""
     stages: dict[int, dict[str, Any]] = {}
@@ -72,7 +81,7 @@ def read_event_log(path: Path) -> dict[str, Any]:
     jobs: list[dict[str, Any]] = []
     plans: list[dict[str, Any]] = []
     properties: dict[str, str] = {}
-    for line in path.read_text().splitlines():
+    for line in _lines(path):
         event = json.loads(line)
         kind = event.get("Event", "")
         if kind == "SparkListenerEnvironmentUpdate":
@@ -113,6 +122,80 @@ def read_event_log(path: Path) -> dict[str, Any]:
             "spark_settings": {k: properties[k] for k in keep if k in properties}}
 
 
+# Where the write job's CPU goes: each JFR execution sample of a task thread is put in the step of the first frame,
+# from the running method outwards, whose class starts with one of these (the first listed wins within a frame).
+STEPS = (
+    ("com.github.luben.zstd", "write: zstd compression"),
+    ("io.airlift.compress", "write: zstd compression"),
+    ("org.apache.iceberg.shaded.org.apache.parquet.hadoop.codec", "write: zstd compression"),
+    ("software.amazon.awssdk", "write: S3 upload (request signing, checksums)"),
+    ("sun.security.provider", "write: S3 upload (request signing, checksums)"),
+    ("org.apache.iceberg.aws", "write: S3 upload (request signing, checksums)"),
+    ("org.apache.iceberg.shaded.org.apache.parquet.column.values.dictionary",
+     "write: Parquet dictionary encoding"),
+    ("org.apache.iceberg.shaded.org.apache.parquet.shaded.it.unimi", "write: Parquet dictionary encoding"),
+    ("org.apache.iceberg.shaded.org.apache.parquet.io.api.Binary", "write: Parquet dictionary encoding"),
+    ("org.apache.iceberg.shaded.org.apache.parquet.column.statistics", "write: Parquet statistics"),
+    ("org.apache.iceberg.shaded.org.apache.parquet.schema.PrimitiveComparator", "write: Parquet statistics"),
+    ("org.apache.iceberg.shaded.org.apache.parquet", "write: Parquet encoding (other values, levels, pages)"),
+    ("org.apache.iceberg.parquet", "write: Iceberg's row writers (row values to Parquet)"),
+    ("org.apache.iceberg.spark.data", "write: Iceberg's row writers (row values to Parquet)"),
+    ("org.apache.iceberg", "write: Iceberg (other)"),
+    ("org.apache.parquet", "read: Parquet decode (Spark's reader)"),
+    ("org.apache.spark.sql.execution.datasources.parquet", "read: Parquet decode (Spark's reader)"),
+    ("org.apache.spark.sql.execution.vectorized", "read: Parquet decode (Spark's reader)"),
+    ("org.apache.spark.sql.catalyst.expressions", "convert: columnar batch to rows (codegen, getters)"),
+    ("org.apache.spark.sql.execution.ColumnarToRow", "convert: columnar batch to rows (codegen, getters)"),
+    ("org.apache.spark.unsafe", "convert: columnar batch to rows (codegen, getters)"),
+    ("org.apache.spark.sql.catalyst.types", "convert: columnar batch to rows (codegen, getters)"),
+    ("org.apache.spark", "Spark (task, other)"),
+)
+
+
+def frame_name(class_name: str, method: str) -> str:
+    """`org/apache/X` -> `org.apache.X.method`. Iceberg's writer uses its shaded parquet-mr
+    (`org.apache.iceberg.shaded.org.apache.parquet`), Spark's reader its own (`org.apache.parquet`): the steps tell
+    them apart by that."""
+    return f"{class_name.replace('/', '.')}.{method}"
+
+
+def step_of(frames: list[str]) -> str:
+    for name in frames:
+        for prefix, step in STEPS:
+            if name.startswith(prefix):
+                return step
+    return "other (JDK, native)"
+
+
+def read_jfr(recordings: list[Path]) -> dict[str, Any]:
+    """Samples of the executor's task threads, by step (STEPS), from the JDK's `jfr print`: the execution samples
+    (a thread running Java code) and the native-method samples (a thread in native code, e.g. zstd-jni's
+    compression), taken at the same period."""
+    import subprocess
+
+    steps: dict[str, int] = defaultdict(int)
+    leaves: dict[str, int] = defaultdict(int)
+    total = 0
+    for recording in recordings:
+        printed = subprocess.run(["jfr", "print", "--json", "--events", "jdk.ExecutionSample,jdk.NativeMethodSample",
+                                  str(recording)],
+                                 capture_output=True, text=True, check=True).stdout
+        for event in json.loads(printed)["recording"]["events"]:
+            values = event["values"]
+            if "task launch worker" not in str((values.get("sampledThread") or {}).get("javaName", "")):
+                continue
+            frames = [frame_name(f["method"]["type"]["name"], f["method"]["name"])
+                      for f in ((values.get("stackTrace") or {}).get("frames") or [])]
+            total += 1
+            steps[step_of(frames)] += 1
+            if frames:
+                leaves[frames[0]] += 1
+    share = {step: round(n / total, 3) for step, n in sorted(steps.items(), key=lambda kv: -kv[1])} if total else {}
+    top = sorted(leaves.items(), key=lambda kv: -kv[1])[:25]
+    return {"samples": total, "share_by_step": share,
+            "hottest_methods": [{"method": m, "share": round(n / total, 3)} for m, n in top]}
+
+
 def profile(bench: Bench, rows: int, work: Path) -> dict[str, Any]:
     """Workload 4's service run on the rewrite path, with the event log on; the log, read."""
     from benchmarks.large_file import LargeFile, pq_row_groups
@@ -120,16 +203,23 @@ def profile(bench: Bench, rows: int, work: Path) -> dict[str, Any]:
     conf, events = work / "spark-conf", work / "events"
     conf.mkdir(parents=True, exist_ok=True)
     events.mkdir(parents=True, exist_ok=True)
-    (conf / "spark-defaults.conf").write_text(f"spark.eventLog.enabled true\nspark.eventLog.dir file://{events}\n"
-                                              "spark.eventLog.compress false\n")
+    jfr = work / "jfr"
+    jfr.mkdir(parents=True, exist_ok=True)
+    recording = f"-XX:StartFlightRecording=filename={jfr}/driver-%p.jfr,settings=default,dumponexit=true"
     large = LargeFile(bench.s3, bench.env, work, rows)
-    result = large.service(1, env={"SPARK_CONF_DIR": str(conf)})
-    if "failed" in result:
-        raise RuntimeError(result["failed"])
-    [log] = [p for p in events.iterdir() if p.is_file()]
-    found = read_event_log(log)
-    return {"file": large.file | {"row_groups": pq_row_groups(large.path)}, "worker": result,
-            "cores": os.cpu_count(), **found}
+    runs = []
+    for n, extra in enumerate(({}, {"JAVA_TOOL_OPTIONS": recording})):  # timed without the recorder, then with it
+        (events / str(n)).mkdir()
+        settings = f"spark.eventLog.enabled true\nspark.eventLog.dir file://{events / str(n)}\n"
+        (conf / "spark-defaults.conf").write_text(settings + "spark.eventLog.compress false\n")
+        result = large.service(n, env={"SPARK_CONF_DIR": str(conf)} | extra)  # bench_large_<n>: rewritten
+        if "failed" in result:
+            raise RuntimeError(result["failed"])
+        [log] = list((events / str(n)).iterdir())
+        runs.append({"worker": result} | read_event_log(log))
+    found = runs[0] | {"with_recorder": {"worker": runs[1]["worker"], "jobs": runs[1]["jobs"],
+                                         "cpu_by_step": read_jfr(sorted(jfr.glob("*.jfr")))}}
+    return {"file": large.file | {"row_groups": pq_row_groups(large.path)}, "cores": os.cpu_count(), **found}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                          nessie_port=nessie, nessie_management_port=mgmt, slack_port=slack, lambda_port=function,
                          runtime_port=runtime)
     options = Options(smoke=False, runs=1, burst=1, burst_batch=1, concurrency=(1,), large_rows=args.rows,
-                      large_runs=1, function_memory_mb=4096, work=config.state_dir / "large")
+                      large_runs=2, function_memory_mb=4096, work=config.state_dir / "large")
     os.environ["WAP_AUDITS_FILE"] = str(write_audits(ROOT / "audits.yml", config.state_dir / "audits.yml",
                                                      bench_audits(options)))
     state = start_stack(config)
@@ -170,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summary(found: dict[str, Any]) -> str:
-    lines = [f"file: {found['file']}", f"worker steps: {found['worker'].get('steps')}"]
+    lines = [f"file: {found['file']}", f"worker stages: {found['worker'].get('stages_s')}",
+             f"CPU by step (with the recorder): {found['with_recorder']['cpu_by_step']['share_by_step']}"]
     for job in found["jobs"][:4]:
         lines.append(f"job {job['job']} {job.get('seconds')} s: {job['description'][:60]}")
         for stage in job["stages"]:
