@@ -83,8 +83,8 @@ def test_every_locked_package_has_a_hash_and_the_locks_agree() -> None:
             assert hashes, f"{name}: {package}=={version} has no hash"
             assert full.get(package, ("", []))[0] == version, f"{name}: {package}=={version} differs from the full lock"
     assert set(lock_file(ROOT / "requirements-build.lock")) >= {"setuptools", "wheel"}
-    # held for the old Amazon Linux 2 base; Debian 12's glibc takes newer ones: see requirements.txt
-    assert full["pyarrow"][0] == "20.0.0" and full["numpy"][0] == "2.2.6"
+    # numpy and pandas held on the lines PySpark 4.1's conversions are tested with: see requirements.txt
+    assert full["numpy"][0].startswith("2.2.") and full["pandas"][0].startswith("2.3.")
 
 
 def test_setup_installs_the_locks_with_require_hashes() -> None:
