@@ -139,5 +139,6 @@ class Baseline:
         of the whole table on `ref` (files whose metrics show no nulls in `column` are skipped)."""
         from pyiceberg.expressions import IsNull, Reference
 
-        scan = self._catalog(ref).load_table(table).scan(row_filter=IsNull(term=Reference(column)), selected_fields=(column,))
+        loaded = self._catalog(ref).load_table(table)
+        scan = loaded.scan(row_filter=IsNull(term=Reference(column)), selected_fields=(column,))
         return int(scan.to_arrow().num_rows)
