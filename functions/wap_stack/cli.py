@@ -296,6 +296,6 @@ def cmd_invoke(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     first = state.environments[0]
-    answer = invoke(config.state_dir, first.lambda_name, first.invoke_url, event, args.timeout)
+    answer = invoke(first.invoke_url, event, args.timeout, (config.state_dir, first.lambda_name))
     print(json.dumps(answer, indent=2))
-    return 1 if "errorType" in answer else 0
+    return 1 if "errorType" in answer or "errorMessage" in answer else 0

@@ -72,15 +72,17 @@ def one_invocation(state_dir: Path, name: str) -> Iterator[None]:
         yield
 
 
-def invoke(state_dir: Path, name: str, url: str, event: Mapping[str, Any], timeout: float) -> dict[str, Any]:
-    """Send `event` to environment `name` once its current invocation is done; the function's answer (a failed
-    invocation's `errorType` and `errorMessage` included)."""
+def invoke(url: str, event: Mapping[str, Any], timeout: float,
+           slot: tuple[Path, str] | None = None) -> dict[str, Any]:
+    """Send `event` to the emulator at `url`, holding the environment's slot (state dir, environment name) when
+    given; the function's answer (a failed invocation's `errorType` and `errorMessage` included). Raises what
+    requests raises, and ValueError for an answer that is not JSON."""
     import requests
 
-    with one_invocation(state_dir, name):
+    with one_invocation(*slot) if slot is not None else contextlib.nullcontext():
         reply = requests.post(url, json=dict(event), timeout=timeout)
     answer: Any = reply.json() if reply.content else {}
-    return answer if isinstance(answer, dict) else {"answer": answer}
+    return answer if isinstance(answer, dict) else {"errorMessage": f"unexpected response {reply.text[:200]}"}
 
 
 def exit_description(message: str) -> str:

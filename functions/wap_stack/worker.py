@@ -34,7 +34,7 @@ import boto3
 import requests
 
 from wap_stack.config import StackConfig
-from wap_stack.runtime import Supervisor, one_invocation
+from wap_stack.runtime import Supervisor, invoke
 from wap_stack.state import write_in_flight
 
 SQS_BATCH_LIMIT = 10  # entries of one DeleteMessageBatch (AWS's limit; ElasticMQ holds it, moto did not)
@@ -94,12 +94,8 @@ def _handle(sqs: Any, queue_url: str, invoke_url: str, received: list[Mapping[st
     back after their visibility timeout. A crashed execution environment is replaced by a fresh one."""
     started = time.monotonic()
     try:
-        with one_invocation(supervisor.config.state_dir, supervisor.name) if supervisor else contextlib.nullcontext():
-            reply = requests.post(invoke_url, json=sqs_event_for(received, queue_arn, region), timeout=invoke_timeout)
-        payload: Any = reply.json() if reply.content else {}
-        response: dict[str, Any] = (
-            payload if isinstance(payload, dict) else {"errorMessage": f"unexpected response {reply.text[:200]}"}
-        )
+        slot = (supervisor.config.state_dir, supervisor.name) if supervisor is not None else None
+        response = invoke(invoke_url, sqs_event_for(received, queue_arn, region), invoke_timeout, slot)
     except (requests.RequestException, ValueError) as exc:
         response = {"errorType": type(exc).__name__, "errorMessage": str(exc)}
     failed = failed_ids(response, received)

@@ -61,14 +61,14 @@ def test_an_event_sent_straight_to_the_function_waits_for_the_batch_it_is_runnin
     batches. Events go straight to the function for as long as the file's batch runs: none breaks, the environment
     is not replaced, and the file is published."""
     state_dir, url, event = stack_config.state_dir, str(local_stack.invoke_url), {"hello": "world"}
-    invoke(state_dir, "lambda", url, event, 300)  # warm: the batch, not the first start, is what the events meet
+    invoke(url, event, 300, (state_dir, "lambda"))  # warm: the batch, not the first start, is what the events meet
     before = read_record(stack_config) or {}
     lake.drop(f"{table_name}/while-invoked.parquet", parquet_bytes(500))
     answers, during = list[dict[str, Any]](), 0
     deadline = time.monotonic() + 240
     while not _worker_reported(local_stack, table_name) and time.monotonic() < deadline:
         during += any(b["state"] == "running" for b in read_in_flight(state_dir).get("lambda", []))
-        answers.append(invoke(state_dir, "lambda", url, event, 300))
+        answers.append(invoke(url, event, 300, (state_dir, "lambda")))
     assert during, "no event was sent while the file's batch ran"
     assert all("unrecognised event" in str(a.get("errorMessage")) for a in answers), answers
     after = read_record(stack_config) or {}

@@ -265,7 +265,7 @@ def _act_in_slack(state: StackState, sqs: Any, poison: str) -> dict[str, Any]:
 def _invoke(state: StackState, event: dict[str, Any]) -> dict[str, Any]:
     """Straight to the function, as SNS or EventBridge sends it: after the batch the worker may be running."""
     first = state.environments[0]
-    return invoke(state.state_dir, first.lambda_name, first.invoke_url, event, timeout=900)
+    return invoke(first.invoke_url, event, 900, (state.state_dir, first.lambda_name))
 
 
 def _statements(principal: str, run: Run) -> list[dict[str, Any]]:
