@@ -41,7 +41,7 @@ from wap_ingest.core.errors import (
 )
 
 __all__ = ["GATEWAY_TIMEOUT_SECONDS", "TEXT_RULES", "Cause", "EngineStep", "Kind", "classify", "engine_failure",
-           "first_line", "forget_session", "gateway_alive", "kind_of", "raised_decoding"]
+           "first_line", "forget_session", "gateway_alive", "kind_of", "raised_decoding", "value_does_not_fit"]
 
 
 class EngineStep(enum.StrEnum):
@@ -243,6 +243,24 @@ def engine_failure(
     if lost or ((broken or is_bare_py4j_error(exc)) and not gateway_alive(spark)):
         return _error_for(Kind.LOST, chain, doing, source_uri, table)
     return _error_for(classify(chain, step), chain, doing, source_uri, table)
+
+
+_DOES_NOT_FIT = ("CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE")
+"""Spark's error classes (3.5 and 4.1) for a value that its store assignment cannot cast to the table's column type
+under ANSI rules: a bigint past int's range into an int column, a decimal past the column's precision."""
+
+
+def value_does_not_fit(exc: BaseException) -> str | None:
+    """Spark's message when an append stopped because one of the file's values does not fit the table's narrower
+    column type (the schemas passed the analysis: a bigint column may be stored in an int one while its values fit),
+    else None. A fact about the file against the table, not an engine failure: retrying cannot change it."""
+    if isinstance(exc, WapError):
+        return None
+    chain, _, _ = chain_of(exc)
+    for cause in chain:
+        if cause.error_class is not None and cause.error_class.startswith(_DOES_NOT_FIT):
+            return next((line.strip() for line in cause.message.splitlines() if line.strip()), cause.error_class)[:300]
+    return None
 
 
 def first_line(exc: BaseException) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from wap_ingest.adapters.engine.errors import EngineStep, engine_failure, first_line
+from wap_ingest.adapters.engine.errors import EngineStep, engine_failure, first_line, value_does_not_fit
 from wap_ingest.adapters.engine.layout import apply_layout
 from wap_ingest.adapters.engine.py4j_lookup import static
 from wap_ingest.adapters.engine.session import CATALOG
@@ -176,6 +176,11 @@ class IcebergTables:
                         "align the file's column names and types with the table, or ingest it into a new table "
                         "with --table") from exc
         except Exception as exc:
+            if (why := value_does_not_fit(exc)) is not None:
+                raise drift(source_uri, table, frame, difference, why,
+                            "widen the table's column to the file's type (Iceberg widens int to bigint, float to "
+                            "double and a decimal's precision in place: ALTER TABLE ... ALTER COLUMN ... TYPE ...), "
+                            "or write the file's values in the table's type") from exc
             raise engine_failure(exc, step=EngineStep.WRITE, doing=doing, source_uri=source_uri,
                                  table=table.qualified) from exc
 

@@ -17,6 +17,7 @@ from wap_ingest.adapters.engine.errors import (
     classify,
     engine_failure,
     gateway_alive,
+    value_does_not_fit,
 )
 from wap_ingest.core.errors import (
     BranchNotFoundError,
@@ -333,3 +334,29 @@ def test_each_kind_becomes_its_error(links: list[tuple[str, str]], step: EngineS
 def test_our_own_errors_pass_through() -> None:
     error = UnreadableSourceError("x")
     assert fail(error) is error
+
+
+# --- a value that does not fit the table's column: the file against the table, not the engine ------------------
+
+OVERFLOW = ('[CAST_OVERFLOW_IN_TABLE_INSERT] Fail to insert a value of "BIGINT" type into the "INT" type column '
+            '`my_col_0` due to an overflow. Use `try_cast` on the input value to tolerate overflow and return NULL '
+            'instead.')
+
+
+@pytest.mark.parametrize("error_class", ["CAST_OVERFLOW_IN_TABLE_INSERT", "CAST_OVERFLOW",
+                                         "NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION"])
+def test_a_value_past_the_tables_column_type_is_named_from_the_chain(error_class: str) -> None:
+    exc = java_error(("org.apache.spark.SparkException", "Job aborted due to stage failure: Task 0 ..."),
+                     ("org.apache.spark.SparkArithmeticException", OVERFLOW + "\n== SQL ==", error_class))
+    assert value_does_not_fit(exc) == OVERFLOW
+
+
+@pytest.mark.parametrize("exc", [
+    java_error(("org.apache.spark.SparkException", "Job aborted"),
+               ("org.apache.spark.SparkException", "x", "MALFORMED_RECORD_IN_PARSING")),
+    java_error(("org.apache.spark.SparkArithmeticException", "[DIVIDE_BY_ZERO] Division by zero.", "DIVIDE_BY_ZERO")),
+    UnreadableSourceError("s3://in/t/a.csv: already mapped"),
+    RuntimeError("[CAST_OVERFLOW_IN_TABLE_INSERT] in a Python message only"),
+])
+def test_other_failures_are_not_a_value_that_does_not_fit(exc: BaseException) -> None:
+    assert value_does_not_fit(exc) is None
