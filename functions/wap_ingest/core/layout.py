@@ -8,7 +8,6 @@ merged with it, like any change).
       sort_by: [ordered_at, customer_id desc]
       target_file_size_mb: 128
       codec: zstd
-      dictionary_off: [customer_id, amount]   # Parquet dictionary encoding off for these columns only
 """
 
 from __future__ import annotations
@@ -21,10 +20,7 @@ from .errors import AuditSuiteError
 
 TRANSFORMS = ("identity", "year", "month", "day", "hour", "bucket", "truncate")
 CODECS = ("zstd", "snappy", "gzip", "lz4", "uncompressed")
-KEYS = ("partition_by", "sort_by", "target_file_size_mb", "codec", "dictionary_off")
-DICTIONARY_OFF = "write.parquet.dict-encoding-enabled.column."
-"""Iceberg's per-column switch of parquet-mr's dictionary encoding (Iceberg 1.12): the layout owns every key with this
-prefix, so a column left out of `dictionary_off` gets its dictionary back (the property is removed)."""
+KEYS = ("partition_by", "sort_by", "target_file_size_mb", "codec")
 _COLUMN = r"[A-Za-z_][A-Za-z0-9_]*"
 _FIELD = re.compile(rf"^\s*(?:(?P<t>year|month|day|hour)\(\s*(?P<c1>{_COLUMN})\s*\)|"
                     rf"(?P<w>bucket|truncate)\(\s*(?P<n>\d+)\s*,\s*(?P<c2>{_COLUMN})\s*\)|(?P<c3>{_COLUMN}))\s*$")
@@ -86,14 +82,6 @@ def layout_from(raw: object, table: str) -> Layout:
         if codec not in CODECS:
             raise AuditSuiteError(f"{where}: codec must be one of {', '.join(CODECS)}, got {codec!r}.")
         properties["write.parquet.compression-codec"] = str(codec)
-    off = _strings(raw.get("dictionary_off", []), where, "dictionary_off")
-    for column in off:
-        if not re.fullmatch(_COLUMN, column):
-            raise AuditSuiteError(f"{where}: dictionary_off names {column!r}, which is not a column name (letters, "
-                                  "digits and _, a top-level column).")
-        properties[DICTIONARY_OFF + column] = "false"
-    if len(set(off)) != len(off):
-        raise AuditSuiteError(f"{where}: dictionary_off names a column twice.")
     return Layout(partition, sort, tuple(sorted(properties.items())))
 
 

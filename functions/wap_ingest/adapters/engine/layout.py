@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wap_ingest.core.layout import DICTIONARY_OFF, Layout, PartitionField
+from wap_ingest.core.layout import Layout, PartitionField
 
 
 def _term(jvm: Any, field: PartitionField) -> Any:
@@ -61,16 +61,10 @@ def apply_layout(jvm: Any, table: Any, layout: Layout) -> list[str]:
         changes.append("sort order: " + (", ".join(f"{c} {'desc' if d else 'asc'}" for c, d in sort) or "none"))
     properties = table.properties()
     differing = [(k, v) for k, v in layout.properties if properties.get(k) != v]
-    wanted_keys = {k for k, _ in layout.properties}
-    stale = sorted(k for k in (str(key) for key in properties.keySet())
-                   if k.startswith(DICTIONARY_OFF) and k not in wanted_keys)  # the layout owns these keys
-    if differing or stale:
+    if differing:
         update = table.updateProperties()
         for key, value in differing:
             update = update.set(key, value)
-        for key in stale:
-            update = update.remove(key)
         update.commit()
-        changes.append("properties: " + ", ".join([f"{k}={v}" for k, v in differing] + [f"{k} removed"
-                                                                                        for k in stale]))
+        changes.append("properties: " + ", ".join(f"{k}={v}" for k, v in differing))
     return changes

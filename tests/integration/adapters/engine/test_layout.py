@@ -14,8 +14,8 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark]
 CHECKS = [{"check": "not_null", "columns": ["my_col_1"]}, {"check": "row_count", "min": 1}]
 
 
-def with_layout(lake: Lake, table: str, layout: dict[str, object], **entry: object) -> object:
-    suites = suites_from({"tables": {table: {"checks": CHECKS, "layout": layout} | entry}}, default_namespace="wap")
+def with_layout(lake: Lake, table: str, layout: dict[str, object]) -> object:
+    suites = suites_from({"tables": {table: {"checks": CHECKS, "layout": layout}}}, default_namespace="wap")
     return lake.service.replaced(suites=suites)
 
 
@@ -59,50 +59,10 @@ def test_a_new_table_gets_its_layout_and_a_changed_layout_evolves_it_on_the_bran
     assert spec == [("my_col_0", "bucket[4]"), ("my_col_1", "truncate[2]")] and sort == [("my_col_0", "asc")]
 
 
-def dictionary_pages(lake: Lake, table: str, source_key: str) -> dict[str, bool]:
-    """Per column, whether the data file the service wrote for `source_key` has a dictionary page."""
-    import io
-
-    import pyarrow.parquet as pq
-
-    spark = lake.service.ports.writer.spark
-    spark.catalog.refreshTable(f"nessie.wap.{table}")
-    [path] = [r[0] for r in spark.sql(f"SELECT e.data_file.file_path FROM nessie.wap.{table}.entries e JOIN "
-                                      f"nessie.wap.{table}.snapshots s ON e.snapshot_id = s.snapshot_id WHERE "
-                                      f"s.summary['wap.source.key'] = '{source_key}'").collect()]
-    bucket, key = path.removeprefix("s3://").split("/", 1)
-    metadata = pq.ParquetFile(io.BytesIO(lake.s3.get_object(Bucket=bucket, Key=key)["Body"].read())).metadata
-    group = metadata.row_group(0)
-    return {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(group.num_columns)}
-
-
-def test_dictionary_off_writes_those_columns_without_a_dictionary_and_leaving_one_out_brings_it_back(
-        lake: Lake, table_name: str) -> None:
-    kinds = {"kind": ["a", "b"] * 20, "tag": ["x", "y", "z", "x"] * 10}  # few values: parquet-mr keeps a dictionary
-    off = with_layout(lake, table_name, {"dictionary_off": ["kind"]}, write="rewrite")
-    first = off.ingest(lake.put(f"{table_name}/a.parquet", parquet_bytes(40, extra=kinds)))  # type: ignore[attr-defined]
-    assert first.status is OutcomeStatus.PUBLISHED, first.message
-    _, _, properties = described(lake, table_name)
-    assert properties["write.parquet.dict-encoding-enabled.column.kind"] == "false"
-    pages = dictionary_pages(lake, table_name, f"{table_name}/a.parquet")
-    assert pages["kind"] is False and pages["tag"] is True
-
-    back = with_layout(lake, table_name, {"dictionary_off": ["tag"]}, write="rewrite")
-    second = back.ingest(lake.put(f"{table_name}/b.parquet", parquet_bytes(40, extra=kinds)))  # type: ignore[attr-defined]
-    assert second.status is OutcomeStatus.PUBLISHED, second.message
-    _, _, properties = described(lake, table_name)
-    assert "write.parquet.dict-encoding-enabled.column.kind" not in properties
-    assert properties["write.parquet.dict-encoding-enabled.column.tag"] == "false"
-    pages = dictionary_pages(lake, table_name, f"{table_name}/b.parquet")
-    assert pages["kind"] is True and pages["tag"] is False
-
-
 @pytest.mark.parametrize(
     ("layout", "phrase"),
     [({"partition_by": ["days(ts)"]}, "not a column or a transform"), ({"codec": "brotli"}, "codec must be one of"),
-     ({"sort_by": ["a sideways"]}, "asc or desc"), ({"partition": ["a"]}, "unknown key(s) partition"),
-     ({"dictionary_off": ["a.b"]}, "not a column name"), ({"dictionary_off": ["a", "a"]}, "names a column twice"),
-     ({"dictionary_off": "a"}, "dictionary_off must be a list")],
+     ({"sort_by": ["a sideways"]}, "asc or desc"), ({"partition": ["a"]}, "unknown key(s) partition")],
 )
 def test_a_bad_layout_fails_when_the_audits_are_loaded_naming_the_table(layout: dict[str, object],
                                                                         phrase: str) -> None:
