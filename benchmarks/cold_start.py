@@ -34,7 +34,8 @@ interleaved (before, after, before, after...) so that the machine's load, shared
             driver's classpath, which the archive needs)
   rewrite   the service as it is, the table's Parquet files rewritten (`write: rewrite`): `after` registers them
             (the default for a Parquet file that fits its table, issue 27)
-  --java-options NAME="...": another variant, those options added to the service's own driver options
+  --java-options NAME="...": another variant, those options added to the service's own driver options (on the
+            rewrite path when NAME starts with `rewrite`)
 `cold_first_file_s` is `after`'s median (the register path), `cold_first_file_rewrite_s` `rewrite`'s.
 """
 
@@ -236,7 +237,8 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
     }
     for item in extra:
         name, _, options = item.partition("=")
-        known[name] = {"java_options": [*startup_java_options(Path("{archive}")), *shlex.split(options)]}
+        known[name] = {"java_options": [*startup_java_options(Path("{archive}")), *shlex.split(options)]} | (
+            {"env": rewrite} if name.startswith("rewrite") else {})  # rewrite-*: on the rewrite path
         names.append(name)
     unknown = [n for n in names if n not in known]
     if unknown:
