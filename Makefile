@@ -14,7 +14,7 @@ SAM_CLI_VERSION := 1.150.0
 SAM_CLI_WHEEL_SHA256 := 1d807ea3088a3fdea7aafd97e6dd41eac06a761bc9871fdc0a927360c613f8dc
 RIE := .cache/rie/aws-lambda-rie
 
-.PHONY: setup jars cds aot lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts \
+.PHONY: setup outdated jars cds aot lock pin-images rie chromium lint test test-unit demo bench stack-up stack-down clean emr-artifacts \
 	image image-context image-test debian-base pin-packages container-tools
 
 setup: $(VENV)/.installed jars rie cds aot
@@ -195,6 +195,10 @@ demo: setup
 	$(PY) scripts/demo.py
 
 # The service against the reference approach, side by side on one local stack; writes benchmarks/results/.
+# Every pinned package and jar behind its latest release (PyPI, Maven Central, npm): where an upgrade starts.
+outdated:
+	$(PYTHON) scripts/outdated.py
+
 bench: setup
 	$(PY) -m benchmarks.run
 

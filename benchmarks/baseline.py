@@ -137,7 +137,8 @@ class Baseline:
     def reference_audit(self, ref: str, table: str, column: str = "my_col_1") -> int:
         """The reference's quality check, as written: the rows of `column` that are null, by a row-filtered scan
         of the whole table on `ref` (files whose metrics show no nulls in `column` are skipped)."""
-        from pyiceberg.expressions import IsNull
+        from pyiceberg.expressions import IsNull, Reference
 
-        scan = self._catalog(ref).load_table(table).scan(row_filter=IsNull(column), selected_fields=(column,))
+        loaded = self._catalog(ref).load_table(table)
+        scan = loaded.scan(row_filter=IsNull(term=Reference(column)), selected_fields=(column,))
         return int(scan.to_arrow().num_rows)

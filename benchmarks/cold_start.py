@@ -34,7 +34,8 @@ interleaved (before, after, before, after...) so that the machine's load, shared
             driver's classpath, which the archive needs)
   rewrite   the service as it is, the table's Parquet files rewritten (`write: rewrite`): `after` registers them
             (the default for a Parquet file that fits its table, issue 27)
-  --java-options NAME="...": another variant, those options added to the service's own driver options
+  --java-options NAME="...": another variant, those options added to the service's own driver options (on the
+            rewrite path when NAME starts with `rewrite`)
 `cold_first_file_s` is `after`'s median (the register path), `cold_first_file_rewrite_s` `rewrite`'s.
 """
 
@@ -64,6 +65,7 @@ from benchmarks.common import Bench, Options, published_keys
 RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.json"
 INBOX = "bench-inbox"
 TABLE = "cold_start"
+REFERENCE_TABLE = "cold_reference"
 PHASES = ("interpreter_imports", "service_wiring", "jvm_start", "spark_session", "first_spark_job", "pipeline")
 TARGET_S = 4.0  # issue 27: a Parquet file on the register path
 REWRITE_TARGET_S = 6.0  # issue 17's target, kept for the rewrite path
@@ -131,6 +133,15 @@ class Environments:
         on_main = self.committed_at(key)
         sample = phases_from(log.read_text(errors="replace"), started, on_main)
         return sample | {"reply_s": round(replied - started, 3), "cpu_s": cpu, "warm_s": warm, "log": str(log)}
+
+    def reference_run(self, env: dict[str, str]) -> dict[str, Any]:
+        from benchmarks.reference_cold import reference_run
+
+        self.count += 1
+        name = f"reference-{self.count}"
+        key = f"{REFERENCE_TABLE}/{name}.parquet"
+        self.bench.put(INBOX, key, 1000)
+        return reference_run(env, INBOX, key, f"wap.{REFERENCE_TABLE}", self.config.logs_dir / f"{name}.log")
 
     def committed_at(self, key: str) -> float:
         from wap_ingest.core.models import TableRef
@@ -222,10 +233,12 @@ def variants_from(names: list[str], extra: list[str]) -> dict[str, dict[str, Any
         "jit-only": {"env": off, "conf": before_conf, "java_options": list(SHORT_RUN_JIT)},
         "extensions-only": {"env": off, "conf": {"spark.sql.extensions": EXTENSIONS} | no_classpath},
         "rewrite": {"env": rewrite},
+        "reference": {"reference": True},  # seed 004's function, cold (benchmarks/reference_cold.py)
     }
     for item in extra:
         name, _, options = item.partition("=")
-        known[name] = {"java_options": [*startup_java_options(Path("{archive}")), *shlex.split(options)]}
+        known[name] = {"java_options": [*startup_java_options(Path("{archive}")), *shlex.split(options)]} | (
+            {"env": rewrite} if name.startswith("rewrite") else {})  # rewrite-*: on the rewrite path
         names.append(name)
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -268,6 +281,15 @@ def report_for(results: dict[str, list[dict[str, Any]]], variants: dict[str, Any
             value = medians[variant]["total_s"]
             report[name] = value
             report["target"][name] = {"goal": f"<= {bound}", "met": value <= bound}
+    if "reference" in medians:  # issue 35: each cold start against the reference's, measured in this run
+        reference = medians["reference"]["total_s"]
+        for variant, name, bound in (("after", "cold_first_file_register_vs_reference_cold", 1.0),
+                                     ("rewrite", "cold_first_file_rewrite_vs_reference_cold", 2.0)):
+            if variant in medians:
+                value = round(medians[variant]["total_s"] / reference, 3)
+                report[name] = value
+                report["target"][name] = {"goal": f"<= {bound}", "met": value <= bound,
+                                          "inputs": {variant: medians[variant]["total_s"], "reference": reference}}
     if "before" in medians and "after" in medians:
         before, after = medians["before"], medians["after"]
         report["before_after"] = {p: {"before_s": before["phases"][p], "after_s": after["phases"][p],
@@ -307,10 +329,15 @@ def measure(variants: dict[str, dict[str, Any]], runs: int, warm: int = 1) -> di
         options = Options(smoke=False, runs=1, burst=0, burst_batch=1, concurrency=(1,), large_rows=0, large_runs=0,
                           function_memory_mb=4096, work=config.state_dir / "large")  # only put() and the service
         environments = Environments(config, state, Bench(env, options))
-        environments.cold_run(variants[next(iter(variants))], 1000)  # creates the table: not measured
+        service = next((v for v in variants.values() if not v.get("reference")), None)
+        if service is not None:
+            environments.cold_run(service, 1000)  # creates the table: not measured
+        if any(v.get("reference") for v in variants.values()):
+            environments.reference_run(env)  # creates the reference's table: not measured
         for run in range(1, runs + 1):
             for name, variant in variants.items():
-                sample = environments.cold_run(variant, 1000, warm)
+                sample = (environments.reference_run(env) if variant.get("reference")
+                          else environments.cold_run(variant, 1000, warm))
                 results[name].append(sample)
                 print(f"run {run} {name}: {sample['total_s']} s {sample['phases']}", flush=True)
     finally:
@@ -323,8 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="cold starts per variant (median reported)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--warm", type=int, default=1, help="files after each cold one, in the same environment")
-    parser.add_argument("--variants", default="after,rewrite",
-                        help="comma-separated: before, after, cds-only, jit-only, extensions-only, rewrite")
+    parser.add_argument("--variants", default="after,rewrite,reference",
+                        help="comma-separated: before, after, cds-only, jit-only, extensions-only, rewrite, reference")
     parser.add_argument("--java-options", action="append", default=[], metavar='NAME="OPTIONS"',
                         help="another variant: the service's driver options plus these")
     args = parser.parse_args(argv)

@@ -135,7 +135,7 @@ def train(spark: Any, work: Path) -> None:
                                                        ("my_col_2", "double")))).writeTo("train.wap.t").append()
     spark.table("train.wap.t.snapshots").select("snapshot_id", "parent_id", "summary").collect()
     snapshot = spark.table("train.wap.t.snapshots").orderBy("committed_at").first()["snapshot_id"]
-    new_rows = spark.read.option("snapshot-id", snapshot).table("train.wap.t")
+    new_rows = spark.read.option("versionAsOf", snapshot).table("train.wap.t")  # as writer.AS_OF
     checks = [F.count(F.lit(1)).alias("rows")]
     checks += [F.sum(F.col(c).isNull().cast("int")).alias(f"{c}_nulls") for c in new_rows.columns]
     checks += [F.min("my_col_2"), F.max("my_col_2"), F.countDistinct("my_col_0")]

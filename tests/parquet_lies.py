@@ -218,14 +218,19 @@ def set_null_count(group: int, column: str, count: int) -> Callable[[TStruct], N
 
 
 def set_bounds(group: int, column: str, low: bytes | None = None, high: bytes | None = None,
-               deprecated: bool = False) -> Callable[[TStruct], None]:
-    """min_value/max_value (or the deprecated min/max) of a chunk, as plain-encoded bytes."""
+               deprecated: bool = False, exact: bool | None = None) -> Callable[[TStruct], None]:
+    """min_value/max_value (or the deprecated min/max) of a chunk, as plain-encoded bytes; with `exact`, the bound's
+    is_min_value_exact/is_max_value_exact too (pyarrow 21+ writes them, true for every bound it does not cut)."""
     def edit(footer: TStruct) -> None:
         stats = statistics(footer, group, column)
         if low is not None:
             stats.set(2 if deprecated else 6, BINARY, low)
+            if exact is not None:
+                stats.set(8, TRUE, exact)
         if high is not None:
             stats.set(1 if deprecated else 5, BINARY, high)
+            if exact is not None:
+                stats.set(7, TRUE, exact)
     return edit
 
 

@@ -28,7 +28,7 @@ from wap_ingest.adapters.engine import local_driver_options
 from wap_stack.daemon import Control, log, stop_on_signals
 
 APPLICATION_NAME = "wap-lake-local"
-RELEASE_LABEL = "emr-7.9.0"  # Spark 3.5, as infra/emr-application.json
+RELEASE_LABEL = "emr-spark-8.1.0"  # Spark 4.1.1, as infra/emr-application.json
 ROLE_NAME = "wap-emr-job-role"
 DRIVER_ENV = "spark.emr-serverless.driverEnv."
 # What the runner supplies itself, locally: the jars, the package, the files, the Python.

@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wap_stack.moto_emr import accept_emr_spark_labels
+
 # API operation -> the IAM action AWS authorizes it as, where they differ (per service prefix).
 IAM_ACTIONS = {
     "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
@@ -173,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     del args[at: at + 2]
     decisions.parent.mkdir(parents=True, exist_ok=True)
     install(decisions)
+    accept_emr_spark_labels()  # the application's emr-spark-8.1.0 (wap_stack/moto_emr.py)
     from moto.server import main as moto_main
 
     moto_main(args)

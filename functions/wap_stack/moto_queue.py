@@ -32,6 +32,8 @@ from typing import Any
 
 import requests
 
+from wap_stack.moto_emr import accept_emr_spark_labels
+
 DELIVERY_SECONDS = 120.0  # how long an S3 notification waits for a queue server that is being restarted
 FORWARDED_HEADERS = ("Content-Type", "X-Amz-Target", "X-Amzn-Query-Mode")
 
@@ -144,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         found[option] = args[at + 1]
         del args[at: at + 2]
     install(found["--queue-endpoint"], {q for q in found["--queues"].split(",") if q})
+    accept_emr_spark_labels()  # the application's emr-spark-8.1.0 (wap_stack/moto_emr.py)
     if "--decisions" in args:  # `up --iam`: moto_iam's enforcement on top
         from wap_stack import moto_iam
 

@@ -42,7 +42,7 @@ from wap_stack.leftovers import OWNER_VARIABLE, owner_tag
 
 # A recorded pid is only "ours" while its command line still contains this (guards against pid reuse).
 _MARKERS: dict[str, tuple[str, ...]] = {
-    MOTO: ("moto.server", "wap_stack.moto_iam", "wap_stack.moto_queue"),
+    MOTO: ("moto.server", "wap_stack.moto_iam", "wap_stack.moto_emr", "wap_stack.moto_queue"),
     NESSIE: ("nessie.version.store.type",),
     SLACK: ("wap_stack.slack_sink",),
     LAMBDA: ("--runtime-interface-emulator-address",),

@@ -157,7 +157,7 @@ def _ports(config: StackConfig) -> list[tuple[int, str, str]]:
 
 
 def moto_command(config: StackConfig) -> list[str]:
-    return [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(config.moto_port)]
+    return [sys.executable, "-m", "wap_stack.moto_emr", "-H", HOST, "-p", str(config.moto_port)]  # moto.server + labels
 
 
 def lake_moto_command(config: StackConfig) -> list[str]:

@@ -1,4 +1,4 @@
-"""The EMR Serverless application that runs the WAP pipeline for large files (emr-7.x: Spark 3.5).
+"""The EMR Serverless application that runs the WAP pipeline for large files (emr-spark-8.1.0: Spark 4.1).
 
 infra/emr-application.json holds its settings; its `networkConfiguration` (the private subnets and security group
 its jobs reach Nessie, Cognito and Slack through) is added here from the network step (infra/provision/network.py)

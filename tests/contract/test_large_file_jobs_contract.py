@@ -48,7 +48,7 @@ def engine(request: pytest.FixtureRequest) -> Engine:
     env: dict[str, str] = request.getfixturevalue("stack_env")
     s3, bucket = request.getfixturevalue("stack_s3"), request.getfixturevalue("fresh_bucket")
     emr: Any = boto3.client("emr-serverless", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"])
-    application = emr.create_application(name=f"contract-{uuid.uuid4().hex[:8]}", releaseLabel="emr-7.9.0",
+    application = emr.create_application(name=f"contract-{uuid.uuid4().hex[:8]}", releaseLabel="emr-spark-8.1.0",
                                          type="SPARK")["applicationId"]
     assert application != env["WAP_EMR_APPLICATION_ID"]
 

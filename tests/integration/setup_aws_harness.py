@@ -23,6 +23,7 @@ from botocore.stub import ANY, Stubber
 from infra.provision.names import Account, ResourceNames
 from moto.server import ThreadedMotoServer
 
+from wap_stack.moto_emr import accept_emr_spark_labels
 from wap_stack.processes import free_port
 
 ACCOUNT = Account("123456789012", "us-east-1")
@@ -42,6 +43,7 @@ def moto_url() -> Iterator[str]:
     patch.delenv("AWS_ENDPOINT_URL", raising=False)
     patch.delenv("AWS_PROFILE", raising=False)
     port = free_port()
+    accept_emr_spark_labels()  # the application's emr-spark-8.1.0, which moto's own check refuses
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
@@ -296,7 +298,7 @@ def assert_created(moto_url: str, names: ResourceNames, state: dict[str, Any]) -
 
     assert state["ecr"] == {"imageScanningConfiguration": {"scanOnPush": True}, "imageTagMutability": "IMMUTABLE"}
     app = state["emr"]
-    assert app["releaseLabel"].startswith("emr-7.")
+    assert app["releaseLabel"] == "emr-spark-8.1.0"  # Spark 4.1, as the function (test_engine_versions.py)
     assert app["type"].upper() == "SPARK"
 
     lambda_role, job_role = state["roles"][names.lambda_role], state["roles"][names.emr_job_role]

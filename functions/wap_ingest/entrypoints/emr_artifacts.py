@@ -63,8 +63,8 @@ def job_requirements(lock: Path) -> str:
 
 
 def python_archive(dest: Path, lock: Path) -> Path:
-    """The dependencies as EMR's x86_64 Linux CPython 3.11 needs them (emr-7: Amazon Linux 2023, glibc 2.34): wheels
-    only, never built here, each checked against the lock's hashes."""
+    """The dependencies as EMR's x86_64 Linux CPython 3.11 needs them (AWS's release guide lists Python 3.11 and 3.13
+    in emr-spark-8.1.0): wheels only, never built here, each checked against the lock's hashes."""
     target = dest / PYTHON_ARCHIVE
     with tempfile.TemporaryDirectory() as tmp:
         wanted = Path(tmp) / "requirements-emr.txt"

@@ -18,7 +18,8 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark]
 
 
 TARGETS = ["warm_small_direct_vs_baseline", "warm_small_register_vs_baseline", "wap_overhead_vs_plain_spark_append_s",
-           "cold_first_file_s", "cold_first_file_rewrite_s", "audit_10m_vs_10k", "burst_vs_baseline_same_concurrency",
+           "cold_first_file_s", "cold_first_file_rewrite_s", "cold_first_file_register_vs_reference_cold",
+           "cold_first_file_rewrite_vs_reference_cold", "audit_10m_vs_10k", "burst_vs_baseline_same_concurrency",
            "large_file_vs_pyarrow_floor", "large_parquet_register_vs_pyarrow_floor",
            "large_file_peak_memory_vs_baseline", "load_1000th_vs_10th"]
 

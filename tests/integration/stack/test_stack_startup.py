@@ -161,7 +161,9 @@ def test_one_dead_process_is_reported_as_broken(tmp_path: Path) -> None:
         record = {"complete": True, "moto_pid": fake_moto.pid, "nessie_pid": dead_pid}
         config.state_file.write_text(json.dumps(record))
         status = stack_status(config)
-        assert status.broken and not status.healthy
+        seen = [(c.name, c.pid, c.alive, c.health) for c in status.components]
+        assert fake_moto.poll() is None, f"the stand-in moto exited ({fake_moto.returncode}) before the check"
+        assert status.broken and not status.healthy, seen
         assert "BROKEN" in status.summary
         assert "wap stack down, then wap stack up" in status.summary
         with pytest.raises(ConfigError, match="wap stack down, then wap stack up"):

@@ -20,8 +20,8 @@ ROLE = "arn:aws:iam::123456789012:role/wap-emr-job"
 def env(tmp_path: Path) -> dict[str, str]:
     jars = tmp_path / "jars"
     jars.mkdir()
-    for name in ("iceberg-spark-runtime-3.5_2.12-1.11.0.jar", "iceberg-aws-bundle-1.11.0.jar",
-                 "spark-avro_2.12-3.5.7.jar"):
+    for name in ("iceberg-spark-runtime-4.1_2.13-1.12.0.jar", "iceberg-aws-bundle-1.12.0.jar",
+                 "spark-avro_2.13-4.1.1.jar"):
         (jars / name).write_bytes(b"")
     audits = tmp_path / "audits.yml"
     audits.write_text("tables: {}\n")
@@ -49,9 +49,9 @@ def test_the_request_carries_the_job_and_is_deterministic(env: dict[str, str]) -
                                              "--size", str(5 * 1024**3), "--etag", "abc", "--audits-digest", suite]
     conf = parse_submit_parameters(driver["sparkSubmitParameters"])
     assert conf["spark.jars"].split(",") == [
-        "s3://lake/emr/artifacts/jars/iceberg-aws-bundle-1.11.0.jar",
-        "s3://lake/emr/artifacts/jars/iceberg-spark-runtime-3.5_2.12-1.11.0.jar",
-        "s3://lake/emr/artifacts/jars/spark-avro_2.12-3.5.7.jar"]
+        "s3://lake/emr/artifacts/jars/iceberg-aws-bundle-1.12.0.jar",
+        "s3://lake/emr/artifacts/jars/iceberg-spark-runtime-4.1_2.13-1.12.0.jar",
+        "s3://lake/emr/artifacts/jars/spark-avro_2.13-4.1.1.jar"]
     assert conf["spark.sql.catalog.nessie.uri"] == "https://nessie.example/api/v2"
     assert conf["spark.emr-serverless.driverEnv.WAP_STAGE"] == "s3"
     assert "spark.driver.memory" not in conf and "spark.local.dir" not in conf

@@ -4,6 +4,7 @@ it (a file registered through PyIceberg starts no JVM), where the JVM phases are
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from benchmarks.cold_phases import phases_from
 
@@ -28,3 +29,21 @@ def test_a_cold_start_with_the_engine_splits_its_start_out_of_the_pipeline() -> 
     assert found["engine_before_main"] is True
     assert found["phases"]["jvm_start"] == 1.5 and found["phases"]["spark_session"] == 1.0
     assert found["phases"]["pipeline"] == 1.1  # 0.1 before the engine began, 1.0 after it was ready
+
+
+def test_the_cold_targets_are_ratios_to_the_references_cold_start_in_the_same_run() -> None:
+    """Issue 35: a cold start swings with the machine, so each is judged against the reference's (seed 004's function,
+    cold, benchmarks/reference_cold.py), measured interleaved with it on the same stack."""
+    from benchmarks.cold_start import PHASES, report_for
+
+    def sample(total: float) -> dict[str, Any]:
+        return {"total_s": total, "phases": dict.fromkeys(PHASES, 0.0), "cpu_s": 1.0, "warm_s": []}
+
+    results = {"after": [sample(2.0), sample(2.4), sample(9.0)], "rewrite": [sample(5.0)] * 3,
+               "reference": [sample(2.0), sample(2.5), sample(3.0)]}
+    report = report_for(results, {"after": {}, "rewrite": {}, "reference": {"reference": True}}, 3, "t", [0.0])
+    assert report["cold_first_file_register_vs_reference_cold"] == 0.96  # medians: 2.4 / 2.5
+    assert report["cold_first_file_rewrite_vs_reference_cold"] == 2.0
+    assert report["target"]["cold_first_file_register_vs_reference_cold"]["met"] is True
+    assert report["target"]["cold_first_file_rewrite_vs_reference_cold"] == {
+        "goal": "<= 2.0", "met": True, "inputs": {"rewrite": 5.0, "reference": 2.5}}

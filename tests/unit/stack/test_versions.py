@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import zipfile
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ DEPLOY = ROOT / "docs" / "deploy.md"
 POM = ROOT / "docker" / "pom.xml"
 MANIFEST = ROOT / "docker" / "jars.sha256"
 NESSIE_DOCKERFILE = ROOT / "docker" / "nessie" / "Dockerfile"
-RUNTIME_JAR = ROOT / ".cache" / "jars" / "spark" / "iceberg-spark-runtime-3.5_2.12-{}.jar"
+JARS = ROOT / ".cache" / "jars" / "spark"
 FIXED_10062 = (0, 101, 1)  # projectnessie/nessie#10062
 
 
@@ -55,13 +54,13 @@ def test_iceberg_is_the_pinned_one_with_its_digests_and_no_nessie_extensions() -
     manifest = MANIFEST.read_text()
 
     assert _pom("iceberg.version") == iceberg
-    assert f"  spark/iceberg-spark-runtime-3.5_2.12-{iceberg}.jar\n" in manifest
+    assert f"  spark/iceberg-spark-runtime-{_pom('spark.binary')}-{iceberg}.jar\n" in manifest
     assert f"  spark/iceberg-aws-bundle-{iceberg}.jar\n" in manifest
     assert "nessie-spark-extensions" not in POM.read_text() and "nessie-spark-extensions" not in manifest
 
 
 def test_the_nessie_client_is_the_one_iceberg_bundles() -> None:
-    jar = Path(str(RUNTIME_JAR).format(_version_of("Iceberg")))
+    jar = JARS / f"iceberg-spark-runtime-{_pom('spark.binary')}-{_version_of('Iceberg')}.jar"
     if not jar.is_file():
         pytest.skip(f"no {jar.name}: `make jars` fetches it")
     with zipfile.ZipFile(jar) as runtime:

@@ -5,7 +5,7 @@ branch's snapshot added: record and null counts per column), so it reads no data
 
 Authentication: with an OAuth2 client configured, the catalog's requests carry a token from the service's
 `TokenProvider` (PyIceberg's `auth` property, type `custom`, loads `TokenAuthManager`), refreshed as it expires.
-The metadata files themselves are read from S3 with this process's AWS credentials: PyIceberg 0.10 only uses a
+The metadata files themselves are read from S3 with this process's AWS credentials: PyIceberg (0.10, 0.12) only uses a
 remote signer when the catalog sends `s3.signer`, which Nessie 0.99 does not (checked against the server).
 """
 

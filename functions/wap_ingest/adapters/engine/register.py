@@ -49,7 +49,7 @@ from wap_ingest.adapters.engine.parquet_fit import (
 from wap_ingest.adapters.engine.parquet_measured import Measured, footer_digest
 from wap_ingest.adapters.engine.py4j_lookup import static
 from wap_ingest.adapters.engine.register_metrics import measured_statistics
-from wap_ingest.adapters.engine.tables import IcebergTables
+from wap_ingest.adapters.engine.tables import FORMAT_VERSION, IcebergTables
 from wap_ingest.core import lineage
 from wap_ingest.core.errors import CatalogError, ObjectStoreUnavailableError, UnexpectedError, WapError
 from wap_ingest.core.layout import Layout
@@ -59,7 +59,6 @@ from wap_ingest.core.write_paths import REGISTERED, WritePath
 log = logging.getLogger(__name__)
 
 NAME_MAPPING = "schema.name-mapping.default"
-FORMAT_VERSION = "2"  # what the rewrite path creates tables with
 _EPOCH = date(1970, 1, 1)
 MICROS_PER_HOUR = 3_600_000_000
 

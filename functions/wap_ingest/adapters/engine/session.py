@@ -105,6 +105,12 @@ def spark_conf_for(
         # large-file benchmark; the row reader is slower on wide scans but safe, and an audit reads only new rows.
         "spark.sql.iceberg.vectorization.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
+        # Spark 4 turned ANSI mode on by default; the service keeps Spark 3.5's semantics, on purpose (README,
+        # "Spark 4's ANSI mode"): an invalid cast or an overflow in an audit's or a custom_sql check's expression
+        # gives null, as before, instead of an exception that the engine's error classification files as an
+        # infrastructure failure (retried, then dead-lettered) rather than as the file's fault. Writes are not
+        # affected: a table's column types are enforced by `spark.sql.storeAssignmentPolicy` (ANSI in both).
+        "spark.sql.ansi.enabled": "false",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         # Every exception keeps its stack (C2 drops it from one thrown often at one site): spark_errors reads it.

@@ -1,4 +1,4 @@
-"""What a custom_sql check may be made of (Spark 3.5): the explicit lists spark_sql_guard judges a query by.
+"""What a custom_sql check may be made of (Spark 4.1): the explicit lists spark_sql_guard judges a query by.
 
 Nothing outside these lists is accepted. Functions are named as a query writes them; their expression classes come
 from Spark's own built-in registry (FunctionRegistry.builtin, never the session's, where a temporary function can
@@ -10,6 +10,16 @@ Generous with plain scalar, aggregate, window, string, date and math functions; 
 version, current_database), the network, or that is non-deterministic (rand, uuid, shuffle, first/last) or has an
 effect (raise_error, assert_true). `current_date`, `current_timestamp` (and `now`, `curdate`, `localtimestamp`) are
 accepted: one value for the whole query, the usual way to find rows dated in the future.
+
+Re-derived for Spark 4.1 (issue 35): every name and class here exists in 4.1's registry and catalyst (tested), and
+what 4.x added stays off the lists, so it is refused by what it is: SQL pipe syntax (`|>`: PipeOperator,
+PipeExpression), SQL scripts (BEGIN ... END: CompoundBody), EXECUTE IMMEDIATE, session variables (DECLARE and SET VAR
+are commands; a variable read in a query resolves to VariableReference), IDENTIFIER() (still parsed into the
+*WithUnresolvedIdentifier nodes in 4.1.1), the new table-valued functions (collations(), sql_keywords(),
+variant_explode(): UnresolvedTableValuedFunction), COLLATE and the collate()/collation() functions, and every new
+function (parse_json, variant_get, try_reflect, randstr, uniform...). Pipe syntax and COLLATE could be allowed
+(a pipe query is a SELECT written otherwise; a collation is deterministic), but neither adds a check that plain SQL
+cannot write (lower(), upper() compare without case), so the list stays as small as the checks need.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ _AGGREGATES = """
 _WINDOW = "cume_dist dense_rank lag lead nth_value ntile percent_rank rank row_number"
 _OPERATORS = """
     + - * / % & | ^ ~ ! < <= <=> = == > >= <> != || and or not in between case when div mod negative positive
-    isnull isnotnull isnan like ilike rlike regexp regexp_like equal_null
+    isnull isnotnull isnan like ilike rlike regexp regexp_like equal_null << >> >>>
 """
 _CONDITIONALS = "coalesce if ifnull nanvl nullif nvl nvl2"
 _CASTS = "bigint binary boolean cast date decimal double float int smallint string timestamp tinyint typeof"
@@ -97,7 +107,7 @@ ANALYSED_PLANS = _names(_LOGICAL, """
 # CAST, subqueries, window specifications, grouping sets, lambdas (`x -> x + 1`), field access, and what the
 # analyser makes of them (date and interval arithmetic, aggregate and window wrappers, outer references, grouping())
 PARSED_EXPRESSIONS = _names(_ANALYSIS, """
-    UnresolvedAttribute UnresolvedStar UnresolvedAlias UnresolvedFunction UnresolvedExtractValue
+    UnresolvedAttribute UnresolvedStar UnresolvedAlias UnresolvedFunction UnresolvedExtractValue UnresolvedOrdinal
 """) | _names(_EXPR, """
     Alias Literal Cast CaseWhen In InSubquery ListQuery ScalarSubquery Exists SortOrder UnresolvedWindowExpression
     WindowExpression WindowSpecDefinition WindowSpecReference UnresolvedNamedLambdaVariable UnspecifiedFrame$
@@ -109,7 +119,8 @@ ANALYSED_EXPRESSIONS = _names(_EXPR, """
     SortOrder WindowExpression WindowSpecDefinition SpecifiedWindowFrame UnboundedPreceding$ UnboundedFollowing$
     CurrentRow$ LambdaFunction NamedLambdaVariable GetStructField GetArrayItem GetMapValue GetArrayStructFields
     KnownNotNull LikeAll NotLikeAll LikeAny NotLikeAny IsUnknown IsNotUnknown If ShiftRight
-    DateAdd DateSub DateDiff TimeAdd DateAddInterval DatetimeSub SubtractDates SubtractTimestamps DateAddYMInterval
+    DateAdd DateSub DateDiff TimestampAddInterval DateAddInterval DatetimeSub SubtractDates SubtractTimestamps
+    DateAddYMInterval
     TimestampAddYMInterval
     MultiplyYMInterval MultiplyDTInterval DivideYMInterval DivideDTInterval TimestampAdd TimestampDiff
     ExtractANSIIntervalYears ExtractANSIIntervalMonths ExtractANSIIntervalDays ExtractANSIIntervalHours
@@ -117,11 +128,15 @@ ANALYSED_EXPRESSIONS = _names(_EXPR, """
     aggregate.AggregateExpression
 """)
 # what the allowed functions registered under an ExpressionBuilder become, and what they build themselves
-# (array_sort's default comparator, convert_timezone's default source zone: the session's, UTC in the service)
+# (array_sort's default comparator, convert_timezone's default source zone: the session's, UTC in the service;
+# since Spark 4.1, hour, minute, second, make_timestamp(_ltz, _ntz), mode, to_char and to_varchar are builders too,
+# and build Hour, Minute, Second, MakeTimestampFromDateTime, MakeTimestampNTZ, Mode, and to_char's forms: ToCharacter,
+# or the allowed date_format, base64, hex or decode)
 BUILT_EXPRESSIONS = _names(_EXPR, """
     aggregate.CountMinSketchAgg aggregate.Average aggregate.Sum
     CurrentDate DatePart Extract MakeTimestamp ParseToTimestamp Ceil Floor RoundCeil RoundFloor StringLPad
-    StringRPad BinaryPad Contains StartsWith EndsWith BinaryPredicate Mask CurrentTimeZone
+    StringRPad BinaryPad Contains StartsWith EndsWith BinaryPredicate Mask CurrentTimeZone Hour Minute Second
+    aggregate.Mode MakeTimestampFromDateTime MakeTimestampNTZ ToCharacter DateFormatClass Base64 Hex Decode
 """)
 
 # how a refused construct is named in the message (class simple name -> words)
@@ -146,4 +161,13 @@ CONSTRUCTS = {
     "PythonUDF": "a Python user-defined function",
     "ScalaUDAF": "a user-defined aggregate function",
     "ScalaAggregator": "a user-defined aggregate function",
+    # Spark 4.x
+    "PipeOperator": "SQL pipe syntax (|>)",
+    "PipeExpression": "SQL pipe syntax (|>)",
+    "CompoundBody": "a SQL script (BEGIN ... END)",
+    "UnresolvedExecuteImmediate": "EXECUTE IMMEDIATE",
+    "CreateVariable": "DECLARE VARIABLE (a session variable)",
+    "SetVariable": "SET VAR (a session variable)",
+    "VariableReference": "a session variable",
+    "Collate": "COLLATE (a collation)",
 }

@@ -47,6 +47,10 @@ from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
 Stage = Callable[[SourceObject, Callable[[], bool]], Path | str]  # (the version, "stop now?") -> what Spark reads
 log = logging.getLogger(__name__)
+# Reading a table as of one snapshot: Spark's own time-travel option. Iceberg's `snapshot-id` read option is refused
+# by Iceberg 1.12's Spark 4 runtime ("Time travel option `snapshot-id` is no longer supported"); incremental scans
+# (`start-snapshot-id`, `end-snapshot-id`) are not time travel and keep their options.
+AS_OF = "versionAsOf"
 
 
 class SparkIcebergWriter(TableWriter):
@@ -229,7 +233,7 @@ class SparkIcebergWriter(TableWriter):
         ident = table_identifier(table, branch)
         reader = spark.read.format("iceberg")
         if appended.parent_snapshot_id is None:
-            reader = reader.option("snapshot-id", str(appended.snapshot_id))
+            reader = reader.option(AS_OF, str(appended.snapshot_id))
         else:  # an incremental scan: only the data files this snapshot added
             reader = reader.option("start-snapshot-id", str(appended.parent_snapshot_id)).option(
                 "end-snapshot-id", str(appended.snapshot_id))
@@ -240,7 +244,7 @@ class SparkIcebergWriter(TableWriter):
                                              bounds_for)
             base = None
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
-                base = spark.read.format("iceberg").option("snapshot-id", str(appended.parent_snapshot_id)).load(ident)
+                base = spark.read.format("iceberg").option(AS_OF, str(appended.parent_snapshot_id)).load(ident)
             measured = measure_frame(spark, reader.load(ident), plan, row_count=appended.rows, metrics=metrics,
                                      base=base)
         except WapError:

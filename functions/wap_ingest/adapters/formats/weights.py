@@ -69,7 +69,8 @@ def _probed(source: SourceObject, stored: int, head: bytes, decompressor: Any, h
     try:
         produced = len(decompressor.decompress(head, PROBE_CAP))
     except (OSError, EOFError, ValueError, zlib.error) as exc:
-        raise UnreadableSourceError(f"{source.uri}: its first bytes are not {how.split()[0]} data ({exc}); nothing "
+        codec = how.split(maxsplit=1)[0]
+        raise UnreadableSourceError(f"{source.uri}: its first bytes are not {codec} data ({exc}); nothing "
                                     f"was ingested. Fix: upload the file compressed as its suffix says.") from exc
     if len(head) >= stored and decompressor.eof:
         return Weight(stored, produced, f"{how} (whole file)")

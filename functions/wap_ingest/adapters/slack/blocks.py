@@ -146,7 +146,7 @@ def answered(blocks: Sequence[Mapping[str, Any]], answer: Answer) -> list[dict[s
 
 def answered_text(text: str, answer: Answer) -> str:
     """The message's text (the notification's, and every plain-text reader's) once acted on: the line appended."""
-    return f"{text.split(_RESULT_MARK)[0].rstrip()}{_RESULT_MARK}{answer.line}"
+    return f"{text.split(_RESULT_MARK, maxsplit=1)[0].rstrip()}{_RESULT_MARK}{answer.line}"
 
 
 _RESULT_MARK = "\n\n>>> "

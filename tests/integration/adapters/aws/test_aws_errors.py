@@ -102,7 +102,10 @@ def test_the_service_own_objects(s3: Any, bucket: str) -> None:
 def test_what_a_setting_names_does_not_exist(stack_env: dict[str, str], s3: Any) -> None:
     queue = f"{stack_env['AWS_ENDPOINT_URL']}/123456789012/no-such-queue"
     request = PublishRequest(branch="wap-t-abc-1", reason="ok", reaudit=True)
-    with pytest.raises(ConfigError, match=r"SQS has no such resource.*NonExistentQueue.*WAP_PUBLISH_QUEUE_URL"):
+    # SQS's JSON protocol names it QueueDoesNotExist (moto 5.2, and AWS), its query protocol
+    # AWS.SimpleQueueService.NonExistentQueue (moto 5.1): both are "no such resource"
+    with pytest.raises(ConfigError, match=r"SQS has no such resource.*(QueueDoesNotExist|NonExistentQueue).*"
+                                          r"WAP_PUBLISH_QUEUE_URL"):
         SqsPublishRequests(aws(stack_env, "sqs"), queue).send(request)
     with pytest.raises(ConfigError, match=r"EventBridge has no such resource.*ResourceNotFoundException"):
         EventBridgeSink(aws(stack_env, "events"), "no-such-bus").publish([DownstreamEvent("Table Published", {})])

@@ -90,7 +90,8 @@ def lake(moto_url: str, sink: tuple[str, Path]) -> Lake:
     name = uuid.uuid4().hex[:10]
     for bucket in (f"source-{name}", f"lake-{name}"):
         s3.create_bucket(Bucket=bucket)
-    application = emr.create_application(name=f"wap-{name}", releaseLabel="emr-7.9.0", type="SPARK")["applicationId"]
+    application = emr.create_application(name=f"wap-{name}", releaseLabel="emr-spark-8.1.0",
+                                         type="SPARK")["applicationId"]
     env = {"AWS_ENDPOINT_URL": moto_url, "AWS_REGION": ACCOUNT.region, "SOURCE_BUCKET": f"source-{name}",
            "LAKE_BUCKET": f"lake-{name}", "NESSIE_ENDPOINT": "http://127.0.0.1:1", "WAP_AUDITS_FILE": str(AUDITS),
            "WAP_LARGE_FILE_BYTES": "1000", "WAP_EMR_APPLICATION_ID": application,

@@ -21,7 +21,7 @@ def counted(catalog: NessieBranches) -> list[str]:
     send = catalog._http.request
 
     def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        seen.append(f"{method.upper()} {url.split('/api/', 1)[-1].split('?')[0]}")
+        seen.append(f"{method.upper()} {url.split('/api/', 1)[-1].split('?', maxsplit=1)[0]}")
         return send(method, url, *args, **kwargs)
 
     catalog._http.request = request  # type: ignore[method-assign]

@@ -75,7 +75,7 @@ def expect_state(stub: Stubber, run_id: str, state: str, details: str = "Job is 
     stub.add_response("get_job_run", {"jobRun": {
         "applicationId": APP, "jobRunId": run_id, "arn": arn(run_id),
         "createdBy": "arn:aws:iam::123456789012:user/wap", "createdAt": now, "updatedAt": now,
-        "executionRole": ROLE, "state": state, "stateDetails": details, "releaseLabel": "emr-7.9.0",
+        "executionRole": ROLE, "state": state, "stateDetails": details, "releaseLabel": "emr-spark-8.1.0",
         "jobDriver": {"sparkSubmit": {"entryPoint": "e"}},
     }}, {"applicationId": APP, "jobRunId": run_id})
 
@@ -198,7 +198,7 @@ def expect_tags(stub: Stubber, run_id: str, state: str, tags: dict[str, str]) ->
     stub.add_response("get_job_run", {"jobRun": {
         "applicationId": APP, "jobRunId": run_id, "arn": arn(run_id),
         "createdBy": "arn:aws:iam::123456789012:user/wap", "createdAt": now, "updatedAt": now,
-        "executionRole": ROLE, "state": state, "stateDetails": DIED, "releaseLabel": "emr-7.9.0",
+        "executionRole": ROLE, "state": state, "stateDetails": DIED, "releaseLabel": "emr-spark-8.1.0",
         "jobDriver": {"sparkSubmit": {"entryPoint": "e"}}, "tags": tags,
     }}, {"applicationId": APP, "jobRunId": run_id})
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import io
+import signal
+import subprocess
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -189,10 +192,20 @@ def test_a_footer_the_parquet_reader_aborts_on_is_a_footer_error_not_a_dead_proc
     size mismatch"); parsed in the isolation worker, it is a FooterError (the file is then rewritten, and the rewrite
     path names the damage) and this process lives on."""
     good = corruption.parquet_file("none")
-    [aborting] = [d for d in corruption.damaged("parquet", "none", good, 24, 3) if d.case.endswith("footer-4275+1")]
+    footers = [d for d in corruption.damaged("parquet", "none", good, 24, 3) if "-footer-" in d.case]
+    # which of the seed's footer damages kills the reader, tried in a child process of its own (the offsets follow
+    # the footer pyarrow writes: 4275 with pyarrow 20, 4281 with 26)
+    [aborting] = [d for d in footers if _reader_exit(d.data) == -signal.SIGABRT]
     with pytest.raises(FooterError, match="SIGABRT"):
         footer_from(aborting.data, len(aborting.data))
     assert footer_from(good, len(good)).rows == 200  # and the next footer reads as before
+
+
+def _reader_exit(data: bytes) -> int:
+    """How a child process that reads the file's footer, every chunk's metadata too, ends."""
+    code = ("import io, sys, pyarrow.parquet as pq; m = pq.ParquetFile(io.BytesIO(sys.stdin.buffer.read())).metadata; "
+            "[m.row_group(g).column(c).to_dict() for g in range(m.num_row_groups) for c in range(m.num_columns)]")
+    return subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, check=False).returncode
 
 
 class Tails:
