@@ -24,7 +24,7 @@ from wap_ingest.core.errors import (
     SourceNotFoundError,
     UnreadableSourceError,
 )
-from wap_ingest.core.measurements import MeasurementPlan, Measurements
+from wap_ingest.core.measurements import ColumnProfile, MeasurementPlan, Measurements
 from wap_ingest.core.models import (
     FAILED_CHECKS_COLUMN,
     SOURCE_COLUMN,
@@ -240,7 +240,8 @@ class FakeWriter(TableWriter):
     @staticmethod
     def _measure(rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...]) -> Measurements:
         nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in columns}
-        return Measurements(row_count=len(rows), null_counts=nulls, columns=columns)
+        profile = {c: _profile([r.get(c) for r in rows]) for c in plan.profile_columns if c in columns}
+        return Measurements(row_count=len(rows), null_counts=nulls, columns=columns, profile=profile)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         content = self.catalog.contents(ref).get(table.qualified)
@@ -370,3 +371,15 @@ class FakeRetries(Retries):
             return False
         self.delays.append((queue_arn, receipt_handle, seconds))
         return True
+
+
+def _profile(values: list[Any]) -> ColumnProfile:
+    """The profile the engine measures, exactly (the engine's distinct count is an estimate)."""
+    present = [v for v in values if v is not None]
+    if not values:
+        return ColumnProfile()
+    numbers = [float(v) for v in present if isinstance(v, int | float) and not isinstance(v, bool)]
+    numeric = bool(present) and len(numbers) == len(present)
+    return ColumnProfile(null_share=(len(values) - len(present)) / len(values), distinct=float(len(set(present))),
+                         min=min(numbers) if numeric else None, max=max(numbers) if numeric else None,
+                         mean=sum(numbers) / len(numbers) if numeric else None)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable
 from wap_ingest.core.errors import BadInputError, SchemaDriftError
-from wap_ingest.core.measurements import MeasurementPlan
+from wap_ingest.core.measurements import ColumnProfile, MeasurementPlan
 from wap_ingest.core.models import FileFormat, SourceObject, TableRef
 from wap_ingest.core.ports import CatalogBranches, TableWriter, WriteSpec
 
@@ -164,3 +164,23 @@ def test_staged_files_are_released_when_the_core_appends_none_of_them(harness: H
     appended = staged.append([])  # after release: nothing to write, nothing written
     assert appended.snapshot is None and appended.written == ()
     assert harness.writer.find_append(harness.table, branch, sources[0].identity) is None
+
+
+def test_the_profile_of_the_new_rows_is_measured_in_the_audits_pass(harness: Harness) -> None:
+    source = harness.put_rows(f"{harness.table.name}/profiled.parquet", rows(4, nulls=1))  # a: 0..3, b: 1 null
+    spec = replace(harness.spec(harness.branch()), plan=MeasurementPlan(profile_columns=("a", "b", "gone")))
+    profile = harness.writer.append(spec, source, FileFormat.PARQUET).measured[source.identity].profile
+    assert profile["a"] == ColumnProfile(null_share=0.0, distinct=4.0, min=0.0, max=3.0, mean=1.5)
+    assert profile["b"] == ColumnProfile(null_share=0.25, distinct=3.0)  # text: no min, max or mean
+    assert "gone" not in profile  # a column the file does not have
+
+
+def test_each_staged_files_profile_is_its_own(harness: Harness) -> None:
+    sources = [harness.put_rows(f"{harness.table.name}/s{i}.parquet", rows(2 + i, start=10 * i, nulls=i))
+               for i in range(2)]
+    spec = replace(harness.spec(harness.branch()), plan=MeasurementPlan(profile_columns=("a", "b")))
+    with harness.writer.stage(spec, harness.files(*sources)) as staged:
+        measured = staged.measured
+    assert measured[sources[0].identity].profile["a"] == ColumnProfile(0.0, 2.0, 0.0, 1.0, 0.5)
+    assert measured[sources[1].identity].profile["a"] == ColumnProfile(0.0, 3.0, 10.0, 12.0, 11.0)
+    assert measured[sources[1].identity].profile["b"] == ColumnProfile(null_share=1 / 3, distinct=2.0)

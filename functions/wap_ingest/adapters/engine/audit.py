@@ -25,6 +25,7 @@ from functools import reduce
 from typing import Any
 
 from wap_ingest.adapters.engine.audit_metadata import MICROS_PER_DAY, Bound, FileMetrics, answered, no_nans, rule_bound
+from wap_ingest.adapters.engine.profile import profile_aggregates, profiles_from
 from wap_ingest.adapters.engine.py4j_lookup import static
 from wap_ingest.adapters.engine.sql_guard import require_read_only
 from wap_ingest.core.audits import NEW_ROWS_VIEW
@@ -245,6 +246,9 @@ def measure_frame(
             key = frame[resolved[k][0]]
             aggregates += [F.min(key).alias(f"kmin_{i}"), F.max(key).alias(f"kmax_{i}")]
 
+    profiled = [names[c.lower()] for c in plan.profile_columns if c.lower() in names]
+    aggregates += profile_aggregates(frame, profiled, types)  # in the same pass
+
     row: Any = None
     if aggregates:  # the one pass over the new rows
         row = frame.agg(*aggregates).collect()[0]
@@ -253,6 +257,7 @@ def measure_frame(
     violations |= {r.key: int(row[f"rule_{i}"] or 0) for i, (r, _) in enumerate(rules)}
     newest |= {c: (None if row[f"max_{i}"] is None else int(row[f"max_{i}"])) for i, c in enumerate(max_columns)}
     duplicates = {k: int(row["rows"]) - int(row[f"distinct_{i}"]) for i, k in enumerate(unique_sets)}
+    profile = profiles_from(row, profiled, types, rows) if profiled else {}
 
     existing: dict[tuple[str, ...], int] = {k: 0 for k in plan.existing_keys if k in resolved}
     matches: dict[tuple[str, ...], Any] = {}
@@ -312,5 +317,5 @@ def measure_frame(
     return Measurements(
         row_count=rows, null_counts=nulls, columns=columns, types=types, violations=violations,
         duplicates=duplicates, existing=existing, newest=newest, query_rows=query_rows, samples=samples,
-        from_metadata=tuple(from_metadata),
+        from_metadata=tuple(from_metadata), profile=profile,
     )

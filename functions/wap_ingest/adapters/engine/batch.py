@@ -22,7 +22,7 @@ def measure_grouped(
     spark: Any, frame: Any, columns: tuple[str, ...], plan: MeasurementPlan, by_tag: Mapping[str, SourceObject]
 ) -> dict[str, Measurements]:
     """Every file's row count and null counts in one grouped pass over the batch; a plan that needs more (row rules,
-    keys, freshness, queries) is measured per file with the one-file path's `measure_frame`."""
+    keys, freshness, queries, a column profile) is measured per file with the one-file path's `measure_frame`."""
     from pyspark.sql import functions as F
 
     wanted = [c for c in plan.null_count_columns if c.lower() in {x.lower() for x in columns}]
@@ -35,7 +35,8 @@ def measure_grouped(
     types = {f.name: f.dataType.simpleString() for f in frame.schema.fields if f.name != FILE_COLUMN}
     counted = {row["__path"]: row for row in grouped}
     measured: dict[str, Measurements] = {}
-    richer = bool(plan.rules or plan.unique_keys or plan.existing_keys or plan.max_columns or plan.queries)
+    richer = bool(plan.rules or plan.unique_keys or plan.existing_keys or plan.max_columns or plan.queries
+                  or plan.profile_columns)
     for tag, source in by_tag.items():
         row = counted.get(tag)
         rows = int(row["__rows"]) if row is not None else 0
