@@ -187,6 +187,10 @@ def wait_ready(name: str, pid: int, log: Path, check: Callable[[], tuple[bool, s
 # --- checking and stopping --------------------------------------------------------------------------
 
 
+_PROC = Path("/proc")
+_EXEC_WINDOW_READS = 50  # x 10 ms: an exec's window, even on a loaded machine
+
+
 def process_alive(name: str, pid: int) -> bool:
     """True while `pid` runs and is still the recorded component (not a zombie, not a reused pid)."""
     if pid <= 0:
@@ -203,15 +207,23 @@ def process_alive(name: str, pid: int) -> bool:
         return False
     except PermissionError:
         pass
-    proc = Path("/proc") / str(pid)
+    proc = _PROC / str(pid)
     if not Path("/proc/self").is_dir():
         return True  # no procfs (macOS): the signal check is all there is
-    try:
-        status = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        command_line = (proc / "cmdline").read_bytes()
-    except (OSError, IndexError):
-        return False
-    return status not in ("Z", "X") and any(m.encode() in command_line for m in _MARKERS[component_of(name)])
+    for _ in range(_EXEC_WINDOW_READS):
+        try:
+            status = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            command_line = (proc / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            return False
+        if status in ("Z", "X"):
+            return False
+        if command_line:
+            return any(m.encode() in command_line for m in _MARKERS[component_of(name)])
+        # An empty command line on a live process: it is inside exec (the kernel installs the new memory, which
+        # unblocks the parent's Popen, before it copies the arguments there). Read again in a moment.
+        time.sleep(0.01)
+    return False
 
 
 def _signal(pid: int, signum: int) -> None:
