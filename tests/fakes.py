@@ -15,6 +15,7 @@ from tests.fake_catalog import FakeCatalog, Rows
 from tests.fake_jobs import FakeJobs
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import Alert
+from wap_ingest.core.audit_results import ResultRow, results_table
 from wap_ingest.core.downstream import DownstreamEvent
 from wap_ingest.core.errors import (
     CatalogError,
@@ -38,6 +39,7 @@ from wap_ingest.core.models import (
     TableRef,
 )
 from wap_ingest.core.ports import (
+    AuditResults,
     DecisionLog,
     EventSink,
     Notifier,
@@ -53,6 +55,7 @@ from wap_ingest.core.weights import Weight
 from wap_ingest.core.write_paths import REGISTERED, REWRITTEN, WritePath
 
 __all__ = [
+    "FakeAuditResults",
     "FakeBatchWriter",
     "FakeCatalog",
     "FakeDecisionLog",
@@ -289,6 +292,27 @@ class FakeStaged(StagedFiles):
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:
     content = catalog.contents(ref).get(table)
     return [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
+
+
+class FakeAuditResults(AuditResults):
+    """Results tables as the fake catalog's tables: a key per audited table, appended on a branch, merged with it."""
+
+    def __init__(self, catalog: FakeCatalog) -> None:
+        self.catalog = catalog
+        self._ids = itertools.count(10_000)
+
+    def record(self, branch: str, table: TableRef, rows: Sequence[ResultRow]) -> None:
+        if not rows:
+            return
+        key = results_table(table).qualified
+        existing = self.catalog.contents(branch).get(key)
+        snapshots = [*(existing["snapshots"] if existing else []), (next(self._ids), list(rows), {})]
+        self.catalog.commit(branch, {key: {"columns": (), "snapshots": snapshots}}, f"create or append {key}")
+
+    def rows(self, table: TableRef, ref: str) -> list[ResultRow]:
+        content = self.catalog.contents(ref).get(results_table(table).qualified)
+        found = [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
+        return sorted(found, key=lambda r: r.recorded_at)
 
 
 class FakeReportStore(ReportStore):

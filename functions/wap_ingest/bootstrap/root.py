@@ -30,7 +30,13 @@ from wap_ingest.adapters.aws import (
     queue_name_of,
     record_maintenance,
 )
-from wap_ingest.adapters.catalog import ClientCredentials, IcebergRestReader, NessieBranches, TokenProvider
+from wap_ingest.adapters.catalog import (
+    ClientCredentials,
+    IcebergRestReader,
+    LakeAuditResults,
+    NessieBranches,
+    TokenProvider,
+)
 from wap_ingest.adapters.engine import (
     SparkEngine,
     SparkIcebergWriter,
@@ -206,7 +212,13 @@ class Service:
     @cached_property
     def ports(self) -> Ports:
         return Ports(catalog=self.catalog, writer=self.writer, objects=self.objects, reports=self.reports,
-                     maintainer=self.maintainer)
+                     maintainer=self.maintainer, results=self.audit_results)
+
+    @cached_property
+    def audit_results(self) -> LakeAuditResults:
+        """Every audited load's measurements, as a results table per audited table in the lake (no JVM)."""
+        return LakeAuditResults(builders.branch_tables_for(self.settings, self.tokens, self.objects),
+                                self.settings.warehouse)
 
     @cached_property
     def jobs(self) -> Any:

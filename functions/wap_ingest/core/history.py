@@ -1,4 +1,6 @@
-"""What the audit knows of a table's past: the row counts of its last published loads (`row_count_vs_history`)."""
+"""What the audit knows of a table's past: the row counts of its last published loads (`row_count_vs_history`, from
+the merges' lineage) and the metrics of its last published loads (anomaly checks, from its audit results table on
+`main`: core.audit_results)."""
 
 from __future__ import annotations
 
@@ -6,17 +8,21 @@ from . import lineage
 from .audits import AuditContext, AuditSuite
 from .maintenance import MAINTENANCE
 from .models import TableRef
-from .ports import CatalogBranches
+from .ports import AuditResults, CatalogBranches
 
 
-def history_context(suite: AuditSuite, target: TableRef, catalog: CatalogBranches, main: str) -> AuditContext:
-    """The row counts of the last published loads (a batch merge counts each of its files), read only if a check
-    needs them."""
+def history_context(suite: AuditSuite, target: TableRef, catalog: CatalogBranches, main: str,
+                    results: AuditResults | None = None) -> AuditContext:
+    """The row counts of the last published loads (a batch merge counts each of its files) and the metric history
+    the anomaly checks need, each read only if a check needs it (no results kept: no metric history, and every
+    anomaly check passes, saying it has no loads yet)."""
+    wanted = suite.history_metrics
+    metrics = results.history(target, main, wanted) if results is not None and wanted else {}
     if not suite.history_loads:
-        return AuditContext()
+        return AuditContext(metrics=metrics)
     counts: list[int] = []
     # a maintenance's merge (`wap maintain`) published no load: skipped, with room for a few of them
     for publication in catalog.publications(target, on=main, limit=suite.history_loads + 8):
         if MAINTENANCE not in publication.properties:
             counts.extend(lineage.load_rows(publication.properties, target))
-    return AuditContext(history=tuple(counts[: suite.history_loads]))
+    return AuditContext(history=tuple(counts[: suite.history_loads]), metrics=metrics)

@@ -1,7 +1,8 @@
 """What a merge into `main` may carry: exactly its run's plan, each key at the content the service committed.
 
 A run's plan names its keys (core.pipeline.transaction makes it from the run's work and verdict):
-- its tables, and for a file or a load (which may set rows aside) each one's quarantine table `<table>_quarantine`;
+- its tables, and for a file or a load (which may set rows aside) each one's quarantine table `<table>_quarantine`
+  and its audit results table (core.audit_results: `wap_meta.<namespace>__<table>`);
 - the namespaces the run created on its branch (main did not have them);
 - its ledger entries (core.ledger): the key of every object version the merge publishes, holding that version's
   entry, and the ledger's namespace where the branch lacked it.
@@ -135,11 +136,14 @@ def quarantine_of(table: TableRef) -> TableRef:
 
 
 def plan_for(base: str, tables: Iterable[TableRef], namespaces: Iterable[str],
-             files: Iterable[tuple[TableRef, str]], *, quarantine: bool) -> MergePlan:
-    """The plan of a run made from main at `base` that writes `tables` (and with `quarantine` their quarantine
-    tables), created `namespaces` on its branch, and publishes `files` ((table, identity) of each object version)."""
+             files: Iterable[tuple[TableRef, str]], *, quarantine: bool,
+             quarantined: Iterable[TableRef] | None = None) -> MergePlan:
+    """The plan of a run made from main at `base` that writes `tables` (and with `quarantine` the quarantine tables
+    of `quarantined`, by default of every one of `tables`), created `namespaces` on its branch, and publishes `files`
+    ((table, identity) of each object version)."""
     tables = list(tables)
-    keys = {key_of(t) for t in tables} | ({key_of(quarantine_of(t)) for t in tables} if quarantine else set())
+    aside = tables if quarantined is None else list(quarantined)
+    keys = {key_of(t) for t in tables} | ({key_of(quarantine_of(t)) for t in aside} if quarantine else set())
     ledger: dict[Key, tuple[str, str]] = {(LEDGER_NAMESPACE, ledger_key(t.qualified, i)): (t.qualified, i)
                                           for t, i in files}
     return MergePlan(base, frozenset(keys), frozenset((ns,) for ns in namespaces), ledger)

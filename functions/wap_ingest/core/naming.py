@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from .audit_results import RESULTS_NAMESPACE
 from .errors import InvalidTableNameError
 from .ledger import LEDGER_NAMESPACE
 from .models import QUARANTINE_SUFFIX, TableRef
@@ -15,6 +16,8 @@ from .models import QUARANTINE_SUFFIX, TableRef
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,127}$")
 PENDING_PREFIX = "_pending/"  # a multi-table load's files: ingested with their manifest, never on their own
 LOADS_PREFIX = "_loads/"  # multi-table load manifests (core.pipeline.loads)
+RESERVED = {LEDGER_NAMESPACE: "the service's exactly-once ledger",
+            RESULTS_NAMESPACE: "the service's audit results tables (one per audited table, written with its loads)"}
 
 
 def identifier_from(raw: str, *, what: str, source: str) -> str:
@@ -39,10 +42,9 @@ def table_ref_from(name: str, *, default_namespace: str, source: str) -> TableRe
         return TableRef(default_namespace, identifier_from(parts[0], what="table name", source=source))
     if len(parts) == 2:
         namespace = identifier_from(parts[0], what="namespace", source=source)
-        if namespace == LEDGER_NAMESPACE:
-            raise InvalidTableNameError(
-                f"{source}: namespace {LEDGER_NAMESPACE!r} is reserved for the service's exactly-once ledger. "
-                f"Fix: use another namespace.")
+        if namespace in RESERVED:
+            raise InvalidTableNameError(f"{source}: namespace {namespace!r} is reserved for {RESERVED[namespace]}. "
+                                        f"Fix: use another namespace.")
         return TableRef(namespace, identifier_from(parts[1], what="table name", source=source))
     raise InvalidTableNameError(
         f"{source}: {name!r} has {len(parts)} dot-separated parts. Fix: name it '<table>' or "
@@ -63,12 +65,13 @@ def table_for_key(key: str, *, default_namespace: str, bucket: str = "") -> Tabl
 
 
 def check_target(table: TableRef, source: str) -> None:
-    """Refuse, as the file's fault, a target table the service owns: the ledger's namespace, and every
+    """Refuse, as the file's fault, a target table the service owns: the ledger's and the audit results' namespaces,
+    and every
     `<table>_quarantine` (only the service writes a quarantine table, with the rows it sets aside)."""
-    if table.namespace == LEDGER_NAMESPACE:
+    if table.namespace in RESERVED:
         raise InvalidTableNameError(
-            f"{source}: namespace {LEDGER_NAMESPACE!r} is reserved for the service's exactly-once ledger; nothing was "
-            f"read. Fix: use another namespace.")
+            f"{source}: namespace {table.namespace!r} is reserved for {RESERVED[table.namespace]}; nothing was read. "
+            f"Fix: use another namespace.")
     if table.name.endswith(QUARANTINE_SUFFIX):
         raise InvalidTableNameError(
             f"{source}: table {table} is a quarantine table, which only the service writes (the rows a table with "

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .alerts import Alert
+from .audit_results import METRIC_CHECK, ResultRow, history_of
 from .formats import FormatOptions
 from .job_sweep import SweepReport
 from .layout import Layout
@@ -326,6 +327,26 @@ class ReportStore(ABC):
     @abstractmethod
     def load(self, branch: str) -> dict[str, object] | None:
         """The document saved for `branch`, or None if there is none."""
+
+
+class AuditResults(ABC):
+    """Every audited load's measurements, kept in the lake (core.audit_results): one results table per audited table,
+    written on the run's branch (merged with its load, or kept with it), read back from `main` by the anomaly
+    checks."""
+
+    @abstractmethod
+    def record(self, branch: str, table: TableRef, rows: Sequence[ResultRow]) -> None:
+        """Append `rows` to `table`'s results table on `branch` in one commit (the table is made there first if the
+        branch has none). Raises a WapError (a conflict with another writer of the branch: StaleHashError)."""
+
+    @abstractmethod
+    def rows(self, table: TableRef, ref: str) -> list[ResultRow]:
+        """Every row of `table`'s results on `ref` (none: no results table there), oldest load first."""
+
+    def history(self, table: TableRef, ref: str, wanted: Mapping[str, int]) -> dict[str, tuple[float, ...]]:
+        """The values of the `wanted` metrics (name -> how many loads) per load on `ref`, newest first."""
+        return history_of(((r.load, r.metric or "", r.value, r.recorded_at) for r in self.rows(table, ref)
+                           if r.check == METRIC_CHECK), wanted)
 
 
 class DecisionLog(ABC):

@@ -7,6 +7,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .audit_results import LakeAuditResults
     from .authz import OPERATOR, READER, ROLES, SERVICE, nessie_properties, scope_for
     from .credentials import nessie_client
     from .iceberg_files import MetadataFiles, pyarrow_io
@@ -26,6 +27,7 @@ _WHERE = {
     "CatalogLakeFiles": "lake_files",
     "ClientCredentials": "oauth2",
     "IcebergRestReader": "reader",
+    "LakeAuditResults": "audit_results",
     "MetadataFiles": "iceberg_files",
     "NessieBranches": "nessie",
     "NessieLiveContents": "live",
@@ -41,7 +43,8 @@ _WHERE = {
 }
 __all__ = [
     "OPERATOR", "READER", "ROLES", "SERVICE", "BearerAuth", "BranchChanges", "BranchTables", "CatalogLakeFiles",
-    "ClientCredentials", "IcebergRestReader", "MetadataFiles", "NessieBranches", "NessieLiveContents",
+    "ClientCredentials", "IcebergRestReader", "LakeAuditResults", "MetadataFiles", "NessieBranches",
+    "NessieLiveContents",
     "TokenProvider", "nessie_client", "nessie_properties", "pyarrow_io", "scope_for",
 ]
 

@@ -85,10 +85,45 @@ class BranchTables:
         if content.get("type") != "ICEBERG_TABLE" or not content.get("metadataLocation"):
             return None
         location = str(content["metadataLocation"])
-        with _storage(f"{doing} (its metadata file {location})"):
+        with storage_errors(f"{doing} (its metadata file {location})"):
             metadata = FromInputFile.table_metadata(self.file_io().new_input(location))
         committer = _BranchCommitter(self, table, branch, str(found["effectiveReference"]["hash"]), str(content["id"]))
         return Table((table.namespace, table.name), metadata, location, self.file_io(), cast(Any, committer))
+
+    def create(self, table: TableRef, branch: str, schema: Any, location: str,
+               properties: Mapping[str, str]) -> Table:
+        """Make `table` (unpartitioned, unsorted, `schema`, its files under `location`) on the branch, in one Nessie
+        commit expecting the branch's head as read here, and return it loaded. A table made there meanwhile is a
+        conflict (StaleHashError, retried from main with the run), never overwritten."""
+        from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+        from pyiceberg.serializers import ToOutputFile
+        from pyiceberg.table.metadata import new_table_metadata
+        from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+
+        doing = f"creating {table} on {branch!r}"
+        reference = (self._call("get", f"trees/{quote(branch, safe='')}", doing) or {}).get("reference") or {}
+        metadata = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, location,
+                                      dict(properties))
+        path = f"{location.rstrip('/')}/metadata/00000-{uuid.uuid4()}.metadata.json"
+        with storage_errors(f"{doing} (writing {path})"):
+            ToOutputFile.table_metadata(metadata, self.file_io().new_output(path))
+        content = {"type": "ICEBERG_TABLE", "metadataLocation": path, "snapshotId": -1,
+                   "schemaId": metadata.current_schema_id, "specId": metadata.default_spec_id,
+                   "sortOrderId": metadata.default_sort_order_id}
+        body = {"commitMeta": {"message": f"wap-lake: create {table}"},
+                "operations": [{"type": "PUT", "key": {"elements": [table.namespace, table.name]},
+                                "content": content}]}
+        try:
+            self._call("post", f"trees/{quote(branch, safe='')}@{reference.get('hash')}/history/commit", doing,
+                       body)
+        except WapError:
+            with contextlib.suppress(Exception):
+                self.remove(path)
+            raise
+        made = self.load(table, branch)
+        if made is None:  # pragma: no cover (the commit above succeeded)
+            raise WapError(f"{table} is not on {branch!r} right after it was created there")
+        return made
 
     def _call(self, method: str, path: str, doing: str, body: Mapping[str, Any] | None = None, *,
               missing_ok: bool = False) -> dict[str, Any] | None:
@@ -123,7 +158,7 @@ class _BranchCommitter:
         version = MetastoreCatalog._parse_metadata_version(table.metadata_location) + 1
         location = f"{updated.location.rstrip('/')}/metadata/{version:05d}-{uuid.uuid4()}.metadata.json"
         doing = f"committing to {self._table} on {self._branch!r}"
-        with _storage(f"{doing} (writing {location})"):
+        with storage_errors(f"{doing} (writing {location})"):
             ToOutputFile.table_metadata(updated, self._tables.file_io().new_output(location))
         content = {"type": "ICEBERG_TABLE", "id": self._content_id, "metadataLocation": location,
                    "snapshotId": updated.current_snapshot_id if updated.current_snapshot_id is not None else -1,
@@ -142,6 +177,10 @@ class _BranchCommitter:
         self._hash = str(committed.get("targetBranch", {}).get("hash") or self._hash)
         return CommitTableResponse.model_validate({"metadata": updated, "metadata-location": location})
 
+    def supports_server_side_planning(self) -> bool:
+        """A scan of the table is planned here, from its manifests (PyIceberg asks its catalog)."""
+        return False
+
     def _delete_old_metadata(self, io: Any, base: Any, metadata: Any) -> None:
         """As every PyIceberg catalog: old metadata files go only when the table says so."""
         from pyiceberg.catalog import Catalog
@@ -155,7 +194,7 @@ def _key(table: TableRef) -> str:
 
 
 @contextlib.contextmanager
-def _storage(doing: str) -> Iterator[None]:
+def storage_errors(doing: str) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError:

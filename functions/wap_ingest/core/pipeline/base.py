@@ -6,14 +6,25 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
+from wap_ingest.core.audit_results import results_table, rows_for
 from wap_ingest.core.audits import AuditSuite, AuditSuites
 from wap_ingest.core.errors import BranchExistsError, BranchNotFoundError, MergeConflictError, StaleHashError, WapError
-from wap_ingest.core.models import IngestOutcome, TableRef
+from wap_ingest.core.measurements import Measurements
+from wap_ingest.core.models import AuditReport, IngestOutcome, SourceObject, TableRef
 from wap_ingest.core.outcomes import unexpected
-from wap_ingest.core.ports import CatalogBranches, ObjectStore, ReportStore, TableMaintainer, TableWriter, WriteSpec
+from wap_ingest.core.ports import (
+    AuditResults,
+    CatalogBranches,
+    ObjectStore,
+    ReportStore,
+    TableMaintainer,
+    TableWriter,
+    WriteSpec,
+)
 from wap_ingest.core.routing import Router
 
 log = logging.getLogger(__name__)
@@ -32,6 +43,7 @@ class Ports:
     objects: ObjectStore
     reports: ReportStore | None = None  # where rejected runs' reports go (for `wap show`); None: not kept
     maintainer: TableMaintainer | None = None  # keeps tables' metadata bounded after appends (None: never trimmed)
+    results: AuditResults | None = None  # every audited load's measurements, kept in the lake (None: not kept)
 
 
 @dataclass(frozen=True)
@@ -83,3 +95,20 @@ def bound_snapshots(ports: Ports, suite: AuditSuite, table: TableRef, branch: st
         dropped = ports.maintainer.trim_snapshots(table, branch, keep)
         log.info("%s on %s: %d old snapshot(s) dropped from the current metadata (kept %d)", table, branch, dropped,
                  keep)
+
+
+def record_results(ports: Ports, config: PipelineConfig, table: TableRef, branch: str,
+                   audited: Sequence[tuple[SourceObject, AuditReport, Measurements]]) -> None:
+    """The one place a run keeps its audited loads' measurements: their rows (core.audit_results) appended to the
+    table's results table on the run's branch, in one commit, before the transaction records the ledger and merges
+    (or keeps) the branch: so the rows go wherever the load goes."""
+    if ports.results is None or not audited:
+        return
+    at = datetime.fromtimestamp(config.clock(), UTC)
+    ports.results.record(branch, table, [row for source, report, measured in audited
+                                         for row in rows_for(table, source, report, measured, branch, at)])
+
+
+def results_tables(ports: Ports, tables: Sequence[TableRef]) -> list[TableRef]:
+    """The results tables a run of `tables` may write (none when results are not kept)."""
+    return [] if ports.results is None else [results_table(t) for t in tables]

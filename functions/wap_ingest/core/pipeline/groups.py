@@ -43,7 +43,17 @@ from wap_ingest.core.routing import Routed
 from wap_ingest.core.stopwatch import Stopwatch
 from wap_ingest.core.write_paths import WritePath
 
-from .base import PipelineConfig, Ports, Result, bound_snapshots, router_for, spec_for, unexpected
+from .base import (
+    PipelineConfig,
+    Ports,
+    Result,
+    bound_snapshots,
+    record_results,
+    results_tables,
+    router_for,
+    spec_for,
+    unexpected,
+)
 from .transaction import Discard, Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
 
 log = logging.getLogger(__name__)
@@ -217,6 +227,9 @@ class _GroupWork(Work):
     def tables(self) -> Sequence[TableRef]:
         return [self.target]
 
+    def results(self) -> Sequence[TableRef]:
+        return [] if self.run_.dry_run else results_tables(self.run_.ports, [self.target])
+
     def about(self) -> str:
         identities = [r.source.identity for _, r in self.todo]
         return identities[0] if len(identities) == 1 else group_identity(identities)
@@ -236,7 +249,8 @@ class _GroupWork(Work):
         self.later, self.written = [], None
         spec = spec_for(suite, self.target, branch.name, alone=len(self.todo) == 1,
                         out_of_time=self.run_.transactions.guards.out_of_time)
-        context = history_context(suite, self.target, ports.catalog, config.main_branch)  # once per attempt
+        context = history_context(suite, self.target, ports.catalog, config.main_branch,  # once per attempt
+                                  ports.results)
         self.run_.transactions.guards.check_disk(f"{len(self.todo)} file(s) for {self.target}",
                                                  sum(r.local_bytes for _, r in self.todo))
         log.info("writing %d file(s) into %s on branch %s", len(self.todo), self.target, branch.name)
@@ -252,6 +266,9 @@ class _GroupWork(Work):
         merge = self._merge(accepted, rows, appended.quarantined, appended.write)
         if self.run_.dry_run:
             return Discard()
+        with self.watch.stage("audit"):
+            record_results(ports, config, self.target, branch.name, [
+                (r.source, reports[r.source.identity], measured[r.source.identity]) for _, r in accepted])
         return Publish(merge) if all(reports[i].passed for i in rows) else Keep(merge)
 
     def _alone(self, spec: WriteSpec, context: AuditContext) -> tuple[Appended, list[Item], dict[str, AuditReport]]:

@@ -26,6 +26,7 @@ from wap_ingest.core.branches import RunKind
 from wap_ingest.core.errors import BadInputError, EmptySourceError, WapError
 from wap_ingest.core.history import history_context
 from wap_ingest.core.ledger import LedgerEntry
+from wap_ingest.core.measurements import Measurements
 from wap_ingest.core.models import (
     AuditReport,
     Branch,
@@ -39,7 +40,7 @@ from wap_ingest.core.outcomes import invalid, quarantine_note
 from wap_ingest.core.routing import Routed
 from wap_ingest.core.write_paths import WritePath
 
-from .base import PipelineConfig, Ports, bound_snapshots, router_for, spec_for
+from .base import PipelineConfig, Ports, bound_snapshots, record_results, results_tables, router_for, spec_for
 from .transaction import Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class _Part:
     routed: Routed
     rows: int
     report: AuditReport
+    measured: Measurements
     quarantined: Quarantined | None = None
     write: WritePath | None = None  # how the engine took the file in (registered or rewritten), and why
 
@@ -94,6 +96,9 @@ class _LoadWork(Work):
     def tables(self) -> Sequence[TableRef]:
         return sorted({r.table for r in self.routed}, key=lambda t: t.qualified)
 
+    def results(self) -> Sequence[TableRef]:
+        return results_tables(self.load.ports, self.tables())
+
     def about(self) -> str:
         return self.manifest.identity
 
@@ -125,6 +130,9 @@ class _LoadWork(Work):
         moved = {p.routed.source.identity: p.quarantined for p in self.parts if p.quarantined is not None}
         written = {p.routed.source.identity: p.write for p in self.parts if p.write is not None}
         total = sum(p.rows for p in self.parts)
+        for table in self.tables():
+            record_results(self.load.ports, self.load.config, table, branch.name, [
+                (p.routed.source, p.report, p.measured) for p in self.parts if p.routed.table == table])
         merge = Merge(tuple(Loaded.of(t, s, n) for s, t, n in files),
                       f"wap: load {self.manifest.uri} into {_names(self.tables())} ({total} rows)",
                       lineage.load_properties(self.manifest, files, moved, written))
@@ -144,8 +152,9 @@ class _LoadWork(Work):
             raise EmptySourceError(f"{item.source.uri}: the file has no rows; nothing to ingest into {item.table}. "
                                    f"Fix: upload it with data, then the manifest again.")
         bound_snapshots(load.ports, suite, item.table, branch, appended.snapshot.snapshots)
-        context = history_context(suite, item.table, load.ports.catalog, load.config.main_branch)
-        return _Part(item, measured.row_count, audit(suite, item.table, measured, context),
+        context = history_context(suite, item.table, load.ports.catalog, load.config.main_branch,
+                                  load.ports.results)
+        return _Part(item, measured.row_count, audit(suite, item.table, measured, context), measured,
                      appended.quarantined.get(item.source.identity), appended.write.get(item.source.identity))
 
     def outcome(self, ended: Ended) -> IngestOutcome:

@@ -128,8 +128,9 @@ class Transactions:
             return Ended("discarded", attempt, branch.name, note=self.branches.discard(branch.name))
         merge = verdict.merge
         about = [work.about(), *(f.identity for f in merge.files)]
-        plan = merge_plan.plan_for(main_hash, work.tables(), missing, [(f.table, f.identity) for f in merge.files],
-                                   quarantine=work.kind is not RunKind.MAINTAIN)
+        plan = merge_plan.plan_for(main_hash, [*work.tables(), *work.results()], missing,
+                                   [(f.table, f.identity) for f in merge.files],
+                                   quarantine=work.kind is not RunKind.MAINTAIN, quarantined=work.tables())
         if isinstance(verdict, Keep):
             plan = self._fingerprint(branch.name, plan)
             self._record(branch.name, merge, lineage.pending_properties(merge.message, merge.properties)
@@ -285,7 +286,7 @@ def _no_plan(name: str, source: Callable[[], str | None]) -> str:
 
 
 def _namespaces(work: Work) -> list[str]:
-    return sorted({t.namespace for t in work.tables()})
+    return sorted({t.namespace for t in [*work.tables(), *work.results()]})
 
 
 def _raise_noted(exc: WapError, note: str) -> NoReturn:

@@ -81,6 +81,11 @@ class Work(ABC):
     def about(self) -> str:
         """What the branch's digest stands for (an object version's identity, a group's, a manifest's...)."""
 
+    def results(self) -> Sequence[TableRef]:
+        """The audit results tables it may write (core.audit_results): named in its plan, their namespace made on
+        its branch when main lacks it."""
+        return ()
+
     def versions(self) -> Mapping[TableRef, Sequence[SourceObject]]:
         """The object versions it would publish, looked up in the ledger on main before each attempt."""
         return {}

@@ -1,0 +1,108 @@
+"""One behaviour suite for the AuditResults port (issue 36), run against the in-memory fake and LakeAuditResults on the
+real stack (PyIceberg tables committed to Nessie branches, files in moto's S3): rows recorded on a branch are read
+back there with every column, are not on main until the branch is merged, appends accumulate in one table per audited
+table, two tables' results merge from two branches without a conflict, and the history reads metric rows only,
+newest first."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.fakes import FakeAuditResults, FakeCatalog
+from wap_ingest.core.audit_results import METRIC_CHECK, ResultRow, results_table
+from wap_ingest.core.models import Branch, TableRef
+from wap_ingest.core.ports import AuditResults, CatalogBranches
+
+AT = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+
+
+@dataclass
+class Harness:
+    catalog: CatalogBranches
+    results: AuditResults
+
+    def branch(self) -> Branch:
+        name = f"contract-results-{uuid.uuid4().hex[:10]}"
+        created = self.catalog.create_branch(name, self.catalog.reference_hash("main"))
+        self.catalog.ensure_namespace(name, "wap_meta")
+        return Branch(name, self.catalog.reference_hash(created.name))
+
+    def merge(self, name: str) -> str:
+        return self.catalog.merge(Branch(name, self.catalog.reference_hash(name)), "main",
+                                  self.catalog.reference_hash("main"), "merge results", {})
+
+
+@pytest.fixture(params=["fake", pytest.param("lake", marks=pytest.mark.stack)])
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    if request.param == "fake":
+        catalog = FakeCatalog()
+        catalog.ensure_namespace("main", "wap_ledger")  # Nessie's main needs a first commit to merge into
+        yield Harness(catalog, FakeAuditResults(catalog))
+        return
+    service = request.getfixturevalue("lake").service
+    service.catalog.ensure_namespace("main", "wap_ledger")
+    yield Harness(service.catalog, service.audit_results)
+
+
+def table() -> TableRef:
+    return TableRef("contract", f"t_{uuid.uuid4().hex[:8]}")
+
+
+def row(target: TableRef, load: str, metric: str | None, value: float | None, at: datetime,
+        branch: str = "b") -> ResultRow:
+    check = METRIC_CHECK if metric else "not_null"
+    return ResultRow(target.qualified, load, f"s3://inbox/{load}", "v1" if metric else None, branch, check,
+                     metric or "email", "email", metric, value, "3" if metric else "3 nulls",
+                     "" if metric else "0 nulls", "measured" if metric else "failed", None if metric else "error", at)
+
+
+def by_check(rows: list[ResultRow]) -> list[ResultRow]:
+    return sorted(rows, key=lambda r: r.check)
+
+
+def test_rows_recorded_on_a_branch_read_back_there_and_reach_main_with_its_merge(harness: Harness) -> None:
+    target, branch = table(), harness.branch()
+    rows = [row(target, "load-1", None, None, AT, branch.name),
+            row(target, "load-1", "null_share(email)", 0.25, AT, branch.name)]
+    harness.results.record(branch.name, target, rows)
+    assert by_check(harness.results.rows(target, branch.name)) == by_check(rows)
+    assert harness.results.rows(target, "main") == []
+    harness.merge(branch.name)
+    assert by_check(harness.results.rows(target, "main")) == by_check(rows)
+
+
+def test_appends_accumulate_and_the_history_is_the_metric_rows_newest_first(harness: Harness) -> None:
+    target, branch = table(), harness.branch()
+    for i in range(4):
+        at = AT + timedelta(minutes=i)
+        harness.results.record(branch.name, target, [row(target, f"load-{i}", "row_count", float(10 + i), at),
+                                                     row(target, f"load-{i}", None, None, at)])
+    harness.results.record(branch.name, target, [])  # nothing to record: no commit, no table change
+    assert len(harness.results.rows(target, branch.name)) == 8
+    assert harness.results.history(target, branch.name, {"row_count": 3, "mean(x)": 5}) == {
+        "row_count": (13.0, 12.0, 11.0), "mean(x)": ()}
+    assert harness.results.history(table(), branch.name, {"row_count": 3}) == {"row_count": ()}
+
+
+def test_two_tables_results_merge_from_two_branches_without_a_conflict(harness: Harness) -> None:
+    first, second = table(), table()
+    one, two = harness.branch(), harness.branch()
+    harness.results.record(one.name, first, [row(first, "a", "row_count", 1.0, AT)])
+    harness.results.record(two.name, second, [row(second, "b", "row_count", 2.0, AT)])
+    assert results_table(first) != results_table(second)
+    harness.merge(one.name)
+    harness.merge(two.name)  # a different key: main moved, but not under it
+    assert harness.results.history(first, "main", {"row_count": 5}) == {"row_count": (1.0,)}
+    assert harness.results.history(second, "main", {"row_count": 5}) == {"row_count": (2.0,)}
+
+
+def test_a_value_missing_or_a_text_with_quotes_is_kept_as_it_is(harness: Harness) -> None:
+    target, branch = table(), harness.branch()
+    odd = replace(row(target, "it's", None, None, AT), measured="3 rows like 'x'", severity="warn", column=None)
+    harness.results.record(branch.name, target, [odd])
+    assert harness.results.rows(target, branch.name) == [odd]
