@@ -161,7 +161,8 @@ class FakeWriter(TableWriter):
         quarantine = spec.quarantine
         moved, kept = self._quarantine(rows, quarantine, source, spec.branch) if quarantine else (None, rows)
         appended = self._write(spec.table, spec.branch, [(source, kept)], spec.allow_new_columns)
-        return Appended(appended, (source,), {source.identity: self._measure(kept, spec.plan, appended.columns)},
+        return Appended(appended, (source,), {source.identity: self._measure(kept, spec.plan, appended.columns,
+                                                                                 spec.branch)},
                         quarantined={source.identity: moved} if moved is not None else {},
                         write={source.identity: self.path_of(spec, fmt)})
 
@@ -190,7 +191,7 @@ class FakeWriter(TableWriter):
             if (tuple(rows[0]) if rows else ()) != common:
                 left_out[source.identity] = "its format or columns differ from the rest of the batch"
                 continue
-            measured[source.identity] = self._measure(rows, spec.plan, common)
+            measured[source.identity] = self._measure(rows, spec.plan, common, spec.branch)
             together[source] = rows
         staged = FakeStaged(self, spec, measured, left_out, together)
         self.staged.append(staged)
@@ -240,11 +241,20 @@ class FakeWriter(TableWriter):
         return (Quarantined(plan.table.qualified, len(bad), dict(by_check), len(rows)),
                 [row for row, checks in zip(rows, failed, strict=True) if not checks])
 
-    @staticmethod
-    def _measure(rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...]) -> Measurements:
+    def _measure(self, rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...], branch: str) -> Measurements:
         nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in columns}
         profile = {c: _profile([r.get(c) for r in rows]) for c in plan.profile_columns if c in columns}
-        return Measurements(row_count=len(rows), null_counts=nulls, columns=columns, profile=profile)
+        missing, absent = {}, []
+        for ref in plan.references:  # the other table as the branch has it: main's rows and the run's own
+            if ref.column not in columns:
+                continue
+            values = [r[ref.column] for r in rows if r.get(ref.column) is not None]
+            if ref.table not in self.catalog.contents(branch):
+                absent.append(ref.table)
+            keys = {r.get(ref.key) for r in rows_on(self.catalog, branch, ref.table)}
+            missing[ref.name] = sum(1 for v in values if v not in keys)
+        return Measurements(row_count=len(rows), null_counts=nulls, columns=columns, profile=profile,
+                            missing=missing, absent=tuple(absent))
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         content = self.catalog.contents(ref).get(table.qualified)
@@ -261,7 +271,7 @@ class FakeWriter(TableWriter):
                          plan: MeasurementPlan) -> Measurements:
         snapshots = self.catalog.contents(branch)[table.qualified]["snapshots"]
         rows = next(r for sid, r, _ in snapshots if sid == appended.snapshot_id)
-        return self._measure(rows, plan, appended.columns)
+        return self._measure(rows, plan, appended.columns, branch)
 
 
 FakeBatchWriter = FakeWriter  # the one engine port takes one file or many

@@ -17,7 +17,7 @@ import pytest
 
 from tests.fakes import FakeCatalog, FakeObjectStore, FakeWriter, Unreadable
 from wap_ingest.core.errors import BadInputError, SchemaDriftError
-from wap_ingest.core.measurements import ColumnProfile, MeasurementPlan
+from wap_ingest.core.measurements import ColumnProfile, MeasurementPlan, Reference
 from wap_ingest.core.models import FileFormat, SourceObject, TableRef
 from wap_ingest.core.ports import CatalogBranches, TableWriter, WriteSpec
 
@@ -184,3 +184,19 @@ def test_each_staged_files_profile_is_its_own(harness: Harness) -> None:
     assert measured[sources[0].identity].profile["a"] == ColumnProfile(0.0, 2.0, 0.0, 1.0, 0.5)
     assert measured[sources[1].identity].profile["a"] == ColumnProfile(0.0, 3.0, 10.0, 12.0, 11.0)
     assert measured[sources[1].identity].profile["b"] == ColumnProfile(null_share=1 / 3, distinct=2.0)
+
+
+def test_values_that_are_no_key_of_another_table_on_the_branch_are_counted(harness: Harness) -> None:
+    branch = harness.branch()
+    keys = TableRef(harness.table.namespace, f"{harness.table.name}_keys")
+    harness.writer.append(WriteSpec(keys, branch, PLAN), harness.put_rows(f"{keys.name}/k.parquet", rows(5, start=10)),
+                          FileFormat.PARQUET)  # keys a = 10..14 on the branch
+    refs = (Reference("a", keys.qualified, "a"), Reference("a", f"{harness.table.namespace}.nowhere", "a"),
+            Reference("a", keys.qualified, "no_such_key"), Reference("gone", keys.qualified, "a"))
+    spec = replace(harness.spec(branch), plan=MeasurementPlan(references=refs))
+    source = harness.put_rows(f"{harness.table.name}/refs.parquet", rows(8, start=8))  # a = 8..15: 8, 9, 15 missing
+    measured = harness.writer.append(spec, source, FileFormat.PARQUET).measured[source.identity]
+    assert measured.missing[refs[0].name] == 3
+    assert measured.missing[refs[1].name] == 8 and measured.missing[refs[2].name] == 8  # no table, no key column
+    assert refs[3].name not in measured.missing  # the new rows have no such column
+    assert f"{harness.table.namespace}.nowhere" in measured.absent

@@ -24,6 +24,20 @@ class RowRule:
     pattern: str | None = None
 
 
+@dataclass(frozen=True)
+class Reference:
+    """Every non-null value of `column` in the new rows must be a `key` of `table` (qualified) as the run's branch has
+    it: main's rows, and those of the same load written before (core.audits.cross)."""
+
+    column: str
+    table: str
+    key: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.column} in {self.table}.{self.key}"
+
+
 T = TypeVar("T")
 
 
@@ -42,6 +56,7 @@ class MeasurementPlan:
     max_columns: tuple[str, ...] = ()  # the newest value of these columns (freshness)
     queries: tuple[str, ...] = ()  # custom SQL over the view `new_rows`: the rows it returns
     profile_columns: tuple[str, ...] = ()  # a ColumnProfile of each (anomaly checks)
+    references: tuple[Reference, ...] = ()  # values that must be keys of another table
     samples: int = 5
 
     def merged(self, other: MeasurementPlan) -> MeasurementPlan:
@@ -53,13 +68,15 @@ class MeasurementPlan:
             max_columns=_union(self.max_columns, other.max_columns),
             queries=_union(self.queries, other.queries),
             profile_columns=_union(self.profile_columns, other.profile_columns),
+            references=_union(self.references, other.references),
             samples=max(self.samples, other.samples),
         )
 
     @property
     def reads_rows(self) -> bool:
         """False when the snapshot summary and the files' metrics can answer everything."""
-        return bool(self.rules or self.unique_keys or self.existing_keys or self.queries or self.profile_columns)
+        return bool(self.rules or self.unique_keys or self.existing_keys or self.queries or self.profile_columns
+                    or self.references)
 
 
 Sample = Mapping[str, str]  # one row, values as text
@@ -95,6 +112,8 @@ class Measurements:
     added_columns: tuple[str, ...] = ()
     from_metadata: tuple[str, ...] = ()  # what the files' metrics answered without reading rows
     profile: Mapping[str, ColumnProfile] = field(default_factory=dict)  # column -> its profile
+    missing: Mapping[str, int] = field(default_factory=dict)  # Reference.name -> new rows whose value is no key
+    absent: tuple[str, ...] = ()  # referenced tables the branch does not have (every value is missing)
 
 
 def sample_key(kind: str, target: object) -> str:

@@ -27,6 +27,7 @@ from typing import Any
 from wap_ingest.adapters.engine.audit_metadata import MICROS_PER_DAY, Bound, FileMetrics, answered, no_nans, rule_bound
 from wap_ingest.adapters.engine.profile import profile_aggregates, profiles_from
 from wap_ingest.adapters.engine.py4j_lookup import static
+from wap_ingest.adapters.engine.references import Lookup, measure_references, present, reference_aggregates
 from wap_ingest.adapters.engine.sql_guard import require_read_only
 from wap_ingest.core.audits import NEW_ROWS_VIEW
 from wap_ingest.core.measurements import MeasurementPlan, Measurements, RowRule, Sample, sample_key
@@ -208,10 +209,12 @@ def measure_frame(
     row_count: int | None = None,
     metrics: FileMetrics | None = None,
     base: Any | None = None,
+    lookup: Lookup | None = None,
 ) -> Measurements:
     """Measure `frame` (the new rows) for `plan`. `row_count`: the rows already known (a snapshot summary);
     `metrics`: the new files' metrics (answers what it can without reading); `base`: the table before these
-    rows, for keys that must not exist there yet (None: nothing existed)."""
+    rows, for keys that must not exist there yet (None: nothing existed); `lookup`: another table on the run's
+    branch, for the references checks (adapters.engine.references)."""
     from pyspark.sql import functions as F
 
     columns = tuple(frame.columns)
@@ -248,6 +251,8 @@ def measure_frame(
 
     profiled = [names[c.lower()] for c in plan.profile_columns if c.lower() in names]
     aggregates += profile_aggregates(frame, profiled, types)  # in the same pass
+    referenced = present(plan.references, names)
+    aggregates += reference_aggregates(frame, referenced)
 
     row: Any = None
     if aggregates:  # the one pass over the new rows
@@ -278,6 +283,8 @@ def measure_frame(
         matches[k] = frame.join(old.distinct(), on=list(keys), how="left_semi")
         existing[k] = int(matches[k].count())
 
+    missing, absent, missing_samples = measure_references(frame, referenced, row, lookup, plan.samples, _samples)
+
     query_rows: dict[str, int] = {}
     query_frames: dict[str, Any] = {}
     if plan.queries:
@@ -293,6 +300,7 @@ def measure_frame(
             spark.catalog.dropTempView(NEW_ROWS_VIEW)
 
     samples: dict[str, tuple[Sample, ...]] = {sample_key("custom_sql", q): s for q, s in query_frames.items()}
+    samples |= missing_samples
     failing: list[tuple[str, Any]] = [(sample_key("not_null", c), frame[c].isNull())
                                       for c in plan.null_count_columns
                                       if nulls.get(names.get(c.lower(), ""), 0) > 0]
@@ -317,5 +325,5 @@ def measure_frame(
     return Measurements(
         row_count=rows, null_counts=nulls, columns=columns, types=types, violations=violations,
         duplicates=duplicates, existing=existing, newest=newest, query_rows=query_rows, samples=samples,
-        from_metadata=tuple(from_metadata), profile=profile,
+        from_metadata=tuple(from_metadata), profile=profile, missing=missing, absent=absent,
     )

@@ -36,7 +36,7 @@ def measure_grouped(
     counted = {row["__path"]: row for row in grouped}
     measured: dict[str, Measurements] = {}
     richer = bool(plan.rules or plan.unique_keys or plan.existing_keys or plan.max_columns or plan.queries
-                  or plan.profile_columns)
+                  or plan.profile_columns or plan.references)
     for tag, source in by_tag.items():
         row = counted.get(tag)
         rows = int(row["__rows"]) if row is not None else 0

@@ -246,7 +246,7 @@ class SparkIcebergWriter(TableWriter):
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
                 base = spark.read.format("iceberg").option(AS_OF, str(appended.parent_snapshot_id)).load(ident)
             measured = measure_frame(spark, reader.load(ident), plan, row_count=appended.rows, metrics=metrics,
-                                     base=base)
+                                     base=base, lookup=_on_branch(tables, branch) if plan.references else None)
         except WapError:
             raise
         except Exception as exc:
@@ -254,6 +254,16 @@ class SparkIcebergWriter(TableWriter):
                                  doing=f"auditing the new rows of {table} on {branch!r}", table=table.qualified,
                                  source_uri=None if source is None else source.uri) from exc
         return replace(measured, added_columns=appended.added_columns)
+
+
+def _on_branch(tables: IcebergTables, branch: str) -> Callable[[str], Any | None]:
+    """Another table as `branch` has it (a references check's), or None when the branch has no such table."""
+    def lookup(qualified: str) -> Any | None:
+        other = TableRef(*qualified.split(".", 1))
+        if tables.find(other, branch) is None:
+            return None
+        return tables.spark.read.format("iceberg").load(table_identifier(other, branch))
+    return lookup
 
 
 class _OnDemand:

@@ -16,6 +16,7 @@ from wap_ingest.core.models import TableRef
 from wap_ingest.core.naming import table_ref_from
 
 from .base import NEW_COLUMN_POLICIES, NEW_ROWS_VIEW, SEVERITIES, Check
+from .cross import REFERENCES_KEYS, references_from
 from .learned import ANOMALY_KEYS, anomaly_from
 from .rows import CustomSql, NotNull, RuleCheck, Unique
 from .suite import DEFAULT_SUITE, AuditSuite, AuditSuites
@@ -36,6 +37,7 @@ ALLOWED_KEYS: dict[str, set[str]] = {
     "custom_sql": {"sql", "name"},
     "row_count_vs_history": {"factor", "last", "min_loads"},
     "anomaly": ANOMALY_KEYS,
+    "references": REFERENCES_KEYS,
 }
 _COLUMN = re.compile(r"[^`.\s][^`.\n\r\t]{0,127}")
 _SQL_START = re.compile(r"\s*(select|with)\b", re.IGNORECASE)
@@ -168,7 +170,7 @@ def _history(spec: Mapping[str, Any], where: str, severity: str) -> Check:
     return RowCountVsHistory(float(factor), last, min_loads, severity)
 
 
-def _check_from(spec: Any, table: str, index: int) -> Check:
+def _check_from(spec: Any, table: str, index: int, namespace: str) -> Check:
     if not isinstance(spec, Mapping) or not isinstance(spec.get("check"), str):
         raise AuditSuiteError(f"{_where(table, index)}: each check is a mapping with a 'check' key.")
     kind = spec["check"]
@@ -212,6 +214,9 @@ def _check_from(spec: Any, table: str, index: int) -> Check:
         return _custom_sql(spec, where, severity, index)
     if kind == "anomaly":
         return anomaly_from(spec, where, severity)
+    if kind == "references":
+        return references_from(_column_name(spec.get("column"), "column", where), spec.get("table"),
+                               _column_name(spec.get("key"), "key", where), where, severity, namespace)
     return _history(spec, where, severity)
 
 
@@ -254,7 +259,7 @@ def _quarantine(entry: Mapping[str, Any], table: str) -> tuple[str, float]:
     return str(on_failure), float(fraction)
 
 
-def _suite_from(entry: Any, table: str) -> AuditSuite:
+def _suite_from(entry: Any, table: str, namespace: str) -> AuditSuite:
     """A table's entry: a list of checks (shorthand for `checks:`), or a mapping with `checks`, `samples`, `mask`,
     `format_options`."""
     samples: bool = True
@@ -289,8 +294,8 @@ def _suite_from(entry: Any, table: str) -> AuditSuite:
         write = _write(entry, table, on_failure, layout)
     if not isinstance(checks, Sequence) or isinstance(checks, str):
         raise AuditSuiteError(f"audits file: table {table!r}: expected a list of checks.")
-    suite = AuditSuite(tuple(_check_from(spec, table, i) for i, spec in enumerate(checks)), samples, mask, options,
-                       on_failure, fraction, layout, maintenance, write)
+    suite = AuditSuite(tuple(_check_from(spec, table, i, namespace) for i, spec in enumerate(checks)), samples, mask,
+                       options, on_failure, fraction, layout, maintenance, write)
     if sum(isinstance(c, Schema) for c in suite.checks) > 1:
         raise AuditSuiteError(f"audits file: table {table!r}: more than one schema check; keep one.")
     return suite
@@ -314,10 +319,10 @@ def suites_from(document: Any, *, default_namespace: str) -> AuditSuites:
             ref = table_ref_from(str(name), default_namespace=default_namespace, source="audits file")
         except InvalidTableNameError as exc:
             raise AuditSuiteError(str(exc)) from exc
-        by_table[ref] = _suite_from(checks, str(name))
+        by_table[ref] = _suite_from(checks, str(name), ref.namespace)
     default = DEFAULT_SUITE
     if "defaults" in document:
-        default = _suite_from(document["defaults"], "defaults")
+        default = _suite_from(document["defaults"], "defaults", default_namespace)
     strict = document.get("strict_tables", False)
     if not isinstance(strict, bool):
         raise AuditSuiteError(f"audits file: 'strict_tables' must be true or false, got {strict!r}.")

@@ -113,7 +113,8 @@ def run_routed(
                             for t, items in groups.items() if lone[t] for _, item in items],
                            together=not all(lone.values()))
     for target, items in groups.items():
-        # "unique against main": each file must see the files published before it, so they go one by one; a table
+        # "unique against main" and "references": each file must see the files published before it, so they go one
+        # by one; a table
         # that registers every file (write: register) takes each on its own (files read together are rewritten)
         suite = suites.suite_for(target)
         alone = _alone(suite, dry_run)
@@ -124,7 +125,8 @@ def run_routed(
 
 def _alone(suite: AuditSuite, dry_run: bool) -> bool:
     """Whether a table's files each run alone (else consecutive files are read together, within the budget)."""
-    return dry_run or bool(suite.plan().existing_keys) or suite.write == "register"
+    plan = suite.plan()
+    return dry_run or bool(plan.existing_keys or plan.references) or suite.write == "register"
 
 
 def _chunks(items: list[Item], budget: int | None) -> list[list[Item]]:

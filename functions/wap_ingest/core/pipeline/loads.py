@@ -123,7 +123,9 @@ class _LoadWork(Work):
 
     def run(self, branch: Branch, attempt: int) -> Verdict:
         try:
-            self.parts = [self._write(r, branch.name) for r in self.routed]
+            order = referenced_first(self.routed, self.load.suites)
+            done = {id(r): self._write(r, branch.name) for r in order}
+            self.parts = [done[id(r)] for r in self.routed]
         except BadInputError as exc:
             raise BadInputError(f"{exc} (in the load {self.manifest.uri}; nothing of it was published)") from exc
         files = [(p.routed.source, p.routed.table, p.rows) for p in self.parts]
@@ -198,6 +200,22 @@ class _LoadWork(Work):
                 log.warning("could not keep the report of the load %s: %s", self.manifest.uri, exc)
         log.warning("load %s rejected: %s", self.manifest.uri, failed)
         return outcome
+
+
+def referenced_first(routed: Sequence[Routed], suites: AuditSuites) -> list[Routed]:
+    """The load's files in the order they are written: a table another file's `references` check reads comes before
+    that file's (so a key and the rows that point to it may arrive in one load), the manifest's order otherwise (and
+    where references go round in a circle)."""
+    tables = {r.table for r in routed}
+    reads = {t: {TableRef(*ref.table.split(".", 1)) for ref in suites.suite_for(t).plan().references} & tables
+             for t in tables}
+
+    def rank(table: TableRef, seen: frozenset[TableRef] = frozenset()) -> int:
+        readers = [u for u in tables if table in reads[u] and u not in seen and u != table]
+        return max((rank(u, seen | {table}) + 1 for u in readers), default=0)
+
+    ranks = {t: rank(t) for t in tables}
+    return sorted(routed, key=lambda r: -ranks[r.table])
 
 
 def _names(tables: Iterable[TableRef]) -> str:

@@ -1,0 +1,102 @@
+"""Audits that learn from what was published (issue 36), through the real stack (moto S3, Nessie, the service's
+PyIceberg commits and Spark): twenty generated loads of a table are published, a twenty-first whose null share of
+one column is ten times the usual is rejected with an alert that gives the value, the band and the threshold; the
+results table on `main`, read with PyIceberg through Nessie's Iceberg REST endpoint, holds exactly the published
+loads' rows, and the rejected load's rows are only on its branch; an order whose customer is unknown is rejected by
+`references`."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.catalog import load_catalog
+
+from tests.conftest import Lake
+from tests.integration.core.audits.test_audit_suites import RecordingNotifier, run, suites
+from wap_ingest.core.audit_results import results_table
+from wap_ingest.core.audits import suites_from
+from wap_ingest.core.models import CheckStatus, OutcomeStatus, TableRef
+
+pytestmark = [pytest.mark.stack, pytest.mark.spark]
+
+ROWS = 200
+
+
+def emails(nulls: int, seed: int) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(pa.table({
+        "id": pa.array([seed * ROWS + i for i in range(ROWS)], pa.int64()),
+        "email": pa.array([None if i < nulls else f"u{seed}_{i}@example.com" for i in range(ROWS)], pa.string()),
+        "amount": pa.array([float((i * 7 + seed) % 100) for i in range(ROWS)], pa.float64()),
+    }), sink)
+    return sink.getvalue()
+
+
+def main_rows(lake: Lake, table: TableRef, ref: str = "main") -> pa.Table:
+    catalog = load_catalog("nessie", type="rest", uri=f"{lake.env['NESSIE_ENDPOINT']}/iceberg/{ref}",
+                           **{"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO"})
+    return catalog.load_table(results_table(table).qualified).scan().to_arrow()
+
+
+def test_twenty_loads_then_a_shifted_one_rejected_and_the_results_table_on_main_is_the_published_loads(
+        lake: Lake, table_name: str) -> None:
+    table = TableRef("wap", table_name)
+    audits = suites(table_name, [
+        {"check": "anomaly", "metric": "null_share(email)", "last": 30, "min_loads": 5, "threshold": 4},
+    ])  # the pages' null counts answer it: each fitting file is registered, with no Spark job
+    published = []
+    for load in range(20):
+        source = lake.put(f"{table_name}/load-{load:02d}.parquet", emails(4 + load % 3, load))  # 2% to 3% nulls
+        outcome = run(lake, source, audits)
+        assert outcome.status is OutcomeStatus.PUBLISHED, outcome.message
+        published.append(outcome)
+    notifier = RecordingNotifier()
+    shifted = run(lake, lake.put(f"{table_name}/shifted.parquet", emails(50, 99)), audits, notifier)  # 25%
+
+    assert shifted.status is OutcomeStatus.REJECTED and shifted.report is not None and shifted.branch
+    result = next(c for c in shifted.report.checks if c.target == "null_share(email)")
+    assert result.status is CheckStatus.FAILED
+    assert "null_share(email) = 0.25" in result.measured and "from the median 0.025" in result.measured
+    assert "4 x MAD x 1.4826" in result.expected and "last 20 loads" in result.expected
+    [alert] = notifier.alerts
+    assert "null_share(email) = 0.25" in alert.text and "between " in alert.text and "MAD" in alert.text
+
+    on_main = main_rows(lake, table)
+    loads = set(on_main.column("load").to_pylist())
+    assert loads == {o.source.identity for o in published}  # exactly the published loads, not the rejected one
+    metrics = [r for r in on_main.to_pylist() if r["check"] == "metric" and r["metric"] == "null_share(email)"]
+    assert len(metrics) == 20 and all(0.015 < r["value"] < 0.035 for r in metrics)
+    assert {r["verdict"] for r in on_main.to_pylist() if r["check"] == "anomaly"} == {"passed"}
+    on_branch = [r for r in lake.service.audit_results.rows(table, shifted.branch)
+                 if r.load == shifted.source.identity]
+    assert ("anomaly", "null_share(email)", "failed") in {(r.check, r.target, r.verdict) for r in on_branch}
+    spark = lake.service.ports.writer.spark  # any engine reads it: Spark through the Nessie catalog
+    counted = spark.sql(f"SELECT count(DISTINCT load) AS n FROM nessie.{results_table(table).qualified}").collect()
+    assert counted[0]["n"] == 20
+
+
+def test_an_order_with_an_unknown_customer_is_rejected_by_references(lake: Lake, table_name: str) -> None:
+    customers, orders = f"{table_name}_customers", f"{table_name}_orders"
+    audits = suites_from({"tables": {customers: [{"check": "unique", "columns": ["id"]}], orders: [
+        {"check": "references", "column": "customer_id", "table": customers, "key": "id"}]}}, default_namespace="wap")
+
+    def parquet(columns: dict[str, list[int | None]]) -> bytes:
+        sink = io.BytesIO()
+        pq.write_table(pa.table({k: pa.array(v, pa.int64()) for k, v in columns.items()}), sink)
+        return sink.getvalue()
+
+    made = run(lake, lake.put(f"{customers}/c.parquet", parquet({"id": list(range(100, 200))})), audits)
+    assert made.status is OutcomeStatus.PUBLISHED, made.message
+    good = run(lake, lake.put(f"{orders}/good.parquet", parquet({"order_id": [1, 2, 3],
+                                                                 "customer_id": [100, 150, None]})), audits)
+    assert good.status is OutcomeStatus.PUBLISHED, good.message
+    bad = run(lake, lake.put(f"{orders}/bad.parquet", parquet({"order_id": [4, 5, 6],
+                                                               "customer_id": [199, 200, 7]})), audits)
+    assert bad.status is OutcomeStatus.REJECTED and bad.report is not None
+    [failed] = bad.report.failures
+    assert failed.measured == f"2 rows with a customer_id that is no id of wap.{customers}"
+    assert sorted(s["customer_id"] for s in failed.samples) == ["200", "7"]
+    assert lake.count(f"wap.{orders}") == 3
