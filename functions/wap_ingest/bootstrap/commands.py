@@ -84,7 +84,9 @@ class OperatorCommands:
         self.main: str = root.settings.main_branch  # the branch readers see (named in the commands' answers)
 
     def table(self, name: str, source: str) -> TableRef:
-        return table_ref_from(name, default_namespace=self._root.settings.namespace, source=source)
+        """A table named on an operator's command line: a service-written audit results table too (to read it or
+        maintain it), never the ledger."""
+        return table_ref_from(name, default_namespace=self._root.settings.namespace, source=source, results=True)
 
     def actor(self) -> str:
         return self._root.actor()

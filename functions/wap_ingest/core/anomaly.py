@@ -5,9 +5,12 @@ value lies inside the band its table's published history gives.
 
 `mad`: the band is the median of the last loads' values plus or minus `threshold` times their median absolute
 deviation, scaled by 1.4826 so that it estimates the standard deviation of normally distributed values (robust: one
-earlier outlier moves neither the centre nor the spread much). `zscore`: the mean plus or minus `threshold`
-standard deviations. A history whose values are all equal has no spread: the band is that value, widened by
-`FLOOR` of its magnitude (and never narrower than `FLOOR`) so that rounding noise does not fail a load.
+earlier outlier moves neither the centre nor the spread much); when over half the loads equal the median (counts
+that repeat), the MAD is 0 and the mean absolute deviation from the median, scaled by 1.2533, stands in. `zscore`:
+the mean plus or minus `threshold` standard deviations. A history whose values are all equal has no spread: the band
+is that value, widened by `FLOOR` of its magnitude (and never narrower than `FLOOR`) so that rounding noise does not
+fail a load. A failing verdict draws the last loads and this one as a sparkline (eight block heights), and the band
+is shown within the metric's domain (a share between 0 and 1, a count not below 0).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ METHODS = ("mad", "zscore")
 COLUMN_METRICS = ("null_share", "mean", "distinct", "min", "max")
 TABLE_METRICS = ("row_count",)
 MAD_SCALE = 1.4826  # MAD x this estimates sigma for normal data
+MEAN_AD_SCALE = 1.2533  # the mean absolute deviation x this estimates sigma for normal data
 FLOOR = 1e-9
 _METRIC = re.compile(r"^\s*(?:(?P<table>row_count)|(?P<kind>[a-z_]+)\(\s*(?P<column>[A-Za-z_][A-Za-z0-9_]*)\s*\))\s*$")
 
@@ -86,7 +90,10 @@ def band(history: Sequence[float], method: str, threshold: float) -> Band:
     values = [float(v) for v in history]
     if method == "mad":
         centre = statistics.median(values)
-        spread = MAD_SCALE * statistics.median(abs(v - centre) for v in values)
+        deviations = [abs(v - centre) for v in values]
+        spread = MAD_SCALE * statistics.median(deviations)
+        if spread == 0:  # over half the loads sit on the median: their mean deviation says how far the rest stray
+            spread = MEAN_AD_SCALE * statistics.fmean(deviations)
     else:
         centre = statistics.fmean(values)
         spread = statistics.pstdev(values, centre) if len(values) > 1 else 0.0
@@ -113,12 +120,36 @@ def judge(metric: Metric, value: float | None, history: Sequence[float], *, meth
     found = band(kept, method, threshold)
     centre = "median" if method == "mad" else "mean"
     spread = "MAD x 1.4826" if method == "mad" else "standard deviation"
+    ok = found.holds(value)
+    low, high = _within_domain(metric, found.low, found.high)
+    trend = "" if ok else (f"; the last {len(kept)} loads, oldest first, then this one: "
+                           f"{sparkline([*reversed(kept), value])}")
     return Verdict(
-        found.holds(value),
+        ok,
         f"{metric.name} = {_number(value)}, {found.deviations(value):+.1f} spreads from the {centre} "
-        f"{_number(found.centre)}",
-        f"between {_number(found.low)} and {_number(found.high)} ({centre} {_number(found.centre)} +/- "
+        f"{_number(found.centre)}{trend}",
+        f"between {_number(low)} and {_number(high)} ({centre} {_number(found.centre)} +/- "
         f"{_number(threshold)} x {spread} {_number(found.spread)}, last {found.loads} loads)")
+
+
+BARS = "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588"  # eight block heights, lowest first
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """The values as a line of block characters, the lowest value the lowest block (all equal: the middle one)."""
+    low, high = min(values), max(values)
+    if high - low <= FLOOR * max(abs(low), abs(high), 1.0):
+        return BARS[3] * len(values)
+    return "".join(BARS[min(len(BARS) - 1, int((v - low) / (high - low) * len(BARS)))] for v in values)
+
+
+def _within_domain(metric: Metric, low: float, high: float) -> tuple[float, float]:
+    """The band as the metric's values can be: a share between 0 and 1, a count or distinct estimate not below 0."""
+    if metric.kind == "null_share":
+        return max(low, 0.0), min(high, 1.0)
+    if metric.kind in ("row_count", "distinct"):
+        return max(low, 0.0), high
+    return low, high
 
 
 def _number(value: float) -> str:

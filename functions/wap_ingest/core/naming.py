@@ -35,14 +35,15 @@ def identifier_from(raw: str, *, what: str, source: str) -> str:
     )
 
 
-def table_ref_from(name: str, *, default_namespace: str, source: str) -> TableRef:
-    """`name` or `namespace.name` -> a validated TableRef."""
+def table_ref_from(name: str, *, default_namespace: str, source: str, results: bool = False) -> TableRef:
+    """`name` or `namespace.name` -> a validated TableRef. `results`: an audit results table may be named (an
+    operator reading or maintaining one; never a target to write)."""
     parts = name.split(".")
     if len(parts) == 1:
         return TableRef(default_namespace, identifier_from(parts[0], what="table name", source=source))
     if len(parts) == 2:
         namespace = identifier_from(parts[0], what="namespace", source=source)
-        if namespace in RESERVED:
+        if namespace in RESERVED and not (results and namespace == RESULTS_NAMESPACE):
             raise InvalidTableNameError(f"{source}: namespace {namespace!r} is reserved for {RESERVED[namespace]}. "
                                         f"Fix: use another namespace.")
         return TableRef(namespace, identifier_from(parts[1], what="table name", source=source))

@@ -17,6 +17,7 @@ import streamlit as st
 from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core.errors import WapError
 from wap_ingest.dashboard.data import BranchView, Sources, TableView, sources_for, table_list, table_view
+from wap_ingest.dashboard.metrics import PUBLISHED, PUBLISHED_FAILED, REJECTED, MetricSeries
 
 CACHE_SECONDS = 30
 _MARKDOWN_STARTS = (">", "-", "+", "*", "#", "|")
@@ -83,6 +84,46 @@ def _rows_chart(view: TableView) -> alt.Chart:
     return chart
 
 
+STATE_COLOURS = {PUBLISHED: "#4c78a8", PUBLISHED_FAILED: "#f58518", REJECTED: "#e45756"}
+SHOWN_METRICS = 8
+
+
+def _metric_chart(series: MetricSeries) -> alt.LayerChart:
+    """The metric per load: the published loads' line, every load a point coloured by its fate (a rejected load in
+    red), and the band the anomaly check expects the next value in (shaded)."""
+    frame = pd.DataFrame({"time": [p.at for p in series.points], "value": [p.value for p in series.points],
+                          "load": [p.load for p in series.points], "state": [p.state for p in series.points]})
+    x, y = alt.X("time:T", title="audited (UTC)"), alt.Y("value:Q", title=series.metric)
+    line = alt.Chart(frame[frame["state"] != REJECTED]).mark_line().encode(x=x, y=y)
+    points = alt.Chart(frame).mark_point(filled=True, size=70).encode(
+        x=x, y=y, color=alt.Color("state:N", title="load", scale=alt.Scale(domain=list(STATE_COLOURS),
+                                                                          range=list(STATE_COLOURS.values()))),
+        tooltip=["time:T", "value:Q", "state:N", "load:N"])
+    layers: list[Any] = [line, points]
+    if series.band is not None:
+        low, high = series.band
+        shade = alt.Chart(pd.DataFrame({"low": [low], "high": [high]})).mark_rect(opacity=0.15, color="#54a24b")
+        layers.insert(0, shade.encode(y="low:Q", y2="high:Q"))
+    return alt.LayerChart(layer=layers, height=220, title=series.metric, padding={"top": 14, "left": 5, "right": 5,
+                                                                                   "bottom": 5})
+
+
+def _metrics(view: TableView) -> None:
+    st.subheader("Audit metrics over loads")
+    if not view.metrics:
+        st.caption("No audit results yet: each audited load adds its measurements to "
+                   f"wap_meta.{view.table.replace('.', '__')}.")
+        return
+    st.caption(f"From wap_meta.{view.table.replace('.', '__')}: each load's metrics; shaded, the band the table's "
+               "anomaly check expects the next load in; red, a rejected load waiting on its branch.")
+    for series in view.metrics[:SHOWN_METRICS]:
+        st.altair_chart(_metric_chart(series), width="stretch")
+        notes = [series.rule or "no anomaly check on this metric"]
+        if series.failed:
+            notes.append(f"{series.failed} of these loads failed their audit")
+        st.caption("; ".join(notes))
+
+
 def main() -> None:
     st.set_page_config(page_title="wap-lake data quality", layout="wide")
     st.title("wap-lake data quality")
@@ -119,6 +160,7 @@ def main() -> None:
         st.altair_chart(_rows_chart(view), width="stretch")
     else:
         st.caption("The table is not on main yet.")
+    _metrics(view)
     st.subheader("Latest loads")
     st.table(_loads(view))
     st.subheader(f"Open branches ({len(view.branches)})")

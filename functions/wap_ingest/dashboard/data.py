@@ -17,12 +17,14 @@ from wap_ingest.adapters.catalog import IcebergRestReader
 from wap_ingest.bootstrap.config import Settings
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import branch_commands
-from wap_ingest.core.audits import AuditSuites, audit
+from wap_ingest.core.audits import AuditContext, AuditSuites, audit
 from wap_ingest.core.durations import format_age
+from wap_ingest.core.history import history_context
 from wap_ingest.core.measurements import Measurements
 from wap_ingest.core.models import AuditReport, TableRef
-from wap_ingest.core.ports import CatalogBranches, DecisionLog
+from wap_ingest.core.ports import AuditResults, CatalogBranches, DecisionLog
 from wap_ingest.core.review import HistoryEntry, OpenBranch, history_for, open_branches, source_uri
+from wap_ingest.dashboard.metrics import MetricSeries, metric_history
 
 LATEST_LOADS = 15
 
@@ -37,13 +39,15 @@ class Sources:
     suites: AuditSuites
     namespace: str
     main: str = "main"
+    results: AuditResults | None = None  # the audit results tables (the metrics' history)
 
 
 def sources_for(settings: Settings) -> Sources:
     from wap_ingest.bootstrap import Service
 
     svc = Service(settings)  # the dashboard's process: its adapters, each built once
-    return Sources(svc.catalog, svc.reader, svc.decisions, svc.suites, settings.namespace, settings.main_branch)
+    return Sources(svc.catalog, svc.reader, svc.decisions, svc.suites, settings.namespace, settings.main_branch,
+                   svc.audit_results)
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ class TableView:
     rows_over_time: tuple[tuple[datetime, int], ...]
     loads: tuple[Load, ...]
     branches: tuple[BranchView, ...]
+    metrics: tuple[MetricSeries, ...] = ()  # dashboard.metrics
 
 
 def table_list(sources: Sources) -> list[tuple[TableRef, int]]:
@@ -116,12 +121,13 @@ def _load_for(entry: HistoryEntry) -> Load:
     return Load(entry.at, "published", entry.source, entry.rows, audit_text, None, "wap", None)
 
 
-def branch_view(sources: Sources, branch: OpenBranch, main_nulls: dict[str, int] | None, now: datetime) -> BranchView:
+def branch_view(sources: Sources, branch: OpenBranch, main_nulls: dict[str, int] | None, now: datetime,
+                context: AuditContext | None = None) -> BranchView:
     table = branch.table
     changes = sources.reader.branch_changes(table, branch.name)
     measured = Measurements(row_count=changes.rows_added, null_counts=changes.null_counts,
                             columns=tuple(changes.null_counts))
-    report = audit(sources.suites.suite_for(table), table, measured)
+    report = audit(sources.suites.suite_for(table), table, measured, context)
     nulls = tuple(ColumnNulls(column, count, None if main_nulls is None else main_nulls.get(column, 0))
                   for column, count in changes.null_counts.items())
     age = branch.age(now)
@@ -138,7 +144,9 @@ def table_view(sources: Sources, table: TableRef, *, now: datetime | None = None
     points = tuple((datetime.fromtimestamp(ms / 1000, UTC), rows) for ms, rows in history)
     opened = list(reversed(open_branches(sources.catalog, now=now, default_namespace=sources.namespace,
                                          table=table)))  # newest first
-    branches = tuple(branch_view(sources, b, main_nulls, now) for b in opened)
+    suite = sources.suites.suite_for(table)
+    context = history_context(suite, table, sources.catalog, sources.main, sources.results) if opened else None
+    branches = tuple(branch_view(sources, b, main_nulls, now, context) for b in opened)
     loads = [_load_for(e) for e in history_for(sources.catalog, sources.decisions, table, main=sources.main,
                                                limit=LATEST_LOADS)]
     for view, branch in zip(branches, opened, strict=True):
@@ -147,4 +155,7 @@ def table_view(sources: Sources, table: TableRef, *, now: datetime | None = None
                           audit_text, view.name, None, None))
     loads.sort(key=lambda load: load.at, reverse=True)
     rows_on_main = points[-1][1] if points else main_rows
-    return TableView(table.qualified, rows_on_main, main_rows, points, tuple(loads[:LATEST_LOADS]), branches)
+    metrics = () if sources.results is None else metric_history(sources.results, suite, table, sources.main,
+                                                                [b.name for b in opened])
+    return TableView(table.qualified, rows_on_main, main_rows, points, tuple(loads[:LATEST_LOADS]), branches,
+                     metrics)

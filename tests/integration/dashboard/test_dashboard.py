@@ -3,12 +3,14 @@ page served by `wap dashboard` rendered once in headless Chromium (screenshot ke
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +76,8 @@ def test_data_gathers_rows_loads_branches_and_nulls(lake: Lake, scene: Scene) ->
     assert ("discarded", scene.discarded_branch) in outcomes
     assert [load.outcome for load in view.loads].count("published") == 1
     assert view.loads == tuple(sorted(view.loads, key=lambda load: load.at, reverse=True))
+    shares = {s.metric: s for s in view.metrics}["null_share(my_col_1)"]  # from wap_meta.wap__<table>
+    assert [(p.value, p.state) for p in shares.points] == [(0.0, "published"), (0.15, "rejected (branch open)")]
 
 
 def test_page_renders_the_table_with_apptest(lake: Lake, scene: Scene) -> None:
@@ -102,11 +106,12 @@ def free_port() -> int:
 
 
 
-def test_wap_dashboard_in_headless_chromium(lake: Lake, scene: Scene, tmp_path: Path) -> None:
+@contextlib.contextmanager
+def dashboard() -> Iterator[int]:
+    """`wap dashboard` on a free port, up; stopped afterwards (and its Streamlit server with it)."""
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "wap_ingest.entrypoints.cli", "dashboard", "--port", str(port)],
                               env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    shot = tmp_path / "dashboard.png"
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -117,16 +122,23 @@ def test_wap_dashboard_in_headless_chromium(lake: Lake, scene: Scene, tmp_path: 
                 pass
             assert server.poll() is None and time.monotonic() < deadline, "wap dashboard did not start"
             time.sleep(0.5)
-        try:
-            page = render(f"http://127.0.0.1:{port}/?table={scene.table}", screenshot=shot, markers=(
-                "Open branches (1)", scene.discarded_branch, f"wap discard {scene.open_branch}"))
-        except ChromiumMissingError as exc:
-            pytest.fail(str(exc))
-        print(f"rendered in {page.seconds:.1f}s")
+        yield port
     finally:
         server.terminate()  # stops its Streamlit server too (tests/integration/dashboard/test_dashboard_stop.py)
         server.wait(timeout=30)
     assert not port_holders(port), "the Streamlit server of `wap dashboard` outlived it"
+
+
+def test_wap_dashboard_in_headless_chromium(lake: Lake, scene: Scene, tmp_path: Path) -> None:
+    shot = tmp_path / "dashboard.png"
+    with dashboard() as port:
+        try:
+            page = render(f"http://127.0.0.1:{port}/?table={scene.table}", screenshot=shot, markers=(
+                "Open branches (1)", scene.discarded_branch, f"wap discard {scene.open_branch}",
+                "Audit metrics over loads", "no anomaly check on this metric"))
+        except ChromiumMissingError as exc:
+            pytest.fail(str(exc))
+        print(f"rendered in {page.seconds:.1f}s")
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(shot, ARTIFACTS / "dashboard.png")
     (ARTIFACTS / "dashboard.html").write_text(page.html)
@@ -135,3 +147,30 @@ def test_wap_dashboard_in_headless_chromium(lake: Lake, scene: Scene, tmp_path: 
     assert "wap-lake data quality" in page.text and scene.table in page.text and "Open branches (1)" in page.text
     assert scene.open_branch in page.text and scene.discarded_branch in page.text
     assert f"wap publish {scene.open_branch} --no-reaudit" in page.text
+
+
+def test_a_metrics_history_with_its_anomaly_band_in_headless_chromium(lake: Lake, tmp_path: Path) -> None:
+    """Eight clean loads of a table with an anomaly check on a null share, then one with ten times the nulls: the
+    page draws the metric over the loads with the band and the rejected load (docs/dashboard-anomaly.png is this
+    test's screenshot)."""
+    for load in range(8):
+        clean = lake.service.ingest(lake.put(f"dash_anomaly/clean-{load}.parquet", parquet_bytes(100, 2 + load % 3)))
+        assert clean.status is OutcomeStatus.PUBLISHED, clean.message
+    shifted = lake.service.ingest(lake.put("dash_anomaly/shifted.parquet", parquet_bytes(100, 30)))
+    assert shifted.status is OutcomeStatus.REJECTED and shifted.branch
+    view = table_view(sources_for(Settings.from_env()), TableRef("wap", "dash_anomaly"))
+    shares = view.metrics[0]
+    assert shares.metric == "null_share(my_col_1)" and shares.band is not None
+    assert [p.state for p in shares.points][-1] == "rejected (branch open)" and shares.failed == 1
+    assert shares.band[0] < 0.03 < shares.band[1] < 0.3
+    [branch] = view.branches  # judged against the same history on the page as in the pipeline
+    assert branch.failed and branch.failed[0].startswith("anomaly(null_share(my_col_1)): null_share(my_col_1) = 0.3")
+    shot = tmp_path / "dashboard-anomaly.png"
+    with dashboard() as port:  # the last part of the page as a marker: the charts above it are drawn by then
+        page = render(f"http://127.0.0.1:{port}/?table=wap.dash_anomaly", screenshot=shot, height=1300, markers=(
+            "anomaly: mad, threshold 4, last 30, min_loads 5", "1 of these loads failed their audit",
+            f"wap discard {shifted.branch}"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(shot, ARTIFACTS / "dashboard-anomaly.png")
+    assert shot.stat().st_size > 20_000
+    assert "null_share(my_col_1)" in page.html and "rejected (branch open)" in page.html  # the chart's SVG

@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.stack, pytest.mark.spark]
 
 TARGETS = ["warm_small_direct_vs_baseline", "warm_small_register_vs_baseline", "wap_overhead_vs_plain_spark_append_s",
            "cold_first_file_s", "cold_first_file_rewrite_s", "cold_first_file_register_vs_reference_cold",
-           "cold_first_file_rewrite_vs_reference_cold", "audit_10m_vs_10k", "burst_vs_baseline_same_concurrency",
+           "cold_first_file_rewrite_vs_reference_cold", "audit_10m_vs_10k", "audit_10m_learning_vs_plain",
+           "burst_vs_baseline_same_concurrency",
            "large_file_vs_pyarrow_floor", "large_parquet_register_vs_pyarrow_floor",
            "large_file_peak_memory_vs_baseline", "load_1000th_vs_10th"]
 
@@ -45,6 +46,8 @@ def recomputed(results: dict[str, Any]) -> dict[str, float | None]:
         / large["pyarrow_floor"]["rows_per_s"],
         "large_file_peak_memory_vs_baseline": None,  # --smoke runs the service in-process: not measured
         "load_1000th_vs_10th": results["history"]["last_load_median_s"] / results["history"]["tenth_load_median_s"],
+        "audit_10m_learning_vs_plain": audit[sizes[-1]]["service_audit_learning"]["median_s"]
+        / audit[sizes[-1]]["service_audit"]["median_s"],
     }
 
 

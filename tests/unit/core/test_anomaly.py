@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wap_ingest.core.anomaly import MAD_SCALE, Metric, band, judge, parse_metric
+from wap_ingest.core.anomaly import BARS, MAD_SCALE, Metric, band, judge, parse_metric, sparkline
 
 
 @pytest.mark.parametrize(("text", "metric"), [("row_count", Metric("row_count")),
@@ -81,3 +81,30 @@ def test_the_centre_always_holds_and_the_band_is_symmetric(values: list[float], 
     assert found.holds(found.centre) and found.spread > 0
     assert found.high - found.centre == pytest.approx(found.centre - found.low)
     assert not found.holds(found.high + found.spread) and not found.holds(found.low - found.spread)
+
+
+def test_a_sparkline_scales_the_values_to_eight_heights() -> None:
+    assert sparkline([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]) == BARS
+    assert sparkline([5.0, 5.0, 5.0]) == BARS[3] * 3  # no spread: a flat middle line
+    assert sparkline([0.02, 0.03, 0.25]) == "\u2581\u2581\u2588"
+
+
+def test_a_failing_verdict_shows_the_loads_as_a_sparkline_and_the_band_within_the_metrics_domain() -> None:
+    history = (0.03, 0.02, 0.025, 0.02, 0.03, 0.025)  # newest first
+    failed = judge(Metric("null_share", "email"), 0.25, history, method="mad", threshold=4, min_loads=5)
+    assert not failed.ok
+    assert failed.measured.endswith("the last 6 loads, oldest first, then this one: " + BARS[0] * 6 + BARS[-1])
+    assert failed.expected.startswith("between 0 and ")  # a share is never below 0
+    passed = judge(Metric("null_share", "email"), 0.025, history, method="mad", threshold=4, min_loads=5)
+    assert passed.ok and "loads, oldest first" not in passed.measured
+    wide = judge(Metric("mean", "amount"), 1.0, (1.0, 1.1, 0.9, 1.0, 1.05), method="zscore", threshold=100,
+                 min_loads=5)
+    assert wide.ok and wide.expected.startswith("between -")  # a mean may be negative
+
+
+def test_when_most_loads_sit_on_the_median_the_mean_deviation_gives_the_spread() -> None:
+    repeating = [0.02, 0.03, 0.02, 0.03, 0.02, 0.02, 0.03]  # MAD 0: four of seven equal the median
+    found = band(repeating, "mad", 4)
+    assert found.centre == 0.02 and found.spread == pytest.approx(1.2533 * 0.03 / 7)
+    assert found.holds(0.03) and not found.holds(0.08)
+    assert band([5.0, 5.0, 5.0], "mad", 4).spread == pytest.approx(5e-9)  # all equal: the floor

@@ -48,11 +48,15 @@ def test_warn_severity_warns_and_too_few_loads_pass_saying_so() -> None:
 def test_profile_metrics_read_the_columns_profile_and_ask_for_it() -> None:
     s = suite({"check": "anomaly", "metric": "mean(amount)", "last": 10, "min_loads": 3})
     assert s.plan().profile_columns == ("amount",) and s.plan().reads_rows
-    measured = Measurements(row_count=50, columns=("Amount",), profile={"Amount": ColumnProfile(mean=250.0)})
-    history = {"mean(amount)": (100.0, 101.0, 99.0, 100.5) + (1e9,) * 20}  # only the last 10 count
+    measured = Measurements(row_count=50, columns=("Amount",), profile={"Amount": ColumnProfile(mean=100.2)})
+    recent = tuple(1e9 + i for i in range(10))  # newest first: the last 10 loads
+    history = {"mean(amount)": recent + tuple(100.0 + (i % 3) / 2 for i in range(20))}
     [result] = audit(s, T, measured, AuditContext(metrics=history)).checks
-    assert result.status is CheckStatus.FAILED and "mean(amount) = 250" in result.measured
+    assert result.status is CheckStatus.FAILED and "mean(amount) = 100.2" in result.measured  # the older loads: unread
     assert "last 10 loads" in result.expected
+    everything = suite({"check": "anomaly", "metric": "mean(amount)", "last": 30, "min_loads": 3})
+    [judged] = audit(everything, T, measured, AuditContext(metrics=history)).checks
+    assert judged.status is CheckStatus.PASSED  # with all 30, most loads sit near 100
 
 
 def test_a_missing_column_fails_and_a_load_without_the_figure_passes_unjudged() -> None:

@@ -17,7 +17,7 @@ from wap_ingest.core.audits import suites_from
 from wap_ingest.core.errors import InvalidTableNameError
 from wap_ingest.core.measurements import ColumnProfile, Measurements
 from wap_ingest.core.models import AuditReport, CheckResult, CheckStatus, OutcomeStatus, SourceObject, TableRef
-from wap_ingest.core.naming import table_for_key
+from wap_ingest.core.naming import table_for_key, table_ref_from
 from wap_ingest.core.pipeline import PipelineConfig, Ports, Transactions, run_wap
 from wap_ingest.core.review import publish_branch
 
@@ -60,6 +60,12 @@ def test_a_tables_results_live_in_the_reserved_namespace_which_no_key_can_route_
     assert results_table(T) == TableRef("wap_meta", "wap__orders")
     with pytest.raises(InvalidTableNameError, match="reserved for the service's audit results"):
         table_for_key("wap_meta.wap__orders/x.parquet", default_namespace="wap")
+    with pytest.raises(InvalidTableNameError, match="reserved for the service's audit results"):
+        table_ref_from("wap_meta.wap__orders", default_namespace="wap", source="--table")  # wap ingest, audits file
+    assert table_ref_from("wap_meta.wap__orders", default_namespace="wap", source="--table",
+                          results=True) == results_table(T)  # an operator reads or maintains it
+    with pytest.raises(InvalidTableNameError, match="ledger"):
+        table_ref_from("wap_ledger.x", default_namespace="wap", source="--table", results=True)
 
 
 class Lake:
