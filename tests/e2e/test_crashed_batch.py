@@ -3,7 +3,7 @@ are published exactly once, and the dead run's batch branch is deleted as abando
 
 A stack of its own with test-sized settings, in the order the stack requires them (WAP_STACK_VISIBILITY_SECONDS above
 WAP_ABANDONED_BRANCH_SECONDS, as AWS's 5,400 s is above the default 960 s): abandoned after 8 s, visible again after
-20 s. A warm environment (one file published first) is handed a batch of files of one table; once the batch's branch
+40 s. A warm environment (one file published first) is handed a batch of files of one table; once the batch's branch
 (`wap-<table>-<digest>-b...`) is in the catalog, the environment's processes (awslambdaric, its Spark JVM and its
 worker processes) are killed with SIGKILL, mid-batch. Then:
 - `wap stack status` (the CLI, in a process of its own) reports the batch's messages in flight, and when they come
@@ -39,7 +39,7 @@ from wap_stack.stack import StackConfig
 from wap_stack.state import StackState, stack_environment
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
-ABANDONED, VISIBILITY = 8, 20
+ABANDONED, VISIBILITY = 8, 40  # 40 s: both status reads fit in the window on a loaded machine (20 s did not)
 TABLE, FILES, ROWS = "crashed_batch", 12, 500
 
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from wap_ingest.bootstrap import OperatorCommands, operator_commands
+from wap_ingest.core.audit_results import RESULTS_NAMESPACE
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.models import QUARANTINE_SUFFIX, TableRef
@@ -44,7 +45,8 @@ class TableLine:
 
 
 def table_lines(uses: OperatorCommands) -> list[TableLine]:
-    on_main = [t for t in uses.tables_on_main() if t.namespace != LEDGER_NAMESPACE]
+    # the service's own keys are no tables of the lake's: the ledger, and each table's audit results (wap_meta)
+    on_main = [t for t in uses.tables_on_main() if t.namespace not in (LEDGER_NAMESPACE, RESULTS_NAMESPACE)]
     names = {t.qualified for t in on_main}
     branches: dict[TableRef, list[str]] = {}
     for branch in uses.branches():

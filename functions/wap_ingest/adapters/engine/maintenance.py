@@ -16,7 +16,7 @@ from typing import Any
 
 from wap_ingest.adapters.engine.errors import EngineStep, engine_failure
 from wap_ingest.adapters.engine.session import CATALOG, SparkEngine
-from wap_ingest.adapters.engine.tables import IcebergTables, snapshot_count, table_identifier
+from wap_ingest.adapters.engine.tables import IcebergTables, snapshot_count
 from wap_ingest.core.layout import Layout
 from wap_ingest.core.maintenance import MB, MaintenanceSettings, MaintenanceWork, TableHealth
 from wap_ingest.core.models import TableRef
@@ -80,13 +80,21 @@ class SparkTableMaintainer(TableMaintainer):
             if current is None:
                 return TableHealth()
             manifests = int(current.allManifests(iceberg.io()).size())
-            row = spark.sql(
-                f"SELECT count(*) AS files, coalesce(sum(file_size_in_bytes), 0) AS bytes, "
-                f"coalesce(sum(record_count), 0) AS records, count_if(file_size_in_bytes < {int(small_file_bytes)}) "
-                f"AS small FROM {table_identifier(table, ref)}.data_files").collect()[0]
-            return TableHealth(rows=int(row["records"]), data_files=int(row["files"]), data_bytes=int(row["bytes"]),
-                               small_files=int(row["small"]), manifests=manifests,
-                               snapshots=snapshot_count(spark.sparkContext._jvm, iceberg))
+            # the live data files of the table just loaded (Spark's `.data_files` metadata table could show an
+            # earlier read's: a compaction's `after` once showed the files before it)
+            files = data_bytes = records = small = 0
+            tasks = iceberg.newScan().useSnapshot(current.snapshotId()).planFiles()
+            try:
+                found = tasks.iterator()
+                while found.hasNext():
+                    file = found.next().file()
+                    size = int(file.fileSizeInBytes())
+                    files, data_bytes, records = files + 1, data_bytes + size, records + int(file.recordCount())
+                    small += size < int(small_file_bytes)
+            finally:
+                tasks.close()
+            return TableHealth(rows=records, data_files=files, data_bytes=data_bytes, small_files=small,
+                               manifests=manifests, snapshots=snapshot_count(spark.sparkContext._jvm, iceberg))
         except Exception as exc:
             raise engine_failure(exc, step=EngineStep.CATALOG, doing=doing, table=table.qualified) from exc
 

@@ -18,6 +18,7 @@ from tests.conftest import Lake
 from tests.integration.core.audits.test_audit_suites import RecordingNotifier, run, suites
 from wap_ingest.core.audit_results import results_table
 from wap_ingest.core.audits import suites_from
+from wap_ingest.core.maintenance import MaintenanceReport
 from wap_ingest.core.models import CheckStatus, OutcomeStatus, TableRef
 
 pytestmark = [pytest.mark.stack, pytest.mark.spark]
@@ -76,6 +77,13 @@ def test_twenty_loads_then_a_shifted_one_rejected_and_the_results_table_on_main_
     spark = lake.service.ports.writer.spark  # any engine reads it: Spark through the Nessie catalog
     counted = spark.sql(f"SELECT count(DISTINCT load) AS n FROM nessie.{results_table(table).qualified}").collect()
     assert counted[0]["n"] == 20
+
+    [report] = lake.service.maintain(results_table(table), here=True)  # kept compact like any table
+    assert isinstance(report, MaintenanceReport) and report.status == "maintained", report
+    assert report.before.data_files >= 20 and report.after is not None and report.after.data_files == 1
+    assert main_rows(lake, table).num_rows == on_main.num_rows
+    assert lake.service.audit_results.history(table, "main", {"null_share(email)": 30})["null_share(email)"] == tuple(
+        r["value"] for r in sorted(metrics, key=lambda r: r["recorded_at"], reverse=True))
 
 
 def test_an_order_with_an_unknown_customer_is_rejected_by_references(lake: Lake, table_name: str) -> None:
