@@ -114,8 +114,8 @@ def run_routed(
                            together=not all(lone.values()))
     for target, items in groups.items():
         # "unique against main" and "references": each file must see the files published before it, so they go one
-        # by one; a table
-        # that registers every file (write: register) takes each on its own (files read together are rewritten)
+        # by one; a table that registers every file (write: register) takes each on its own (files read together
+        # are rewritten)
         suite = suites.suite_for(target)
         alone = _alone(suite, dry_run)
         for group in ([[i] for i in items] if alone else _chunks(items, config.staging_budget_bytes)):
@@ -251,8 +251,8 @@ class _GroupWork(Work):
         self.later, self.written = [], None
         spec = spec_for(suite, self.target, branch.name, alone=len(self.todo) == 1,
                         out_of_time=self.run_.transactions.guards.out_of_time)
-        context = history_context(suite, self.target, ports.catalog, config.main_branch,  # once per attempt
-                                  ports.results)
+        with self.watch.stage("audit"):  # the history the checks judge against, read once per attempt
+            context = history_context(suite, self.target, ports.catalog, config.main_branch, ports.results)
         self.run_.transactions.guards.check_disk(f"{len(self.todo)} file(s) for {self.target}",
                                                  sum(r.local_bytes for _, r in self.todo))
         log.info("writing %d file(s) into %s on branch %s", len(self.todo), self.target, branch.name)
