@@ -5,16 +5,23 @@ Both sides append the same file to the table on a branch of their own, then only
 - service: `measure_appended` with the not_null plan on my_col_1 (the new snapshot's files and their metrics);
 - baseline: the reference's check as written, a scan of the whole table on the branch with `IsNull(my_col_1)`
   as row filter (PyIceberg plans every manifest and skips the files whose null count is 0).
-Issue 36's cost, timed the same way in the same run on the same tables (the append untimed):
-- service_audit_recorded: the plain audit (not_null), judged, and its rows appended to the table's audit results on
-  the branch, as every audited load now does;
-- service_audit_learning: the table's metric history read from its results on main (HISTORY earlier loads, recorded
-  there first), the audit with a column profile and two anomaly checks (mean(my_col_2), null_share(my_col_1)) in the
-  same pass, judged, and recorded. Target: learning <= 1.3 x the plain audit (service_audit).
+Issue 36's cost, timed the same way, interleaved, in the same run on the same tables (the file's append untimed):
+each arm (SUITES) is the audit as the pipeline makes it, the metric history read from the table's results on main
+(HISTORY earlier loads, recorded there first), the measurement, the verdict and the results' append on the branch,
+each step's median kept (`stages_median_s`):
+- recorded: the not_null suite (answered by the files' metrics, no row read), its rows recorded as every load's are;
+- learning_metadata: + anomaly checks on row_count and null_share(my_col_1) (the metrics answer them too);
+- learning: + an anomaly check on mean(my_col_2), whose profile needs the rows: the first row read of the audit;
+- pass: not_null and a regex check, which reads the rows (one pass);
+- pass_learning: the same + the three anomaly checks, the profile in the same pass.
+Target (issue 36): pass_learning <= 1.3 x pass, the profile and anomaly checks added to an audit that reads the rows
+anyway; the other ratios are reported beside it (benchmarks/results/audit_learning.json, README).
 """
 
 from __future__ import annotations
 
+import itertools
+import statistics
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +29,18 @@ from typing import Any
 from benchmarks.common import INBOX, SMALL_COLUMN, Bench, summary
 
 HISTORY = 20  # earlier loads in each table's results on main (the anomaly checks' history)
+NOT_NULL = {"check": "not_null", "columns": [SMALL_COLUMN]}
+PASS = {"check": "regex", "column": SMALL_COLUMN, "pattern": "v[0-9]+"}  # a check that reads the rows
+WATCHED = [{"check": "anomaly", "metric": "row_count", "min_loads": 5},
+           {"check": "anomaly", "metric": f"null_share({SMALL_COLUMN})", "min_loads": 5}]  # the metadata answers them
+PROFILED = {"check": "anomaly", "metric": "mean(my_col_2)", "min_loads": 5}  # a profile: the rows are read
+SUITES = {  # each arm's checks (the arm's timings: service_audit_<arm>)
+    "recorded": [NOT_NULL],
+    "learning_metadata": [NOT_NULL, *WATCHED],
+    "learning": [NOT_NULL, *WATCHED, PROFILED],
+    "pass": [NOT_NULL, PASS],
+    "pass_learning": [NOT_NULL, PASS, *WATCHED, PROFILED],
+}
 
 
 def run(bench: Bench) -> dict[str, Any]:
@@ -38,6 +57,7 @@ def run(bench: Bench) -> dict[str, Any]:
     assert bench.service.engine is not None
     spark = bench.service.engine.session()
     catalog.ensure_namespace("main", "bench")
+    catalog.ensure_namespace("main", "wap_meta")  # the history recorded straight on main below
     baseline = bench.baseline()
     results = bench.service.audit_results
     out: dict[str, Any] = {}
@@ -75,47 +95,57 @@ def run(bench: Bench) -> dict[str, Any]:
                 raise RuntimeError(f"the reference's check found {nulls} nulls in {table}")
             return elapsed
 
-        plain = suites_from({"tables": {table.qualified: [{"check": "not_null", "columns": [SMALL_COLUMN]}]}},
-                            default_namespace="wap").suite_for(table)
-        learning = suites_from({"tables": {table.qualified: [
-            {"check": "not_null", "columns": [SMALL_COLUMN]},
-            {"check": "anomaly", "metric": "mean(my_col_2)", "min_loads": 5},
-            {"check": "anomaly", "metric": f"null_share({SMALL_COLUMN})", "min_loads": 5}]}},
-            default_namespace="wap").suite_for(table)
-        record_history(bench, table, source, learning)
+        suites = {arm: suites_from({"tables": {table.qualified: checks}}, default_namespace="wap").suite_for(table)
+                  for arm, checks in SUITES.items()}
+        record_history(bench, table)
+        stages: dict[str, dict[str, list[float]]] = {arm: {} for arm in SUITES}
 
-        def judged(suite: Any, table: TableRef = table, source: SourceObject = source) -> float:
+        def judged(arm: str, table: TableRef = table, source: SourceObject = source, suites: dict[str, Any] = suites,
+                   stages: dict[str, dict[str, list[float]]] = stages) -> float:
+            """The audit as the pipeline makes it: the history read, the measurement, the verdict and the results'
+            append (the append of the file itself untimed); each step's time kept in `stages`."""
+            suite = suites[arm]
             name = run_branch_name(RunKind.FILE, table, source.identity, started=time.time(), default_namespace="wap")
             branch = catalog.create_branch(name, catalog.reference_hash("main"))
             appended = writer.append(WriteSpec(table, branch.name, MeasurementPlan()), source,
                                      FileFormat.PARQUET).snapshot
             assert appended is not None
-            started = time.perf_counter()
+            marks = [time.perf_counter()]
             context = history_context(suite, table, catalog, "main", results)
+            marks.append(time.perf_counter())
             measured = writer.measure_appended(table, branch.name, appended, suite.plan())
+            marks.append(time.perf_counter())
             report = audit(suite, table, measured, context)
             results.record(branch.name, table, rows_for(table, source, report, measured, branch.name,
                                                         datetime.now(UTC)))
-            elapsed = time.perf_counter() - started
+            marks.append(time.perf_counter())
             assert report.passed, report
+            for step, (a, b) in zip(("history", "measure", "judge_and_record"), itertools.pairwise(marks),
+                                    strict=True):
+                stages[arm].setdefault(step, []).append(b - a)
             catalog.delete_branch(type(branch)(branch.name, catalog.reference_hash(branch.name)))
-            return elapsed
+            return marks[-1] - marks[0]
 
         service_audit()  # the warm-ups
         baseline_audit()
-        judged(learning)
+        for arm in SUITES:
+            judged(arm)
+        for steps in stages.values():  # the warm-ups' steps are not counted
+            steps.clear()
         timings: dict[str, list[float]] = {"service_audit": [], "baseline_reference_audit": [],
-                                           "service_audit_recorded": [], "service_audit_learning": []}
+                                           **{f"service_audit_{arm}": [] for arm in SUITES}}
         for _ in range(bench.options.runs):  # interleaved: the machine's noise falls on every arm alike
             timings["service_audit"].append(service_audit())
-            timings["service_audit_recorded"].append(judged(plain))
-            timings["service_audit_learning"].append(judged(learning))
+            for arm in SUITES:
+                timings[f"service_audit_{arm}"].append(judged(arm))
             timings["baseline_reference_audit"].append(baseline_audit())
-        out[str(size)] = {name: summary(values) for name, values in timings.items()}
+        out[str(size)] = {name: summary(values) for name, values in timings.items()} | {"stages_median_s": {
+            arm: {step: round(statistics.median(values), 3) for step, values in steps.items()}
+            for arm, steps in stages.items()}}
     return out
 
 
-def record_history(bench: Bench, table: Any, source: Any, suite: Any) -> None:
+def record_history(bench: Bench, table: Any) -> None:
     """HISTORY earlier loads' results on main, as published loads leave them (the values vary a little)."""
     from wap_ingest.core.audit_results import rows_for
     from wap_ingest.core.measurements import ColumnProfile, Measurements

@@ -117,10 +117,10 @@ def targets(report: Mapping[str, Any]) -> list[dict[str, Any]]:
                             f"results.audit_cost.{sizes[-1]}.service_audit.median_s",
                             f"results.audit_cost.{sizes[0]}.service_audit.median_s"))
         largest = sizes[-1]
-        if "service_audit_learning" in results["audit_cost"][largest]:  # issue 36: profile + anomaly checks on
+        if "service_audit_pass_learning" in results["audit_cost"][largest]:  # issue 36: profile + anomaly checks
             found.append(_ratio(report, "audit_10m_learning_vs_plain", "<= 1.3",
-                                f"results.audit_cost.{largest}.service_audit_learning.median_s",
-                                f"results.audit_cost.{largest}.service_audit.median_s"))
+                                f"results.audit_cost.{largest}.service_audit_pass_learning.median_s",
+                                f"results.audit_cost.{largest}.service_audit_pass.median_s"))
     else:
         found.append(_missing("audit_10m_vs_10k", "<= 1.2", "workload 2 did not run"))
         found.append(_missing("audit_10m_learning_vs_plain", "<= 1.3", "workload 2 did not run"))

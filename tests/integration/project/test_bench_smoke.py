@@ -46,8 +46,8 @@ def recomputed(results: dict[str, Any]) -> dict[str, float | None]:
         / large["pyarrow_floor"]["rows_per_s"],
         "large_file_peak_memory_vs_baseline": None,  # --smoke runs the service in-process: not measured
         "load_1000th_vs_10th": results["history"]["last_load_median_s"] / results["history"]["tenth_load_median_s"],
-        "audit_10m_learning_vs_plain": audit[sizes[-1]]["service_audit_learning"]["median_s"]
-        / audit[sizes[-1]]["service_audit"]["median_s"],
+        "audit_10m_learning_vs_plain": audit[sizes[-1]]["service_audit_pass_learning"]["median_s"]
+        / audit[sizes[-1]]["service_audit_pass"]["median_s"],
     }
 
 
