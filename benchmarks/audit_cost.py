@@ -7,8 +7,8 @@ Both sides append the same file to the table on a branch of their own, then only
   as row filter (PyIceberg plans every manifest and skips the files whose null count is 0).
 Issue 36's cost, timed the same way, interleaved, in the same run on the same tables (the file's append untimed):
 each arm (SUITES) is the audit as the pipeline makes it, the metric history read from the table's results on main
-(HISTORY earlier loads, recorded there first), the measurement, the verdict and the results' append on the branch,
-each step's median kept (`stages_median_s`):
+(HISTORY earlier loads recorded there first, and one more before each audit, as a stream of loads leaves it), the
+measurement, the verdict and the results' append on the branch, each step's median kept (`stages_median_s`):
 - recorded: the not_null suite (answered by the files' metrics, no row read), its rows recorded as every load's are;
 - learning_metadata: + anomaly checks on row_count and null_share(my_col_1) (the metrics answer them too);
 - learning: + an anomaly check on mean(my_col_2), whose profile needs the rows: the first row read of the audit;
@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -97,14 +98,18 @@ def run(bench: Bench) -> dict[str, Any]:
 
         suites = {arm: suites_from({"tables": {table.qualified: checks}}, default_namespace="wap").suite_for(table)
                   for arm, checks in SUITES.items()}
-        record_history(bench, table)
+        for load in range(HISTORY):
+            record_load(bench, table, load)
+        loads = itertools.count(HISTORY)  # the published loads recorded on main next, one before each audit
         stages: dict[str, dict[str, list[float]]] = {arm: {} for arm in SUITES}
 
         def judged(arm: str, table: TableRef = table, source: SourceObject = source, suites: dict[str, Any] = suites,
-                   stages: dict[str, dict[str, list[float]]] = stages) -> float:
+                   stages: dict[str, dict[str, list[float]]] = stages, loads: Iterator[int] = loads) -> float:
             """The audit as the pipeline makes it: the history read, the measurement, the verdict and the results'
             append (the append of the file itself untimed); each step's time kept in `stages`."""
             suite = suites[arm]
+            record_load(bench, table, next(loads))  # untimed: one more published load on main since the last
+            # audit, as a stream of loads of one table leaves it (the history read takes in that load's file)
             name = run_branch_name(RunKind.FILE, table, source.identity, started=time.time(), default_namespace="wap")
             branch = catalog.create_branch(name, catalog.reference_hash("main"))
             appended = writer.append(WriteSpec(table, branch.name, MeasurementPlan()), source,
@@ -145,16 +150,15 @@ def run(bench: Bench) -> dict[str, Any]:
     return out
 
 
-def record_history(bench: Bench, table: Any) -> None:
-    """HISTORY earlier loads' results on main, as published loads leave them (the values vary a little)."""
+def record_load(bench: Bench, table: Any, load: int) -> None:
+    """One earlier load's results on main, as a published load leaves them (the values vary a little)."""
     from wap_ingest.core.audit_results import rows_for
     from wap_ingest.core.measurements import ColumnProfile, Measurements
     from wap_ingest.core.models import AuditReport, SourceObject
 
-    for load in range(HISTORY):
-        measured = Measurements(row_count=1000, null_counts={SMALL_COLUMN: 0}, columns=(SMALL_COLUMN, "my_col_2"),
-                                profile={"my_col_2": ColumnProfile(0.0, 1000.0, 0.0, 499.5, 249.75 + load % 3)})
-        earlier = SourceObject(INBOX, f"audit/history-{load}.parquet", etag=f"e{load}")
-        report = AuditReport(table.qualified, 1000, ())
-        bench.service.audit_results.record("main", table, rows_for(
-            table, earlier, report, measured, "main", datetime.now(UTC) - timedelta(minutes=HISTORY - load)))
+    measured = Measurements(row_count=1000, null_counts={SMALL_COLUMN: 0}, columns=(SMALL_COLUMN, "my_col_2"),
+                            profile={"my_col_2": ColumnProfile(0.0, 1000.0, 0.0, 499.5, 249.75 + load % 3)})
+    earlier = SourceObject(INBOX, f"audit/history-{load}.parquet", etag=f"e{load}")
+    report = AuditReport(table.qualified, 1000, ())
+    bench.service.audit_results.record("main", table, rows_for(table, earlier, report, measured, "main",
+                                                               datetime.now(UTC) - timedelta(minutes=1)))

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.fakes import FakeAuditResults, FakeCatalog
-from wap_ingest.core.audit_results import METRIC_CHECK, ResultRow, results_table
+from wap_ingest.core.audit_results import METRIC_CHECK, ResultRow, history_of, results_table
 from wap_ingest.core.models import Branch, TableRef
 from wap_ingest.core.ports import AuditResults, CatalogBranches
 
@@ -106,3 +106,54 @@ def test_a_value_missing_or_a_text_with_quotes_is_kept_as_it_is(harness: Harness
     odd = replace(row(target, "it's", None, None, AT), measured="3 rows like 'x'", severity="warn", column=None)
     harness.results.record(branch.name, target, [odd])
     assert harness.results.rows(target, branch.name) == [odd]
+
+
+def drop_load(harness: Harness, target: TableRef, branch: str, load: str) -> None:
+    """Remove a load's rows from the results table on `branch` (not an append: what a rewrite of the table does)."""
+    if isinstance(harness.results, FakeAuditResults):
+        assert isinstance(harness.catalog, FakeCatalog)
+        key = results_table(target).qualified
+        content = harness.catalog.contents(branch)[key]
+        kept = [(sid, [r for r in rows if r.load != load], props) for sid, rows, props in content["snapshots"]]
+        harness.catalog.commit(branch, {key: {"columns": (), "snapshots": kept}})
+        return
+    loaded = harness.results.tables.load(results_table(target), branch)  # type: ignore[attr-defined]
+    loaded.delete(delete_filter=f"load = '{load}'")
+
+
+def test_the_history_follows_every_change_of_the_table_as_a_full_read_does(harness: Harness,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    target, branch = table(), harness.branch()
+    wanted = {"row_count": 10, "mean(x)": 10}
+    files_read: list[str] = []  # the lake's adapter: the data files it read one by one (the appends since)
+    if not isinstance(harness.results, FakeAuditResults):
+        from wap_ingest.adapters.catalog import audit_results as lake
+
+        reading = lake._metric_rows_of
+        monkeypatch.setattr(lake, "_metric_rows_of", lambda t, path: files_read.append(path) or reading(t, path))
+
+    def expected() -> dict[str, tuple[float, ...]]:
+        return history_of(((r.load, r.metric or "", r.value, r.recorded_at) for r in
+                           harness.results.rows(target, branch.name) if r.check == METRIC_CHECK), wanted)
+
+    def load(i: int) -> list[ResultRow]:
+        at = AT + timedelta(minutes=i)
+        return [row(target, f"load-{i}", "row_count", float(i), at), row(target, f"load-{i}", "mean(x)", i / 2, at),
+                row(target, f"load-{i}", None, None, at)]
+
+    harness.results.record(branch.name, target, load(0) + load(1))
+    assert harness.results.history(target, branch.name, wanted) == expected() == {"row_count": (1.0, 0.0),
+                                                                                  "mean(x)": (0.5, 0.0)}
+    assert harness.results.history(target, branch.name, wanted) == expected()  # nothing changed since
+    for i in (2, 3):  # appends since the last read: only their files are read
+        harness.results.record(branch.name, target, load(i))
+        assert harness.results.history(target, branch.name, wanted) == expected()
+    if not isinstance(harness.results, FakeAuditResults):
+        assert len(files_read) == 2  # one file per append, not the table
+    assert harness.results.history(target, branch.name, wanted)["row_count"] == (3.0, 2.0, 1.0, 0.0)
+    drop_load(harness, target, branch.name, "load-2")  # not an append: read again in full
+    harness.results.record(branch.name, target, load(4))
+    assert harness.results.history(target, branch.name, wanted) == expected()
+    assert len(files_read) in (0, 2)  # after a delete: the table read in full, no file one by one
+    assert harness.results.history(target, branch.name, wanted)["row_count"] == (4.0, 3.0, 1.0, 0.0)
+    assert harness.results.history(target, "main", wanted) == {"row_count": (), "mean(x)": ()}  # main: no table

@@ -4,15 +4,22 @@ starts none for its results either.
 
 `record` loads `wap_meta.<namespace>__<table>` on the branch (making it there, format v2, under the warehouse, if the
 branch has none) and appends the load's rows as one Parquet file in one snapshot: one Nessie commit on the branch,
-expecting the hash the table was read at. `rows` and `history` scan the table on a reference; `history` reads only
-the metric rows' four columns it needs. Any engine reads the tables: `SELECT * FROM nessie.wap_meta.wap__orders`.
+expecting the hash the table was read at. `rows` scans the table on a reference. Any engine reads the tables:
+`SELECT * FROM nessie.wap_meta.wap__orders`.
+
+`history` keeps, per results table, the metric rows (four columns) it read and the snapshot it read them at. Next
+time, the table's current snapshot is loaded (two requests); if it is the same, nothing else is read; if the
+snapshots since the one read are all appends (each load's), only the data files they added are read (one manifest
+list, one manifest and one file per load); anything else (a compaction, a snapshot the walk cannot reach) reads the
+table's metric rows again in full. The rows are exactly the table's at its current snapshot either way.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import UTC
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from wap_ingest.adapters.catalog.tables import BranchTables, storage_errors
@@ -41,11 +48,23 @@ def arrow_schema() -> Any:
                                if name in _TIME else pa.string()) for name in COLUMNS])
 
 
+MetricRow = tuple[str, str, float | None, datetime]  # load, metric, value, recorded_at
+HISTORY_COLUMNS = ("load", "metric", "value", "recorded_at")
+MAX_WALK = 200  # snapshots walked back to the one read before (more: read the table again)
+
+
+@dataclass(frozen=True)
+class _Read:
+    snapshot_id: int
+    rows: tuple[MetricRow, ...]
+
+
 class LakeAuditResults(AuditResults):
     """Results tables under `warehouse` (`s3://lake/warehouse`), through `tables`."""
 
     def __init__(self, tables: BranchTables, warehouse: str) -> None:
         self.tables, self.warehouse = tables, warehouse.rstrip("/")
+        self._read: dict[TableRef, _Read] = {}  # the metric rows of each results table as last read (history)
 
     def record(self, branch: str, table: TableRef, rows: Sequence[ResultRow]) -> None:
         if not rows:
@@ -70,10 +89,24 @@ class LakeAuditResults(AuditResults):
     def history(self, table: TableRef, ref: str, wanted: Mapping[str, int]) -> dict[str, tuple[float, ...]]:
         if not wanted:
             return {}
-        names = ", ".join(_quoted(name) for name in sorted(wanted))
-        where = f"check = {_quoted(METRIC_CHECK)} AND metric IN ({names})"  # PyIceberg's filter syntax
-        found = self._scan(table, ref, where, ("load", "metric", "value", "recorded_at"))
-        return history_of(((r["load"], r["metric"], r["value"], r["recorded_at"]) for r in found), wanted)
+        target = results_table(table)
+        loaded = self.tables.load(target, ref)
+        current = None if loaded is None else loaded.current_snapshot()
+        if loaded is None or current is None:
+            return history_of((), wanted)
+        known = self._read.get(target)
+        if known is not None and known.snapshot_id == current.snapshot_id:
+            rows = known.rows
+        else:
+            added = None if known is None else _added_since(loaded, current, known.snapshot_id)
+            with storage_errors(f"reading {target} on {ref!r}"):
+                if known is not None and added is not None:
+                    rows = known.rows + tuple(row for path in added for row in _metric_rows_of(loaded, path))
+                else:
+                    scan = loaded.scan(row_filter=f"check = {_quoted(METRIC_CHECK)}", selected_fields=HISTORY_COLUMNS)
+                    rows = tuple(_metric_row(r) for r in scan.to_arrow().to_pylist())
+            self._read[target] = _Read(current.snapshot_id, rows)
+        return history_of(rows, wanted)
 
     def _scan(self, table: TableRef, ref: str, where: Any, columns: Sequence[str]) -> list[dict[str, Any]]:
         loaded = self.tables.load(results_table(table), ref)
@@ -83,6 +116,42 @@ class LakeAuditResults(AuditResults):
             row_filter=where, selected_fields=tuple(columns))
         with storage_errors(f"reading {results_table(table)} on {ref!r}"):
             return list(scan.to_arrow().to_pylist())
+
+
+def _added_since(loaded: Any, current: Any, since: int) -> list[str] | None:
+    """The data files the snapshots after `since` added, up to `current`, if each of them is an append (None: a
+    compaction, a delete, or `since` out of reach: read the table in full)."""
+    from pyiceberg.manifest import ManifestEntryStatus
+    from pyiceberg.table.snapshots import Operation
+
+    paths: list[str] = []
+    snapshot = current
+    for _ in range(MAX_WALK):
+        if snapshot.snapshot_id == since:
+            return paths
+        if snapshot.summary is None or snapshot.summary.operation != Operation.APPEND:
+            return None
+        paths += [entry.data_file.file_path for manifest in snapshot.manifests(loaded.io)
+                  if manifest.added_snapshot_id == snapshot.snapshot_id
+                  for entry in manifest.fetch_manifest_entry(loaded.io, discard_deleted=True)
+                  if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id]
+        parent = snapshot.parent_snapshot_id
+        snapshot = None if parent is None else loaded.snapshot_by_id(parent)
+        if snapshot is None:
+            return None
+    return None
+
+
+def _metric_rows_of(loaded: Any, path: str) -> list[MetricRow]:
+    import pyarrow.parquet as pq
+
+    with loaded.io.new_input(path).open(seekable=True) as stream:
+        data = pq.read_table(stream, columns=["check", *HISTORY_COLUMNS])
+    return [_metric_row(r) for r in data.to_pylist() if r["check"] == METRIC_CHECK]
+
+
+def _metric_row(record: Mapping[str, Any]) -> MetricRow:
+    return (record["load"], record["metric"], record["value"], _plain("recorded_at", record["recorded_at"]))
 
 
 def _quoted(text: str) -> str:
