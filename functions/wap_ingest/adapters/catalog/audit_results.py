@@ -98,8 +98,8 @@ class LakeAuditResults(AuditResults):
         if known is not None and known.snapshot_id == current.snapshot_id:
             rows = known.rows
         else:
-            added = None if known is None else _added_since(loaded, current, known.snapshot_id)
             with storage_errors(f"reading {target} on {ref!r}"):
+                added = None if known is None else _added_since(loaded, current, known.snapshot_id)
                 if known is not None and added is not None:
                     rows = known.rows + tuple(row for path in added for row in _metric_rows_of(loaded, path))
                 else:
