@@ -8,7 +8,9 @@ Both sides append the same file to the table on a branch of their own, then only
 Issue 36's cost, timed the same way, interleaved, in the same run on the same tables (the file's append untimed):
 each arm (SUITES) is the audit as the pipeline makes it, the metric history read from the table's results on main
 (HISTORY earlier loads recorded there first, and one more before each audit, as a stream of loads leaves it), the
-measurement, the verdict and the results' append on the branch, each step's median kept (`stages_median_s`):
+measurement, the verdict and the results' append on the branch, each step's median kept (`stages_median_s`). As in
+the pipeline (core.history.history_beside), the history read starts before the file's append and runs beside it:
+the timed `history` step is what is left of it once the file is appended.
 - recorded: the not_null suite (answered by the files' metrics, no row read), its rows recorded as every load's are;
 - learning_metadata: + anomaly checks on row_count and null_share(my_col_1) (the metrics answer them too);
 - learning: + an anomaly check on mean(my_col_2), whose profile needs the rows: the first row read of the audit;
@@ -48,7 +50,7 @@ def run(bench: Bench) -> dict[str, Any]:
     from wap_ingest.core.audit_results import rows_for
     from wap_ingest.core.audits import NotNull, audit, suites_from
     from wap_ingest.core.branches import RunKind, run_branch_name
-    from wap_ingest.core.history import history_context
+    from wap_ingest.core.history import history_beside
     from wap_ingest.core.measurements import MeasurementPlan
     from wap_ingest.core.models import FileFormat, SourceObject, TableRef
     from wap_ingest.core.ports import WriteSpec
@@ -112,11 +114,12 @@ def run(bench: Bench) -> dict[str, Any]:
             # audit, as a stream of loads of one table leaves it (the history read takes in that load's file)
             name = run_branch_name(RunKind.FILE, table, source.identity, started=time.time(), default_namespace="wap")
             branch = catalog.create_branch(name, catalog.reference_hash("main"))
+            history = history_beside(suite, table, catalog, "main", results)  # as the pipeline: beside the write
             appended = writer.append(WriteSpec(table, branch.name, MeasurementPlan()), source,
                                      FileFormat.PARQUET).snapshot
             assert appended is not None
             marks = [time.perf_counter()]
-            context = history_context(suite, table, catalog, "main", results)
+            context = history()  # what is left of the read after the write
             marks.append(time.perf_counter())
             measured = writer.measure_appended(table, branch.name, appended, suite.plan())
             marks.append(time.perf_counter())

@@ -162,7 +162,7 @@ class FakeWriter(TableWriter):
         moved, kept = self._quarantine(rows, quarantine, source, spec.branch) if quarantine else (None, rows)
         appended = self._write(spec.table, spec.branch, [(source, kept)], spec.allow_new_columns)
         return Appended(appended, (source,), {source.identity: self._measure(kept, spec.plan, appended.columns,
-                                                                                 spec.branch)},
+                                                                                 spec.branch, spec.table)},
                         quarantined={source.identity: moved} if moved is not None else {},
                         write={source.identity: self.path_of(spec, fmt)})
 
@@ -241,7 +241,9 @@ class FakeWriter(TableWriter):
         return (Quarantined(plan.table.qualified, len(bad), dict(by_check), len(rows)),
                 [row for row, checks in zip(rows, failed, strict=True) if not checks])
 
-    def _measure(self, rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...], branch: str) -> Measurements:
+    def _measure(self, rows: Rows, plan: MeasurementPlan, columns: tuple[str, ...], branch: str,
+                 table: TableRef | None = None) -> Measurements:
+        """`table`: the table the rows were appended to on `branch` (its reconciliations read it as it is now)."""
         nulls = {c: sum(1 for r in rows if r.get(c) is None) for c in plan.null_count_columns if c in columns}
         profile = {c: _profile([r.get(c) for r in rows]) for c in plan.profile_columns if c in columns}
         missing, absent = {}, []
@@ -253,8 +255,16 @@ class FakeWriter(TableWriter):
                 absent.append(ref.table)
             keys = {r.get(ref.key) for r in rows_on(self.catalog, branch, ref.table)}
             missing[ref.name] = sum(1 for v in values if v not in keys)
+        reconciled: dict[str, tuple[float | None, float | None]] = {}
+        for rec in plan.reconciliations:  # both tables as the branch has them, the new rows appended
+            assert table is not None, "a reconciliation needs the table the rows went to"
+            if rec.table not in self.catalog.contents(branch):
+                absent.append(rec.table)
+            reconciled[rec.name] = (_aggregate(rows_on(self.catalog, branch, table.qualified), rec.ours),
+                                    None if rec.table in absent else _aggregate(rows_on(self.catalog, branch,
+                                                                                        rec.table), rec.theirs))
         return Measurements(row_count=len(rows), null_counts=nulls, columns=columns, profile=profile,
-                            missing=missing, absent=tuple(absent))
+                            missing=missing, absent=tuple(dict.fromkeys(absent)), reconciled=reconciled)
 
     def find_append(self, table: TableRef, ref: str, identity: str) -> AppendResult | None:
         content = self.catalog.contents(ref).get(table.qualified)
@@ -297,6 +307,21 @@ class FakeStaged(StagedFiles):
 
     def close(self) -> None:
         self.closed = True
+
+
+def _aggregate(rows: Rows, aggregate: tuple[str, str | None]) -> float | None:
+    """As the engine's (adapters.engine.references): count and sum of no values are 0, the others None."""
+    function, column = aggregate
+    if column is None:
+        return float(len(rows))
+    values = [r[column] for r in rows if r.get(column) is not None]
+    if function == "count":
+        return float(len(values))
+    if function == "sum":
+        return float(sum(values))
+    if not values:
+        return None
+    return float({"min": min, "max": max}[function](values)) if function != "avg" else sum(values) / len(values)
 
 
 def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:

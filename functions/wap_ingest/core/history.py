@@ -1,8 +1,16 @@
 """What the audit knows of a table's past: the row counts of its last published loads (`row_count_vs_history`, from
 the merges' lineage) and the metrics of its last published loads (anomaly checks, from its audit results table on
-`main`: core.audit_results)."""
+`main`: core.audit_results).
+
+`history_beside` reads it in a thread while the run writes the new rows (the audit needs it only once they are
+measured): its answer waits for the read and raises what the read raised, so the history costs the audit only what
+the write did not cover.
+"""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 from . import lineage
 from .audits import AuditContext, AuditSuite
@@ -26,3 +34,28 @@ def history_context(suite: AuditSuite, target: TableRef, catalog: CatalogBranche
         if MAINTENANCE not in publication.properties:
             counts.extend(lineage.load_rows(publication.properties, target))
     return AuditContext(history=tuple(counts[: suite.history_loads]), metrics=metrics)
+
+
+def history_beside(suite: AuditSuite, target: TableRef, catalog: CatalogBranches, main: str,
+                   results: AuditResults | None = None) -> Callable[[], AuditContext]:
+    """`history_context` read in a thread started now; the call returned waits for it (nothing to read: no thread)."""
+    if not suite.history_loads and not (results is not None and suite.history_metrics):
+        return AuditContext
+    found: list[AuditContext] = []
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            found.append(history_context(suite, target, catalog, main, results))
+        except BaseException as exc:  # handed to the audit that waits for it
+            failed.append(exc)
+
+    thread = threading.Thread(target=read, name=f"history-{target.qualified}", daemon=True)
+    thread.start()
+
+    def context() -> AuditContext:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+    return context

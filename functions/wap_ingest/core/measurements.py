@@ -38,6 +38,25 @@ class Reference:
         return f"{self.column} in {self.table}.{self.key}"
 
 
+@dataclass(frozen=True)
+class Reconciliation:
+    """An aggregate of the audited table as the run's branch has it after the load (main's rows and the new ones)
+    against an aggregate of another table (qualified) as the branch has it (core.audits.cross). Each aggregate is
+    (function, column): count with column None is count(*)."""
+
+    ours: tuple[str, str | None]
+    table: str
+    theirs: tuple[str, str | None]
+
+    @property
+    def name(self) -> str:
+        return f"{aggregate_text(self.ours)} = {self.table}.{aggregate_text(self.theirs)}"
+
+
+def aggregate_text(aggregate: tuple[str, str | None]) -> str:
+    return f"{aggregate[0]}({aggregate[1] or '*'})"
+
+
 T = TypeVar("T")
 
 
@@ -57,6 +76,7 @@ class MeasurementPlan:
     queries: tuple[str, ...] = ()  # custom SQL over the view `new_rows`: the rows it returns
     profile_columns: tuple[str, ...] = ()  # a ColumnProfile of each (anomaly checks)
     references: tuple[Reference, ...] = ()  # values that must be keys of another table
+    reconciliations: tuple[Reconciliation, ...] = ()  # this table's aggregate against another table's
     samples: int = 5
 
     def merged(self, other: MeasurementPlan) -> MeasurementPlan:
@@ -69,6 +89,7 @@ class MeasurementPlan:
             queries=_union(self.queries, other.queries),
             profile_columns=_union(self.profile_columns, other.profile_columns),
             references=_union(self.references, other.references),
+            reconciliations=_union(self.reconciliations, other.reconciliations),
             samples=max(self.samples, other.samples),
         )
 
@@ -76,7 +97,7 @@ class MeasurementPlan:
     def reads_rows(self) -> bool:
         """False when the snapshot summary and the files' metrics can answer everything."""
         return bool(self.rules or self.unique_keys or self.existing_keys or self.queries or self.profile_columns
-                    or self.references)
+                    or self.references or self.reconciliations)
 
 
 Sample = Mapping[str, str]  # one row, values as text
@@ -114,6 +135,8 @@ class Measurements:
     profile: Mapping[str, ColumnProfile] = field(default_factory=dict)  # column -> its profile
     missing: Mapping[str, int] = field(default_factory=dict)  # Reference.name -> new rows whose value is no key
     absent: tuple[str, ...] = ()  # referenced tables the branch does not have (every value is missing)
+    # Reconciliation.name -> (this table's aggregate, the other's); None: no value (no rows, or no such table)
+    reconciled: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
 def sample_key(kind: str, target: object) -> str:

@@ -88,13 +88,12 @@ def measure_without_rows(plan: MeasurementPlan, columns: tuple[str, ...], types:
                          metrics: FileMetrics, row_count: int) -> Measurements | None:
     """The new rows' Measurements from the metrics alone, or None when the plan needs a row read: a count the
     metrics do not settle, a key, a query, a column profile (its mean and distinct count are not in the metrics), a
-    reference to another table,
-    or samples of a failed not_null check."""
+    reference to another table or a reconciliation with one, or samples of a failed not_null check."""
     names = {c.lower(): c for c in columns}
     found = answered(plan, names, types, metrics, row_count)
     keys = [k for k in plan.unique_keys + plan.existing_keys if all(c.lower() in names for c in k)]
     if (found.null_columns or found.rules or found.max_columns or keys or plan.queries or plan.profile_columns
-            or plan.references):
+            or plan.references or plan.reconciliations):
         return None
     if plan.samples and any(found.nulls.values()):
         return None  # the failing rows are sampled for the alert

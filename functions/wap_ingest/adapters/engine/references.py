@@ -1,14 +1,19 @@
-"""The `references` check measured with Spark (core.audits.cross): the new rows whose value of a column is no key of
-another table as the run's branch has it. The new values' smallest and largest come from the audit's one pass
-(`reference_aggregates`); the other table is read for its key column only, between them, so Iceberg skips its data
-files whose bounds miss that range; a left anti join leaves the rows whose value has no match."""
+"""The checks that read other tables, measured with Spark (core.audits.cross).
+
+`references`: the new rows whose value of a column is no key of another table as the run's branch has it. The new
+values' smallest and largest come from the audit's one pass (`reference_aggregates`); the other table is read for
+its key column only, between them, so Iceberg skips its data files whose bounds miss that range; a left anti join
+leaves the rows whose value has no match.
+
+`reconcile`: one aggregate of the audited table and one of the other, each as the run's branch has it (after the
+append: main's rows and the new ones), each read for its one column."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from wap_ingest.core.measurements import Reference, Sample, sample_key
+from wap_ingest.core.measurements import Reconciliation, Reference, Sample, sample_key
 
 Lookup = Callable[[str], Any | None]  # a qualified table -> a DataFrame of it on the run's branch, None: no table
 
@@ -58,3 +63,36 @@ def measure_references(frame: Any, found: Sequence[tuple[Reference, str]], row: 
         if missing[ref.name] and samples:
             sampled[sample_key("references", ref.name)] = shown(rows.limit(samples).collect())
     return missing, tuple(dict.fromkeys(absent)), sampled
+
+
+def measure_reconciliations(reconciliations: Sequence[Reconciliation], lookup: Lookup, own: str
+                            ) -> tuple[dict[str, tuple[float | None, float | None]], tuple[str, ...]]:
+    """(each reconciliation's two aggregates, the other tables that do not exist on the branch)."""
+    reconciled: dict[str, tuple[float | None, float | None]] = {}
+    absent: list[str] = []
+    mine = lookup(own)
+    for rec in reconciliations:
+        other = lookup(rec.table)
+        if other is None:
+            absent.append(rec.table)
+        reconciled[rec.name] = (_aggregate(mine, rec.ours), None if other is None else _aggregate(other, rec.theirs))
+    return reconciled, tuple(dict.fromkeys(absent))
+
+
+def _aggregate(frame: Any, aggregate: tuple[str, str | None]) -> float | None:
+    """count(*), or a function of one column (None: the table lacks the column, or no value: min/max/avg of no
+    rows); count and sum of no rows are 0."""
+    from pyspark.sql import functions as F
+
+    if frame is None:
+        return None
+    function, column = aggregate
+    if column is None:
+        return float(frame.count())
+    names = {c.lower(): c for c in frame.columns}
+    if column.lower() not in names:
+        return None
+    value = frame.select(getattr(F, function)(frame[names[column.lower()]])).collect()[0][0]
+    if value is None and function in ("count", "sum"):
+        return 0.0
+    return None if value is None else float(value)

@@ -34,6 +34,7 @@ from wap_ingest.adapters.engine.parquet_decode import measure_parquet
 from wap_ingest.adapters.engine.parquet_measured import Measured
 from wap_ingest.adapters.engine.quarantine import Split, split_rows
 from wap_ingest.adapters.engine.read import read_source
+from wap_ingest.adapters.engine.references import measure_reconciliations
 from wap_ingest.adapters.engine.register import LakeCopies, Registration, register
 from wap_ingest.adapters.engine.session import SparkEngine
 from wap_ingest.adapters.engine.staged import SparkStaged
@@ -245,8 +246,13 @@ class SparkIcebergWriter(TableWriter):
             base = None
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
                 base = spark.read.format("iceberg").option(AS_OF, str(appended.parent_snapshot_id)).load(ident)
+            lookup = _on_branch(tables, branch) if plan.references or plan.reconciliations else None
             measured = measure_frame(spark, reader.load(ident), plan, row_count=appended.rows, metrics=metrics,
-                                     base=base, lookup=_on_branch(tables, branch) if plan.references else None)
+                                     base=base, lookup=lookup)
+            if plan.reconciliations and lookup is not None:  # the table after the append, and the others
+                reconciled, absent = measure_reconciliations(plan.reconciliations, lookup, table.qualified)
+                measured = replace(measured, reconciled=reconciled,
+                                   absent=tuple(dict.fromkeys(measured.absent + absent)))
         except WapError:
             raise
         except Exception as exc:
@@ -257,7 +263,7 @@ class SparkIcebergWriter(TableWriter):
 
 
 def _on_branch(tables: IcebergTables, branch: str) -> Callable[[str], Any | None]:
-    """Another table as `branch` has it (a references check's), or None when the branch has no such table."""
+    """A table as `branch` has it (a references or reconcile check's), or None when the branch has no such table."""
     def lookup(qualified: str) -> Any | None:
         other = TableRef(*qualified.split(".", 1))
         if tables.find(other, branch) is None:

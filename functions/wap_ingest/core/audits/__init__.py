@@ -21,7 +21,7 @@ and the suite is evaluated without further calls. `audits.yml` documents each ch
 from __future__ import annotations
 
 from .base import NEW_COLUMN_POLICIES, NEW_ROWS_VIEW, SEVERITIES, AuditContext, Check
-from .cross import References
+from .cross import Reconcile, References
 from .learned import Anomaly
 from .parse import ALLOWED_KEYS, COMMON_KEYS, suites_from
 from .rows import CustomSql, NotNull, RuleCheck, Unique
@@ -43,6 +43,7 @@ __all__ = [
            "CustomSql",
            "Freshness",
            "NotNull",
+           "Reconcile",
            "References",
            "RowCount",
            "RowCountVsHistory",

@@ -16,7 +16,7 @@ from wap_ingest.core.models import TableRef
 from wap_ingest.core.naming import table_ref_from
 
 from .base import NEW_COLUMN_POLICIES, NEW_ROWS_VIEW, SEVERITIES, Check
-from .cross import REFERENCES_KEYS, references_from
+from .cross import RECONCILE_KEYS, REFERENCES_KEYS, reconcile_from, references_from
 from .learned import ANOMALY_KEYS, anomaly_from
 from .rows import CustomSql, NotNull, RuleCheck, Unique
 from .suite import DEFAULT_SUITE, AuditSuite, AuditSuites
@@ -38,6 +38,7 @@ ALLOWED_KEYS: dict[str, set[str]] = {
     "row_count_vs_history": {"factor", "last", "min_loads"},
     "anomaly": ANOMALY_KEYS,
     "references": REFERENCES_KEYS,
+    "reconcile": RECONCILE_KEYS,
 }
 _COLUMN = re.compile(r"[^`.\s][^`.\n\r\t]{0,127}")
 _SQL_START = re.compile(r"\s*(select|with)\b", re.IGNORECASE)
@@ -217,6 +218,8 @@ def _check_from(spec: Any, table: str, index: int, namespace: str) -> Check:
     if kind == "references":
         return references_from(_column_name(spec.get("column"), "column", where), spec.get("table"),
                                _column_name(spec.get("key"), "key", where), where, severity, namespace)
+    if kind == "reconcile":
+        return reconcile_from(spec, where, severity, namespace, _column_name)
     return _history(spec, where, severity)
 
 

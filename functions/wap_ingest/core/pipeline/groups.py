@@ -24,7 +24,7 @@ from wap_ingest.core import lineage
 from wap_ingest.core.audits import AuditContext, AuditSuite, AuditSuites, audit
 from wap_ingest.core.branches import RunKind, group_identity
 from wap_ingest.core.errors import BadInputError, EmptySourceError, EngineError, WapError
-from wap_ingest.core.history import history_context
+from wap_ingest.core.history import history_beside
 from wap_ingest.core.ledger import LedgerEntry
 from wap_ingest.core.measurements import Measurements
 from wap_ingest.core.models import (
@@ -113,9 +113,9 @@ def run_routed(
                             for t, items in groups.items() if lone[t] for _, item in items],
                            together=not all(lone.values()))
     for target, items in groups.items():
-        # "unique against main" and "references": each file must see the files published before it, so they go one
-        # by one; a table that registers every file (write: register) takes each on its own (files read together
-        # are rewritten)
+        # "unique against main", "references" and "reconcile": each file must see the files published before it, so
+        # they go one by one; a table that registers every file (write: register) takes each on its own (files read
+        # together are rewritten)
         suite = suites.suite_for(target)
         alone = _alone(suite, dry_run)
         for group in ([[i] for i in items] if alone else _chunks(items, config.staging_budget_bytes)):
@@ -126,7 +126,7 @@ def run_routed(
 def _alone(suite: AuditSuite, dry_run: bool) -> bool:
     """Whether a table's files each run alone (else consecutive files are read together, within the budget)."""
     plan = suite.plan()
-    return dry_run or bool(plan.existing_keys or plan.references) or suite.write == "register"
+    return dry_run or bool(plan.existing_keys or plan.references or plan.reconciliations) or suite.write == "register"
 
 
 def _chunks(items: list[Item], budget: int | None) -> list[list[Item]]:
@@ -251,8 +251,8 @@ class _GroupWork(Work):
         self.later, self.written = [], None
         spec = spec_for(suite, self.target, branch.name, alone=len(self.todo) == 1,
                         out_of_time=self.run_.transactions.guards.out_of_time)
-        with self.watch.stage("audit"):  # the history the checks judge against, read once per attempt
-            context = history_context(suite, self.target, ports.catalog, config.main_branch, ports.results)
+        # the history the checks judge against, read once per attempt, beside the write (waited for in the audit)
+        context = history_beside(suite, self.target, ports.catalog, config.main_branch, ports.results)
         self.run_.transactions.guards.check_disk(f"{len(self.todo)} file(s) for {self.target}",
                                                  sum(r.local_bytes for _, r in self.todo))
         log.info("writing %d file(s) into %s on branch %s", len(self.todo), self.target, branch.name)
@@ -273,15 +273,16 @@ class _GroupWork(Work):
                 (r.source, reports[r.source.identity], measured[r.source.identity]) for _, r in accepted])
         return Publish(merge) if all(reports[i].passed for i in rows) else Keep(merge)
 
-    def _alone(self, spec: WriteSpec, context: AuditContext) -> tuple[Appended, list[Item], dict[str, AuditReport]]:
+    def _alone(self, spec: WriteSpec, context: Callable[[], AuditContext]
+               ) -> tuple[Appended, list[Item], dict[str, AuditReport]]:
         (_, item), = self.todo
         with self.watch.stage("append"):
             appended = self.run_.ports.writer.append(spec, item.source, item.fmt)
         with self.watch.stage("audit"):
-            report = audit(self.suite, self.target, appended.measured[item.source.identity], context)
+            report = audit(self.suite, self.target, appended.measured[item.source.identity], context())
         return appended, self.todo, {item.source.identity: report}
 
-    def _together(self, spec: WriteSpec, context: AuditContext
+    def _together(self, spec: WriteSpec, context: Callable[[], AuditContext]
                   ) -> tuple[Appended, list[Item], dict[str, AuditReport]] | None:
         """Several files read together, each audited; those that pass are appended in one snapshot, the others (and
         those that cannot be read or written with them) run again alone. None: nothing was appended."""
@@ -289,7 +290,8 @@ class _GroupWork(Work):
             staged = self.run_.ports.writer.stage(spec, [(r.source, r.fmt) for _, r in self.todo])
         with staged:
             with self.watch.stage("audit"):
-                reports = {i: audit(self.suite, self.target, m, context) for i, m in staged.measured.items()}
+                known = context()
+                reports = {i: audit(self.suite, self.target, m, known) for i, m in staged.measured.items()}
             accepted = [(i, r) for i, r in self.todo if _passes(reports.get(r.source.identity),
                                                                 staged.measured.get(r.source.identity))]
             with self.watch.stage("append"):

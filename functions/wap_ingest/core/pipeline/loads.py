@@ -24,9 +24,9 @@ from wap_ingest.core import lineage
 from wap_ingest.core.audits import AuditSuites, audit
 from wap_ingest.core.branches import RunKind
 from wap_ingest.core.errors import BadInputError, EmptySourceError, WapError
-from wap_ingest.core.history import history_context
+from wap_ingest.core.history import history_beside
 from wap_ingest.core.ledger import LedgerEntry
-from wap_ingest.core.measurements import Measurements
+from wap_ingest.core.measurements import MeasurementPlan, Measurements
 from wap_ingest.core.models import (
     AuditReport,
     Branch,
@@ -148,15 +148,14 @@ class _LoadWork(Work):
             guards.check_time(what)
         guards.check_disk(what, item.local_bytes)
         spec = spec_for(suite, item.table, branch, alone=True, out_of_time=guards.out_of_time)
+        context = history_beside(suite, item.table, load.ports.catalog, load.config.main_branch, load.ports.results)
         appended = load.ports.writer.append(spec, item.source, item.fmt)
         measured = appended.measured[item.source.identity]
         if appended.snapshot is None or measured.row_count == 0:
             raise EmptySourceError(f"{item.source.uri}: the file has no rows; nothing to ingest into {item.table}. "
                                    f"Fix: upload it with data, then the manifest again.")
         bound_snapshots(load.ports, suite, item.table, branch, appended.snapshot.snapshots)
-        context = history_context(suite, item.table, load.ports.catalog, load.config.main_branch,
-                                  load.ports.results)
-        return _Part(item, measured.row_count, audit(suite, item.table, measured, context), measured,
+        return _Part(item, measured.row_count, audit(suite, item.table, measured, context()), measured,
                      appended.quarantined.get(item.source.identity), appended.write.get(item.source.identity))
 
     def outcome(self, ended: Ended) -> IngestOutcome:
@@ -203,11 +202,11 @@ class _LoadWork(Work):
 
 
 def referenced_first(routed: Sequence[Routed], suites: AuditSuites) -> list[Routed]:
-    """The load's files in the order they are written: a table another file's `references` check reads comes before
-    that file's (so a key and the rows that point to it may arrive in one load), the manifest's order otherwise (and
-    where references go round in a circle)."""
+    """The load's files in the order they are written: a table another file's `references` or `reconcile` check reads
+    comes before that file's (so a key and the rows that point to it, or lines and their header, may arrive in one
+    load), the manifest's order otherwise (and where the reads go round in a circle)."""
     tables = {r.table for r in routed}
-    reads = {t: {TableRef(*ref.table.split(".", 1)) for ref in suites.suite_for(t).plan().references} & tables
+    reads = {t: {TableRef(*other.split(".", 1)) for other in _reads(suites.suite_for(t).plan())} & tables
              for t in tables}
 
     def rank(table: TableRef, seen: frozenset[TableRef] = frozenset()) -> int:
@@ -220,3 +219,8 @@ def referenced_first(routed: Sequence[Routed], suites: AuditSuites) -> list[Rout
 
 def _names(tables: Iterable[TableRef]) -> str:
     return ", ".join(sorted({t.qualified for t in tables}))
+
+
+def _reads(plan: MeasurementPlan) -> list[str]:
+    """The other tables a table's checks read (qualified)."""
+    return [r.table for r in plan.references] + [r.table for r in plan.reconciliations]

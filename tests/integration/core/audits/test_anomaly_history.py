@@ -108,3 +108,32 @@ def test_an_order_with_an_unknown_customer_is_rejected_by_references(lake: Lake,
     assert failed.measured == f"2 rows with a customer_id that is no id of wap.{customers}"
     assert sorted(s["customer_id"] for s in failed.samples) == ["200", "7"]
     assert lake.count(f"wap.{orders}") == 3
+
+
+@pytest.mark.parametrize("write", ["register", "rewrite"])
+def test_a_header_whose_total_disagrees_with_its_lines_is_rejected_by_reconcile(lake: Lake, table_name: str,
+                                                                                 write: str) -> None:
+    """Both write paths: the header's sum(total) after the load against the lines' sum(amount) (decimals), read by
+    Spark from both tables on the run's branch."""
+    lines, headers = f"{table_name}_lines", f"{table_name}_headers"
+    audits = suites_from({"tables": {lines: [{"check": "row_count", "min": 1}], headers: {
+        "write": write, "checks": [{"check": "reconcile", "aggregate": "sum(total)", "table": lines,
+                                    "against": "sum(amount)", "tolerance": 0.001}]}}}, default_namespace="wap")
+
+    def parquet(name: str, values: list[str]) -> bytes:
+        import decimal
+
+        sink = io.BytesIO()
+        pq.write_table(pa.table({name: pa.array([decimal.Decimal(v) for v in values], pa.decimal128(10, 2))}), sink)
+        return sink.getvalue()
+
+    assert run(lake, lake.put(f"{lines}/a.parquet", parquet("amount", ["5.25", "7.50"])), audits).status \
+        is OutcomeStatus.PUBLISHED
+    good = run(lake, lake.put(f"{headers}/a.parquet", parquet("total", ["12.75"])), audits)
+    assert good.status is OutcomeStatus.PUBLISHED, good.message
+    bad = run(lake, lake.put(f"{headers}/b.parquet", parquet("total", ["0.01"])), audits)
+    assert bad.status is OutcomeStatus.REJECTED and bad.report is not None
+    [failed] = bad.report.failures
+    assert failed.check == "reconcile" and failed.target == f"sum(total) = wap.{lines}.sum(amount)"
+    assert failed.measured == f"sum(total) = 12.76, wap.{lines}'s sum(amount) = 12.75 (difference 0.01)"
+    assert lake.count(f"wap.{headers}") == 1

@@ -181,3 +181,72 @@ def test_a_load_of_several_tables_records_each_tables_results_in_its_own_table()
     assert outcome.status is OutcomeStatus.PUBLISHED  # type: ignore[union-attr]
     assert lake.results.history(T, "main", {"row_count": 5}) == {"row_count": (4.0,)}
     assert lake.results.history(TableRef("wap", "lines"), "main", {"row_count": 5}) == {"row_count": (1.0,)}
+
+
+class _Meeting:
+    """The history read and the write each wait (up to 5 s) for the other to have started: they meet only if the
+    pipeline runs them at once (one after the other, the first waits in vain)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.reading, self.writing = threading.Event(), threading.Event()
+        self.met: list[str] = []
+
+    def read(self) -> None:
+        self.reading.set()
+        self.met.append("read" if self.writing.wait(5) else "read alone")
+
+    def write(self) -> None:
+        self.writing.set()
+        self.met.append("write" if self.reading.wait(5) else "write alone")
+
+
+@pytest.mark.parametrize("path", ["file", "load"])
+def test_the_history_is_read_beside_the_write(path: str) -> None:
+    import json
+
+    from tests.fakes import FakeEventSink, FakeNotifier
+    from wap_ingest.core.ingest import Item, ingest
+
+    lake = Lake({"tables": {"orders": [NULL_SHARE]}})
+    meeting = _Meeting()
+    history, append = lake.results.history, lake.ports.writer.append
+
+    def read(*args: Any) -> Any:
+        meeting.read()
+        return history(*args)
+
+    def write(*args: Any) -> Any:
+        meeting.write()
+        return append(*args)
+
+    lake.results.history = read  # type: ignore[method-assign]
+    lake.ports.writer.append = write  # type: ignore[method-assign]
+    if path == "file":
+        outcome = lake.load("orders/a.parquet", emails(10, 0))
+    else:
+        lake.objects.put("inbox", "_pending/orders/o.parquet", emails(4, 0))
+        listed = json.dumps({"files": ["_pending/orders/o.parquet"]}).encode()
+        [outcome] = ingest([Item(lake.objects.put("inbox", "_loads/m.json", listed))], ports=lake.ports,
+                           suites=lake.suites, config=lake.config, notifier=FakeNotifier(), events=FakeEventSink())
+    assert outcome.status is OutcomeStatus.PUBLISHED, outcome.message  # type: ignore[union-attr]
+    assert sorted(meeting.met) == ["read", "write"]
+
+
+def test_a_history_read_that_fails_fails_the_audit_that_waits_for_it() -> None:
+    from wap_ingest.core.errors import CatalogUnavailableError
+    from wap_ingest.core.history import history_beside
+
+    lake = Lake({"tables": {"orders": [NULL_SHARE]}})
+
+    def broken(*_args: Any) -> Any:
+        raise CatalogUnavailableError("nessie is down")
+
+    lake.results.history = broken  # type: ignore[method-assign]
+    wait = history_beside(lake.suites.suite_for(T), T, lake.catalog, "main", lake.results)
+    with pytest.raises(CatalogUnavailableError, match="nessie is down"):
+        wait()
+    with pytest.raises(CatalogUnavailableError, match="nessie is down"):  # as when the read came first
+        lake.load("orders/a.parquet", emails(10, 0))
+    assert not any(k.startswith("wap.orders") for k in lake.catalog.contents("main"))
