@@ -157,3 +157,25 @@ def test_the_history_follows_every_change_of_the_table_as_a_full_read_does(harne
     assert len(files_read) in (0, 2)  # after a delete: the table read in full, no file one by one
     assert harness.results.history(target, branch.name, wanted)["row_count"] == (4.0, 3.0, 1.0, 0.0)
     assert harness.results.history(target, "main", wanted) == {"row_count": (), "mean(x)": ()}  # main: no table
+
+
+@pytest.mark.stack
+def test_the_lakes_results_table_lists_a_bounded_history_and_keeps_every_row(lake: object) -> None:
+    """LakeAuditResults alone (the fake has no metadata file): with keep_snapshots 2, the metadata file lists at most
+    twice that before an append drops all but the newest two (and the new one); every row stays, the history too."""
+    from wap_ingest.adapters.catalog import LakeAuditResults
+
+    service = lake.service  # type: ignore[attr-defined]
+    results = LakeAuditResults(service.audit_results.tables, service.settings.warehouse, keep_snapshots=2)
+    harness, target = Harness(service.catalog, results), table()
+    branch, listed = harness.branch(), []
+    for i in range(7):
+        at = AT + timedelta(minutes=i)
+        results.record(branch.name, target, [row(target, f"load-{i}", "row_count", float(i), at)])
+        if i == 2:
+            assert results.history(target, branch.name, {"row_count": 10}) == {"row_count": (2.0, 1.0, 0.0)}
+        listed.append(len(results.tables.load(results_table(target), branch.name).metadata.snapshots))
+    assert listed == [1, 2, 3, 4, 5, 3, 4]
+    assert results.history(target, branch.name, {"row_count": 10}) == {"row_count": tuple(float(i) for i in
+                                                                                         range(6, -1, -1))}
+    assert sorted(r.load for r in results.rows(target, branch.name)) == [f"load-{i}" for i in range(7)]

@@ -4,8 +4,11 @@ starts none for its results either.
 
 `record` loads `wap_meta.<namespace>__<table>` on the branch (making it there, format v2, under the warehouse, if the
 branch has none) and appends the load's rows as one Parquet file in one snapshot: one Nessie commit on the branch,
-expecting the hash the table was read at. `rows` scans the table on a reference. Any engine reads the tables:
-`SELECT * FROM nessie.wap_meta.wap__orders`.
+expecting the hash the table was read at. A results table gets a snapshot per load, and its metadata file (which every
+append rewrites, and PyIceberg copies once per metadata change it applies) would list them all: once it lists more
+than twice `keep_snapshots`, the same commit drops all but the newest `keep_snapshots` of the current snapshot's
+history from it (metadata only: no file deleted, every row kept). `rows` scans the table on a reference. Any engine
+reads the tables: `SELECT * FROM nessie.wap_meta.wap__orders`.
 
 `history` keeps, per results table, the metric rows (four columns) it read and the snapshot it read them at. Next
 time, the table's current snapshot is loaded (two requests); if it is the same, nothing else is read; if the
@@ -51,6 +54,7 @@ def arrow_schema() -> Any:
 MetricRow = tuple[str, str, float | None, datetime]  # load, metric, value, recorded_at
 HISTORY_COLUMNS = ("load", "metric", "value", "recorded_at")
 MAX_WALK = 200  # snapshots walked back to the one read before (more: read the table again)
+KEEP_SNAPSHOTS = 50  # as a data table's default keep_snapshots (core.maintenance)
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,8 @@ class _Read:
 class LakeAuditResults(AuditResults):
     """Results tables under `warehouse` (`s3://lake/warehouse`), through `tables`."""
 
-    def __init__(self, tables: BranchTables, warehouse: str) -> None:
-        self.tables, self.warehouse = tables, warehouse.rstrip("/")
+    def __init__(self, tables: BranchTables, warehouse: str, *, keep_snapshots: int = KEEP_SNAPSHOTS) -> None:
+        self.tables, self.warehouse, self.keep_snapshots = tables, warehouse.rstrip("/"), keep_snapshots
         self._read: dict[TableRef, _Read] = {}  # the metric rows of each results table as last read (history)
 
     def record(self, branch: str, table: TableRef, rows: Sequence[ResultRow]) -> None:
@@ -78,8 +82,14 @@ class LakeAuditResults(AuditResults):
             loaded = self.tables.create(target, branch, iceberg_schema(), location, PROPERTIES)
         data = pa.Table.from_pylist([{name: getattr(r, name) for name in COLUMNS} for r in rows],
                                     schema=arrow_schema())
-        with storage_errors(f"appending {len(rows)} audit results to {target} on {branch!r}"):
-            loaded.append(data)
+        with (storage_errors(f"appending {len(rows)} audit results to {target} on {branch!r}"),
+              loaded.transaction() as transaction):
+            transaction.append(data)
+            dropped = beyond(loaded.metadata, self.keep_snapshots)
+            if dropped:
+                from pyiceberg.table.update.snapshot import ExpireSnapshots
+
+                ExpireSnapshots(transaction).by_ids(dropped).commit()
 
     def rows(self, table: TableRef, ref: str) -> list[ResultRow]:
         found = self._scan(table, ref, None, COLUMNS)
@@ -116,6 +126,21 @@ class LakeAuditResults(AuditResults):
             row_filter=where, selected_fields=tuple(columns))
         with storage_errors(f"reading {results_table(table)} on {ref!r}"):
             return list(scan.to_arrow().to_pylist())
+
+
+def beyond(metadata: Any, keep: int) -> list[int]:
+    """The snapshots to drop from a metadata file listing more than twice `keep`: all but the newest `keep` of the
+    current snapshot's history, and none a reference points at (none: it lists at most twice `keep`)."""
+    if len(metadata.snapshots) <= 2 * keep or metadata.current_snapshot_id is None:
+        return []
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    kept: set[int] = set()
+    snapshot = by_id.get(metadata.current_snapshot_id)
+    while snapshot is not None and len(kept) < keep:
+        kept.add(snapshot.snapshot_id)
+        snapshot = by_id.get(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id is not None else None
+    kept |= {ref.snapshot_id for ref in metadata.refs.values()}
+    return [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in kept]
 
 
 def _added_since(loaded: Any, current: Any, since: int) -> list[str] | None:
