@@ -196,6 +196,23 @@ class Lake:
     def wap_branches(self) -> list[str]:
         return [b.name for b in self.service.ports.catalog.list_branches("wap-")]
 
+    def results(self, table: str, ref: str = "main") -> list[dict[str, Any]]:
+        """The audit results rows of `table` (qualified) on `ref`, read by PyIceberg through Nessie's Iceberg REST
+        endpoint (not the service's adapter); [] when the ref has no results table for it."""
+        from pyiceberg.catalog import load_catalog
+        from pyiceberg.exceptions import NoSuchTableError
+
+        from wap_ingest.core.audit_results import results_table
+        from wap_ingest.core.models import TableRef
+
+        catalog = load_catalog("nessie", type="rest", uri=f"{self.env['NESSIE_ENDPOINT']}/iceberg/{ref}",
+                               **{"py-io-impl": "pyiceberg.io.fsspec.FsspecFileIO"})
+        try:
+            loaded = catalog.load_table(results_table(TableRef(*table.split(".", 1))).qualified)
+        except NoSuchTableError:
+            return []
+        return list(loaded.scan().to_arrow().to_pylist())
+
     def main_hash(self) -> str:
         return str(self.service.ports.catalog.reference_hash("main"))
 

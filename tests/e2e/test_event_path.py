@@ -38,6 +38,10 @@ def test_a_clean_file_appears_on_main(lake: Lake, local_stack: StackState, table
     assert wait_for(lambda: table_rows(lake, f"wap.{table_name}"), "rows on main") == 120
     assert not [b for b in lake.wap_branches() if table_name in b]
     assert alerts_about(local_stack, table_name) == []
+    results = lake.results(f"wap.{table_name}")  # the load's audit results, merged with it
+    assert {r["source"] for r in results} == {f"s3://{lake.source_bucket}/{table_name}/clean.parquet"}
+    assert {(r["check"], r["verdict"]) for r in results} >= {("not_null", "passed"), ("metric", "measured")}
+    assert [r["value"] for r in results if r["metric"] == "row_count"] == [120.0]
 
 
 def test_a_file_with_nulls_leaves_its_branch_and_one_alert(lake: Lake, local_stack: StackState,
@@ -49,6 +53,9 @@ def test_a_file_with_nulls_leaves_its_branch_and_one_alert(lake: Lake, local_sta
     assert "not_null(my_col_1): measured 5 nulls, expected 0 nulls" in alert["text"]
     assert table_rows(lake, f"wap.{table_name}") is None  # main never saw the table
     assert lake.count(f"wap.{table_name}", ref=branch) == 50
+    assert lake.results(f"wap.{table_name}") == []  # nor its audit results: they stay with the branch
+    assert [(r["measured"], r["verdict"]) for r in lake.results(f"wap.{table_name}", branch)
+            if r["check"] == "not_null"] == [("5 nulls", "failed")]
     time.sleep(2)
     assert len(alerts_about(local_stack, table_name)) == 1
 

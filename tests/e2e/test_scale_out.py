@@ -108,6 +108,12 @@ def test_large_files_go_to_emr_once_and_publish_or_reject_like_the_function(
     jobs = recorded_outcomes(capsys, table_name, 2)
     assert jobs["big.csv"]["outcome"] == "published" and jobs["big_nulls.csv"]["outcome"] == "rejected"
     assert jobs["big_nulls.csv"]["branch"] == branch
+    # The job records the audit results as the function does: the published file's on main, the other's on its branch.
+    on_main = lake.results(f"wap.{table_name}")
+    assert {r["source"].rsplit("/", 1)[1] for r in on_main} == {"big.csv"}
+    assert [r["value"] for r in on_main if r["metric"] == "row_count"] == [60_000.0]
+    kept = [r for r in lake.results(f"wap.{table_name}", branch) if r["source"].endswith("/big_nulls.csv")]
+    assert [(r["measured"], r["verdict"]) for r in kept if r["check"] == "not_null"] == [("7 nulls", "failed")]
     # The job announces its outcomes on the downstream bus, as the function does.
     [published] = events_about(stack_env, about_object(f"{table_name}/big.csv"), 1)
     [rejected] = events_about(stack_env, about_object(f"{table_name}/big_nulls.csv"), 1)
