@@ -71,6 +71,18 @@ class BranchTables:
                 dict(self._io_properties), self._put)
         return self._io
 
+    def settle(self) -> None:
+        """Wait for the files this FileIO is still writing (lake_io), raising the first failure."""
+        puts = getattr(self._io, "puts", None)
+        if puts is not None:
+            puts.settle()
+
+    def drain(self) -> None:
+        """Wait for the files this FileIO is still writing and forget their failures."""
+        puts = getattr(self._io, "puts", None)
+        if puts is not None:
+            puts.drain()
+
     def load(self, table: TableRef, branch: str) -> Table | None:
         """The table as the branch has it now (a PyIceberg Table whose commits go to the branch), or None if the
         branch has no such table."""
@@ -85,6 +97,7 @@ class BranchTables:
         if content.get("type") != "ICEBERG_TABLE" or not content.get("metadataLocation"):
             return None
         location = str(content["metadataLocation"])
+        self.drain()  # a new transaction: the puts of one that never reached its commit are not its own
         with storage_errors(f"{doing} (its metadata file {location})"):
             metadata = FromInputFile.table_metadata(self.file_io().new_input(location))
         committer = _BranchCommitter(self, table, branch, str(found["effectiveReference"]["hash"]), str(content["id"]))
@@ -107,6 +120,7 @@ class BranchTables:
         path = f"{location.rstrip('/')}/metadata/00000-{uuid.uuid4()}.metadata.json"
         with storage_errors(f"{doing} (writing {path})"):
             ToOutputFile.table_metadata(metadata, self.file_io().new_output(path))
+            self.settle()
         content = {"type": "ICEBERG_TABLE", "metadataLocation": path, "snapshotId": -1,
                    "schemaId": metadata.current_schema_id, "specId": metadata.default_spec_id,
                    "sortOrderId": metadata.default_sort_order_id}
@@ -160,6 +174,7 @@ class _BranchCommitter:
         doing = f"committing to {self._table} on {self._branch!r}"
         with storage_errors(f"{doing} (writing {location})"):
             ToOutputFile.table_metadata(updated, self._tables.file_io().new_output(location))
+            self._tables.settle()  # every file of the commit written before Nessie points at them
         content = {"type": "ICEBERG_TABLE", "id": self._content_id, "metadataLocation": location,
                    "snapshotId": updated.current_snapshot_id if updated.current_snapshot_id is not None else -1,
                    "schemaId": updated.current_schema_id, "specId": updated.default_spec_id,

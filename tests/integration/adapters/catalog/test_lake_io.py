@@ -1,8 +1,12 @@
-"""The files a register path commit writes (adapters/catalog/lake_io.py): each one PutObject when closed, its length
-known without a HEAD, and "do not overwrite" S3's own conditional put, against the local stack's moto."""
+"""The files a register path commit writes (adapters/catalog/lake_io.py): each one PutObject started when closed and
+waited for by `settle`, its length known without a HEAD, "do not overwrite" S3's own conditional put, the puts of
+one commit at once, and a commit whose put fails never reaching Nessie, against the local stack's moto."""
 
 from __future__ import annotations
 
+import threading
+
+import pyarrow as pa
 import pytest
 
 from tests.conftest import Lake
@@ -25,10 +29,65 @@ def test_a_commit_file_is_one_put_of_its_bytes_and_refuses_to_overwrite(lake: La
     with output.create(overwrite=False) as stream:
         stream.write(b'{"format-version": 2}')
         assert puts == []  # nothing sent before the file is closed
-    assert puts == [(uri, 21, False)] and len(output) == 21
+    assert len(output) == 21  # known without asking S3
+    file_io.puts.settle()
+    assert puts == [(uri, 21, False)]
     assert file_io.new_input(uri).open().read() == b'{"format-version": 2}'  # read back by PyArrow
-    with pytest.raises(FileExistsError), file_io.new_output(uri).create(overwrite=False) as stream:
+    with file_io.new_output(uri).create(overwrite=False) as stream:
         stream.write(b"another")
+    with pytest.raises(FileExistsError):
+        file_io.puts.settle()
     with file_io.new_output(uri).create(overwrite=True) as stream:
         stream.write(b"replaced")
+    file_io.puts.settle()
     assert file_io.new_input(uri).open().read() == b"replaced"
+
+
+def test_the_files_of_one_commit_are_put_at_once_and_a_drained_failure_is_forgotten(lake: Lake,
+                                                                                   table_name: str) -> None:
+    together = threading.Barrier(4, timeout=10)  # passes only if four puts run at the same time
+
+    def put(uri: str, data: bytes, *, overwrite: bool) -> None:
+        together.wait()
+        lake.service.objects.write(uri, data, overwrite=overwrite)
+
+    file_io = put_file_io({"s3.endpoint": lake.env["AWS_ENDPOINT_URL"], "s3.region": lake.env["AWS_REGION"]}, put)
+    base = f"s3://{lake.env['LAKE_BUCKET']}/warehouse/{table_name}"
+    for i in range(4):
+        with file_io.new_output(f"{base}/f{i}").create(overwrite=True) as stream:
+            stream.write(b"x" * i)
+    file_io.puts.settle()  # one after the other, the first would wait for the others in vain (BrokenBarrierError)
+    assert [file_io.new_input(f"{base}/f{i}").open().read() for i in range(4)] == [b"x" * i for i in range(4)]
+
+    failing = put_file_io({"s3.endpoint": lake.env["AWS_ENDPOINT_URL"]}, lambda *_a, **_k: 1 / 0)
+    with failing.new_output(f"{base}/lost").create(overwrite=True) as stream:
+        stream.write(b"never")
+    failing.puts.drain()  # an attempt that ended before its commit
+    failing.puts.settle()  # the next commit does not inherit its failure
+
+
+def test_a_commit_whose_file_is_not_written_never_reaches_the_catalog(lake: Lake, table_name: str) -> None:
+    from wap_ingest.adapters.catalog.audit_results import arrow_schema, iceberg_schema
+    from wap_ingest.bootstrap import builders
+    from wap_ingest.core.errors import WapError
+    from wap_ingest.core.models import TableRef
+
+    def put(uri: str, data: bytes, *, overwrite: bool) -> None:
+        if uri.endswith(".parquet"):
+            raise PermissionError(f"refused: {uri}")
+        lake.service.objects.write(uri, data, overwrite=overwrite)
+
+    tables = builders.branch_tables_for(lake.service.settings, None, lake.service.objects)
+    tables._put = put  # the data files of this test's appends are refused
+    catalog = lake.service.catalog
+    branch = catalog.create_branch(f"lake-io-{table_name}", catalog.reference_hash("main"))
+    catalog.ensure_namespace(branch.name, "lake_io")
+    target = TableRef("lake_io", table_name)
+    made = tables.create(target, branch.name, iceberg_schema(), f"s3://{lake.env['LAKE_BUCKET']}/warehouse/"
+                         f"lake_io/{table_name}", {"format-version": "2"})
+    head = catalog.reference_hash(branch.name)
+    with pytest.raises((PermissionError, WapError), match="refused"):
+        made.append(pa.Table.from_pylist([{name: None for name in arrow_schema().names}], schema=arrow_schema()))
+    assert catalog.reference_hash(branch.name) == head  # Nessie never saw the commit
+    reloaded = tables.load(target, branch.name)
+    assert reloaded is not None and reloaded.current_snapshot() is None
