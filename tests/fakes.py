@@ -8,6 +8,7 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from wap_ingest.core.alerts import Alert
 from wap_ingest.core.audit_results import ResultRow, results_table
 from wap_ingest.core.downstream import DownstreamEvent
 from wap_ingest.core.errors import (
+    AuditSuiteError,
     CatalogError,
     InfrastructureError,
     SchemaDriftError,
@@ -317,6 +319,9 @@ def _aggregate(rows: Rows, aggregate: tuple[str, str | None]) -> float | None:
     values = [r[column] for r in rows if r.get(column) is not None]
     if function == "count":
         return float(len(values))
+    values = [v.timestamp() if isinstance(v, datetime) else v for v in values]
+    if any(isinstance(v, str | bytes | bool) for v in values):
+        raise AuditSuiteError(f"fake: {function}({column}) of a text column; sum, min, max and avg take numbers")
     if function == "sum":
         return float(sum(values))
     if not values:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from wap_ingest.adapters.engine.profile import numeric
+from wap_ingest.core.errors import AuditSuiteError
 from wap_ingest.core.measurements import Reconciliation, Reference, Sample, sample_key
 
 Lookup = Callable[[str], Any | None]  # a qualified table -> a DataFrame of it on the run's branch, None: no table
@@ -75,13 +77,15 @@ def measure_reconciliations(reconciliations: Sequence[Reconciliation], lookup: L
         other = lookup(rec.table)
         if other is None:
             absent.append(rec.table)
-        reconciled[rec.name] = (_aggregate(mine, rec.ours), None if other is None else _aggregate(other, rec.theirs))
+        reconciled[rec.name] = (_aggregate(mine, rec.ours, own, rec),
+                                None if other is None else _aggregate(other, rec.theirs, rec.table, rec))
     return reconciled, tuple(dict.fromkeys(absent))
 
 
-def _aggregate(frame: Any, aggregate: tuple[str, str | None]) -> float | None:
+def _aggregate(frame: Any, aggregate: tuple[str, str | None], table: str, rec: Reconciliation) -> float | None:
     """count(*), or a function of one column (None: the table lacks the column, or no value: min/max/avg of no
-    rows); count and sum of no rows are 0."""
+    rows); count and sum of no rows are 0. sum, min, max and avg take numbers, dates (days since the epoch) and
+    timestamps (seconds since the epoch); another type is the audits file's mistake (AuditSuiteError)."""
     from pyspark.sql import functions as F
 
     if frame is None:
@@ -92,7 +96,18 @@ def _aggregate(frame: Any, aggregate: tuple[str, str | None]) -> float | None:
     names = {c.lower(): c for c in frame.columns}
     if column.lower() not in names:
         return None
-    value = frame.select(getattr(F, function)(frame[names[column.lower()]])).collect()[0][0]
-    if value is None and function in ("count", "sum"):
+    value = frame[names[column.lower()]]
+    kind = dict(frame.dtypes)[names[column.lower()]]
+    if function != "count":
+        if kind == "date":
+            value = F.unix_date(value)
+        elif kind.startswith("timestamp"):
+            value = F.unix_micros(value.cast("timestamp")) / 1_000_000
+        elif not numeric(kind):
+            raise AuditSuiteError(f"audits file: reconcile {rec.name}: {function}({column}) of {table} is a {kind} "
+                                  f"column; sum, min, max and avg take numbers, dates and timestamps. Fix: name a "
+                                  f"numeric column, or count({column}).")
+    found = frame.select(getattr(F, function)(value)).collect()[0][0]
+    if found is None and function in ("count", "sum"):
         return 0.0
-    return None if value is None else float(value)
+    return None if found is None else float(found)

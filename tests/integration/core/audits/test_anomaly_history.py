@@ -137,3 +137,32 @@ def test_a_header_whose_total_disagrees_with_its_lines_is_rejected_by_reconcile(
     assert failed.check == "reconcile" and failed.target == f"sum(total) = wap.{lines}.sum(amount)"
     assert failed.measured == f"sum(total) = 12.76, wap.{lines}'s sum(amount) = 12.75 (difference 0.01)"
     assert lake.count(f"wap.{headers}") == 1
+
+
+def test_reconcile_takes_timestamps_as_seconds_and_refuses_a_text_column(lake: Lake, table_name: str) -> None:
+    from datetime import UTC, datetime
+
+    from wap_ingest.core.errors import AuditSuiteError
+
+    copy, source = f"{table_name}_copy", f"{table_name}_source"
+    checks = {copy: [{"check": "reconcile", "aggregate": "max(at)", "table": source, "against": "max(at)"}],
+              source: [{"check": "row_count", "min": 1}]}
+
+    def parquet(times: list[datetime], names: list[str]) -> bytes:
+        sink = io.BytesIO()
+        pq.write_table(pa.table({"at": pa.array(times, pa.timestamp("us", tz="UTC")), "name": names}), sink)
+        return sink.getvalue()
+
+    first, later = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, 12, tzinfo=UTC)
+    audits = suites_from({"tables": checks}, default_namespace="wap")
+    assert run(lake, lake.put(f"{source}/s.parquet", parquet([first, later], ["a", "b"])), audits).status \
+        is OutcomeStatus.PUBLISHED
+    same = run(lake, lake.put(f"{copy}/c.parquet", parquet([later], ["b"])), audits)
+    assert same.status is OutcomeStatus.PUBLISHED, same.message
+    behind = run(lake, lake.put(f"{copy}/d.parquet", parquet([first], ["a"])), audits)
+    assert behind.status is OutcomeStatus.PUBLISHED  # the copy's max is still the later time
+    text = suites_from({"tables": {copy: [{"check": "reconcile", "aggregate": "max(name)", "table": source,
+                                           "against": "max(name)"}]}}, default_namespace="wap")
+    with pytest.raises(AuditSuiteError, match=r"max\(name\) of wap\..*_copy is a string column"):
+        run(lake, lake.put(f"{copy}/e.parquet", parquet([later], ["c"])), text)
+    assert lake.count(f"wap.{copy}") == 2

@@ -124,3 +124,11 @@ def test_a_load_brings_the_lines_and_their_header_together_in_any_order() -> Non
                                              "_pending/lines/l2.parquet": [{"amount": 2}]})
     assert wrong.status is OutcomeStatus.REJECTED
     assert "sum(total) = 10, wap.lines's sum(amount) = 11" in wrong.parts[0].report.failures[0].measured
+
+
+def test_a_text_column_under_sum_min_max_or_avg_is_the_audits_files_mistake() -> None:
+    lake = Lake({"lines": [{"check": "row_count", "min": 1}],
+                 "headers": [RECONCILE | {"aggregate": "max(order)", "against": "max(amount)"}]})
+    assert lake.load("lines/a.parquet", [{"amount": 5}]).status is OutcomeStatus.PUBLISHED
+    with pytest.raises(AuditSuiteError, match="max\\(order\\) of a text column"):
+        lake.load("headers/a.parquet", [{"order": "A-1", "total": 5}])
