@@ -25,6 +25,7 @@ AT = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 class Harness:
     catalog: CatalogBranches
     results: AuditResults
+    another: AuditResults  # another process's adapter on the same catalog (its appends are not `results`' own)
 
     def branch(self) -> Branch:
         name = f"contract-results-{uuid.uuid4().hex[:10]}"
@@ -42,11 +43,14 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
     if request.param == "fake":
         catalog = FakeCatalog()
         catalog.ensure_namespace("main", "wap_ledger")  # Nessie's main needs a first commit to merge into
-        yield Harness(catalog, FakeAuditResults(catalog))
+        yield Harness(catalog, FakeAuditResults(catalog), FakeAuditResults(catalog))
         return
+    from wap_ingest.adapters.catalog import LakeAuditResults
+
     service = request.getfixturevalue("lake").service
     service.catalog.ensure_namespace("main", "wap_ledger")
-    yield Harness(service.catalog, service.audit_results)
+    yield Harness(service.catalog, service.audit_results,
+                  LakeAuditResults(service.audit_results.tables, service.settings.warehouse))
 
 
 def table() -> TableRef:
@@ -141,21 +145,24 @@ def test_the_history_follows_every_change_of_the_table_as_a_full_read_does(harne
         return [row(target, f"load-{i}", "row_count", float(i), at), row(target, f"load-{i}", "mean(x)", i / 2, at),
                 row(target, f"load-{i}", None, None, at)]
 
-    harness.results.record(branch.name, target, load(0) + load(1))
+    harness.another.record(branch.name, target, load(0) + load(1))
     assert harness.results.history(target, branch.name, wanted) == expected() == {"row_count": (1.0, 0.0),
                                                                                   "mean(x)": (0.5, 0.0)}
     assert harness.results.history(target, branch.name, wanted) == expected()  # nothing changed since
-    for i in (2, 3):  # appends since the last read: only their files are read
-        harness.results.record(branch.name, target, load(i))
+    for i in (2, 3):  # another process's appends since the last read: only their files are read
+        harness.another.record(branch.name, target, load(i))
         assert harness.results.history(target, branch.name, wanted) == expected()
     if not isinstance(harness.results, FakeAuditResults):
         assert len(files_read) == 2  # one file per append, not the table
-    assert harness.results.history(target, branch.name, wanted)["row_count"] == (3.0, 2.0, 1.0, 0.0)
+    harness.results.record(branch.name, target, load(5))  # its own append: its rows kept, no file read
+    assert harness.results.history(target, branch.name, wanted) == expected()
+    assert len(files_read) in (0, 2)
+    assert harness.results.history(target, branch.name, wanted)["row_count"] == (5.0, 3.0, 2.0, 1.0, 0.0)
     drop_load(harness, target, branch.name, "load-2")  # not an append: read again in full
-    harness.results.record(branch.name, target, load(4))
+    harness.another.record(branch.name, target, load(4))
     assert harness.results.history(target, branch.name, wanted) == expected()
     assert len(files_read) in (0, 2)  # after a delete: the table read in full, no file one by one
-    assert harness.results.history(target, branch.name, wanted)["row_count"] == (4.0, 3.0, 1.0, 0.0)
+    assert harness.results.history(target, branch.name, wanted)["row_count"] == (5.0, 4.0, 3.0, 1.0, 0.0)
     assert harness.results.history(target, "main", wanted) == {"row_count": (), "mean(x)": ()}  # main: no table
 
 
@@ -167,7 +174,7 @@ def test_the_lakes_results_table_lists_a_bounded_history_and_keeps_every_row(lak
 
     service = lake.service  # type: ignore[attr-defined]
     results = LakeAuditResults(service.audit_results.tables, service.settings.warehouse, keep_snapshots=2)
-    harness, target = Harness(service.catalog, results), table()
+    harness, target = Harness(service.catalog, results, results), table()
     branch, listed = harness.branch(), []
     for i in range(7):
         at = AT + timedelta(minutes=i)
@@ -179,3 +186,30 @@ def test_the_lakes_results_table_lists_a_bounded_history_and_keeps_every_row(lak
     assert results.history(target, branch.name, {"row_count": 10}) == {"row_count": tuple(float(i) for i in
                                                                                          range(6, -1, -1))}
     assert sorted(r.load for r in results.rows(target, branch.name)) == [f"load-{i}" for i in range(7)]
+
+
+def test_its_own_loads_merged_into_main_are_read_back_without_a_file(harness: Harness,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm function's stream of loads: each recorded on its branch and merged; the next history read of main
+    takes the rows the adapter appended itself from memory (the lake's adapter reads no data file)."""
+    files_read: list[str] = []
+    if not isinstance(harness.results, FakeAuditResults):
+        from wap_ingest.adapters.catalog import audit_results as lake
+
+        reading = lake._metric_rows_of
+        monkeypatch.setattr(lake, "_metric_rows_of", lambda t, path: files_read.append(path) or reading(t, path))
+    target, wanted = table(), {"row_count": 10}
+    for i in range(3):
+        branch = harness.branch()
+        harness.results.record(branch.name, target, [row(target, f"load-{i}", "row_count", float(i),
+                                                         AT + timedelta(minutes=i))])
+        harness.merge(branch.name)
+        assert harness.results.history(target, "main", wanted) == {"row_count": tuple(float(j) for j in
+                                                                                   range(i, -1, -1))}
+    assert files_read == []
+    branch = harness.branch()  # another process's load: its file is read
+    harness.another.record(branch.name, target, [row(target, "load-9", "row_count", 9.0, AT + timedelta(hours=1))])
+    harness.merge(branch.name)
+    assert harness.results.history(target, "main", wanted) == {"row_count": (9.0, 2.0, 1.0, 0.0)}
+    if not isinstance(harness.results, FakeAuditResults):
+        assert len(files_read) == 1

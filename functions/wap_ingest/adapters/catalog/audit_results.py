@@ -13,7 +13,9 @@ reads the tables: `SELECT * FROM nessie.wap_meta.wap__orders`.
 `history` keeps, per results table, the metric rows (four columns) it read and the snapshot it read them at. Next
 time, the table's current snapshot is loaded (two requests); if it is the same, nothing else is read; if the
 snapshots since the one read are all appends (each load's), only the data files they added are read (one manifest
-list, one manifest and one file per load); anything else (a compaction, a snapshot the walk cannot reach) reads the
+list, one manifest and one file per load; none for a load this process appended itself, whose metric rows it kept
+by the snapshot its commit made: a warm function's own loads, merged into main since); anything else (a compaction,
+a snapshot the walk cannot reach) reads the
 table's metric rows again in full. The rows are exactly the table's at its current snapshot either way.
 """
 
@@ -60,6 +62,7 @@ MAX_WALK = 200  # snapshots walked back to the one read before (more: read the t
 # metadata each time a transaction's metadata is asked for (about 19 times an append): 19 copies took 14 ms listing
 # 20 snapshots and 10 log entries, 69 ms listing 100 and 100 (benchmarks/results/metadata_copies.json).
 KEEP_SNAPSHOTS = 10
+MINE = 256  # the snapshots this process appended whose metric rows it keeps (the oldest forgotten first)
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class LakeAuditResults(AuditResults):
     def __init__(self, tables: BranchTables, warehouse: str, *, keep_snapshots: int = KEEP_SNAPSHOTS) -> None:
         self.tables, self.warehouse, self.keep_snapshots = tables, warehouse.rstrip("/"), keep_snapshots
         self._read: dict[TableRef, _Read] = {}  # the metric rows of each results table as last read (history)
+        self._mine: dict[int, tuple[MetricRow, ...]] = {}  # the metric rows of the snapshots this process appended
 
     def record(self, branch: str, table: TableRef, rows: Sequence[ResultRow]) -> None:
         if not rows:
@@ -95,6 +99,12 @@ class LakeAuditResults(AuditResults):
                 from pyiceberg.table.update.snapshot import ExpireSnapshots
 
                 ExpireSnapshots(transaction).by_ids(dropped).commit()
+        made = loaded.current_snapshot()  # the table as the commit left it
+        if made is not None:
+            while len(self._mine) >= MINE:
+                self._mine.pop(next(iter(self._mine)))
+            self._mine[made.snapshot_id] = tuple((r.load, r.metric or "", r.value, r.recorded_at) for r in rows
+                                                 if r.check == METRIC_CHECK)
 
     def rows(self, table: TableRef, ref: str) -> list[ResultRow]:
         found = self._scan(table, ref, None, COLUMNS)
@@ -114,9 +124,10 @@ class LakeAuditResults(AuditResults):
             rows = known.rows
         else:
             with storage_errors(f"reading {target} on {ref!r}"):
-                added = None if known is None else _added_since(loaded, current, known.snapshot_id)
+                added = None if known is None else _added_since(loaded, current, known.snapshot_id, self._mine)
                 if known is not None and added is not None:
-                    rows = known.rows + tuple(row for path in added for row in _metric_rows_of(loaded, path))
+                    rows = known.rows + tuple(row for piece in added for row in (
+                        piece if isinstance(piece, tuple) else _metric_rows_of(loaded, piece)))
                 else:
                     scan = loaded.scan(row_filter=f"check = {_quoted(METRIC_CHECK)}", selected_fields=HISTORY_COLUMNS)
                     rows = tuple(_metric_row(r) for r in scan.to_arrow().to_pylist())
@@ -148,20 +159,23 @@ def beyond(metadata: Any, keep: int) -> list[int]:
     return [s.snapshot_id for s in metadata.snapshots if s.snapshot_id not in kept]
 
 
-def _added_since(loaded: Any, current: Any, since: int) -> list[str] | None:
-    """The data files the snapshots after `since` added, up to `current`, if each of them is an append (None: a
-    compaction, a delete, or `since` out of reach: read the table in full)."""
+def _added_since(loaded: Any, current: Any, since: int, mine: Mapping[int, tuple[MetricRow, ...]]
+                 ) -> list[str | tuple[MetricRow, ...]] | None:
+    """What the snapshots after `since` added, up to `current`, if each of them is an append (None: a compaction, a
+    delete, or `since` out of reach: read the table in full): the metric rows of a snapshot this process appended
+    (`mine`), else the paths of the data files the snapshot added."""
     from pyiceberg.manifest import ManifestEntryStatus
     from pyiceberg.table.snapshots import Operation
 
-    paths: list[str] = []
+    paths: list[str | tuple[MetricRow, ...]] = []
     snapshot = current
     for _ in range(MAX_WALK):
         if snapshot.snapshot_id == since:
             return paths
         if snapshot.summary is None or snapshot.summary.operation != Operation.APPEND:
             return None
-        paths += [entry.data_file.file_path for manifest in snapshot.manifests(loaded.io)
+        own = mine.get(snapshot.snapshot_id)
+        paths += [own] if own is not None else [entry.data_file.file_path for manifest in snapshot.manifests(loaded.io)
                   if manifest.added_snapshot_id == snapshot.snapshot_id
                   for entry in manifest.fetch_manifest_entry(loaded.io, discard_deleted=True)
                   if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id]
