@@ -10,7 +10,9 @@ each arm (SUITES) is the audit as the pipeline makes it, the metric history read
 (HISTORY earlier loads recorded there first, and one more before each audit, as a stream of loads leaves it), the
 measurement, the verdict and the results' append on the branch, each step's median kept (`stages_median_s`). As in
 the pipeline (core.history.history_beside), the history read starts before the file's append and runs beside it:
-the timed `history` step is what is left of it once the file is appended.
+the timed `history` step is what is left of it once the file is appended. The earlier loads are recorded by the
+service's own adapter, as a warm function's own stream of loads leaves them: their rows are known to it (another
+process's loads are read file by file: tests/contract/test_audit_results_contract.py).
 - recorded: the not_null suite (answered by the files' metrics, no row read), its rows recorded as every load's are;
 - learning_metadata: + anomaly checks on row_count and null_share(my_col_1) (the metrics answer them too);
 - learning: + an anomaly check on mean(my_col_2), whose profile needs the rows: the first row read of the audit;
