@@ -316,6 +316,8 @@ def _aggregate(rows: Rows, aggregate: tuple[str, str | None]) -> float | None:
     function, column = aggregate
     if column is None:
         return float(len(rows))
+    if rows and all(column not in r for r in rows):
+        return None  # as the engine: the table has no such column
     values = [r[column] for r in rows if r.get(column) is not None]
     if function == "count":
         return float(len(values))

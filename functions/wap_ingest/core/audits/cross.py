@@ -39,7 +39,7 @@ from .base import AuditContext, Check, _present
 REFERENCES_KEYS = {"column", "table", "key"}
 RECONCILE_KEYS = {"aggregate", "table", "against", "tolerance"}
 AGGREGATES = ("count", "sum", "min", "max", "avg")
-_AGGREGATE = re.compile(r"(?i)\s*(count|sum|min|max|avg)\s*\((.*)\)\s*")
+_AGGREGATE = re.compile(r"(?i)\s*(count|sum|min|max|avg)\s*\(([^()]*)\)\s*")  # one function of one column
 _NAME = r"[a-z_][a-z0-9_]{0,127}"
 
 

@@ -41,6 +41,8 @@ def test_the_aggregates_are_parsed_by_allow_list_and_the_table_qualified() -> No
 @pytest.mark.parametrize(("change", "phrase"), [
     ({"aggregate": "median(total)"}, "key 'aggregate' must be one of count(column), sum(column)"),
     ({"aggregate": "sum(total); drop table x"}, "key 'aggregate' must be one of"),
+    ({"aggregate": "sum(a) + sum(b)"}, "key 'aggregate' must be one of"),
+    ({"against": "sum(abs(amount))"}, "key 'against' must be one of"),
     ({"against": "sum(*)"}, "key 'against': only count takes *"),
     ({"against": "sum(a.b)"}, "key 'against': 'a.b' is not a column name"),
     ({"aggregate": None}, "key 'aggregate' must be one of"),
