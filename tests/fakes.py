@@ -8,18 +8,19 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from tests.fake_catalog import FakeCatalog, Rows
 from tests.fake_jobs import FakeJobs
+from tests.fake_measures import aggregate as _aggregate
+from tests.fake_measures import profile as _profile
+from tests.fake_measures import rows_on
+from tests.fake_results import FakeAuditResults
 from wap_ingest.core import lineage
 from wap_ingest.core.alerts import Alert
-from wap_ingest.core.audit_results import ResultRow, results_table
 from wap_ingest.core.downstream import DownstreamEvent
 from wap_ingest.core.errors import (
-    AuditSuiteError,
     CatalogError,
     InfrastructureError,
     SchemaDriftError,
@@ -27,7 +28,7 @@ from wap_ingest.core.errors import (
     SourceNotFoundError,
     UnreadableSourceError,
 )
-from wap_ingest.core.measurements import ColumnProfile, MeasurementPlan, Measurements
+from wap_ingest.core.measurements import MeasurementPlan, Measurements
 from wap_ingest.core.models import (
     FAILED_CHECKS_COLUMN,
     SOURCE_COLUMN,
@@ -41,7 +42,6 @@ from wap_ingest.core.models import (
     TableRef,
 )
 from wap_ingest.core.ports import (
-    AuditResults,
     DecisionLog,
     EventSink,
     Notifier,
@@ -311,52 +311,6 @@ class FakeStaged(StagedFiles):
         self.closed = True
 
 
-def _aggregate(rows: Rows, aggregate: tuple[str, str | None]) -> float | None:
-    """As the engine's (adapters.engine.references): count and sum of no values are 0, the others None."""
-    function, column = aggregate
-    if column is None:
-        return float(len(rows))
-    if rows and all(column not in r for r in rows):
-        return None  # as the engine: the table has no such column
-    values = [r[column] for r in rows if r.get(column) is not None]
-    if function == "count":
-        return float(len(values))
-    values = [v.timestamp() if isinstance(v, datetime) else v for v in values]
-    if any(isinstance(v, str | bytes | bool) for v in values):
-        raise AuditSuiteError(f"fake: {function}({column}) of a text column; sum, min, max and avg take numbers")
-    if function == "sum":
-        return float(sum(values))
-    if not values:
-        return None
-    return float({"min": min, "max": max}[function](values)) if function != "avg" else sum(values) / len(values)
-
-
-def rows_on(catalog: FakeCatalog, ref: str, table: str) -> Rows:
-    content = catalog.contents(ref).get(table)
-    return [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
-
-
-class FakeAuditResults(AuditResults):
-    """Results tables as the fake catalog's tables: a key per audited table, appended on a branch, merged with it."""
-
-    def __init__(self, catalog: FakeCatalog) -> None:
-        self.catalog = catalog
-        self._ids = itertools.count(10_000)
-
-    def record(self, branch: str, table: TableRef, rows: Sequence[ResultRow]) -> None:
-        if not rows:
-            return
-        key = results_table(table).qualified
-        existing = self.catalog.contents(branch).get(key)
-        snapshots = [*(existing["snapshots"] if existing else []), (next(self._ids), list(rows), {})]
-        self.catalog.commit(branch, {key: {"columns": (), "snapshots": snapshots}}, f"create or append {key}")
-
-    def rows(self, table: TableRef, ref: str) -> list[ResultRow]:
-        content = self.catalog.contents(ref).get(results_table(table).qualified)
-        found = [row for _, rows, _ in content["snapshots"] for row in rows] if content else []
-        return sorted(found, key=lambda r: r.recorded_at)
-
-
 class FakeReportStore(ReportStore):
     def __init__(self) -> None:
         self.saved: dict[str, Mapping[str, object]] = {}
@@ -437,15 +391,3 @@ class FakeRetries(Retries):
             return False
         self.delays.append((queue_arn, receipt_handle, seconds))
         return True
-
-
-def _profile(values: list[Any]) -> ColumnProfile:
-    """The profile the engine measures, exactly (the engine's distinct count is an estimate)."""
-    present = [v for v in values if v is not None]
-    if not values:
-        return ColumnProfile()
-    numbers = [float(v) for v in present if isinstance(v, int | float) and not isinstance(v, bool)]
-    numeric = bool(present) and len(numbers) == len(present)
-    return ColumnProfile(null_share=(len(values) - len(present)) / len(values), distinct=float(len(set(present))),
-                         min=min(numbers) if numeric else None, max=max(numbers) if numeric else None,
-                         mean=sum(numbers) / len(numbers) if numeric else None)
