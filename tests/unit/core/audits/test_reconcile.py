@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import FakeCatalog, FakeEventSink, FakeNotifier, FakeObjectStore, FakeWriter, run_one
+from tests.fakes import FakeEventSink, FakeNotifier
+from tests.unit.core.audits.test_references import Lake as ReferencesLake
 from wap_ingest.core.audits import Reconcile, audit, suites_from
 from wap_ingest.core.errors import AuditSuiteError
 from wap_ingest.core.ingest import Item, ingest
 from wap_ingest.core.measurements import MeasurementPlan, Measurements, Reconciliation
 from wap_ingest.core.models import CheckStatus, OutcomeStatus, TableRef
-from wap_ingest.core.pipeline import PipelineConfig, Ports
 
 HEADERS = TableRef("wap", "headers")
 RECONCILE = {"check": "reconcile", "aggregate": "sum(total)", "table": "lines", "against": "sum(amount)"}
@@ -75,16 +75,8 @@ def test_the_verdict_gives_both_figures_and_the_difference() -> None:
     assert audit(warned, HEADERS, Measurements(row_count=1, reconciled={NAME: (1.0, 2.0)})).passed
 
 
-class Lake:
-    def __init__(self, tables: dict[str, Any]) -> None:
-        self.catalog, self.objects = FakeCatalog(), FakeObjectStore()
-        self.ports = Ports(catalog=self.catalog, writer=FakeWriter(self.catalog, self.objects), objects=self.objects)
-        self.suites = suites(tables)
-        self.config = PipelineConfig(default_namespace="wap", sleep=lambda _s: None)
-
-    def load(self, key: str, rows: list[dict[str, Any]]) -> Any:
-        return run_one(self.objects.put("inbox", key, rows), ports=self.ports, suites=self.suites,
-                       config=self.config)
+class Lake(ReferencesLake):
+    """test_references' lake (fakes, this module's suites), with a manifest load."""
 
     def manifest(self, key: str, files: dict[str, list[dict[str, Any]]]) -> Any:
         for name, rows in files.items():
