@@ -33,7 +33,6 @@ from pathlib import Path
 
 import yaml
 
-from wap_ingest.bootstrap.variables import KNOWN_VARIABLES
 from wap_ingest.core.errors import ConfigError
 from wap_stack.components import FUNCTION_NAME, HOST, LABELS, LAMBDA, StackError
 from wap_stack.config import StackConfig, repo_root
@@ -81,6 +80,9 @@ def container_name(invoke_port: int) -> str:
 
 def forwarded(env: Mapping[str, str]) -> list[str]:
     """The names of `env` the function in the container is given: the service's settings and Lambda's variables."""
+    from wap_ingest.bootstrap.variables import KNOWN_VARIABLES  # here: importing the composition root costs `wap
+    # stack` commands about 0.3 s of CPU each, and only a containerized function needs the list
+
     names = (set(KNOWN_VARIABLES) | set(LAMBDA_VARIABLES)) - set(IMAGE_PATHS)
     return sorted(name for name in env if name in names)
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from wap_ingest.adapters.aws import queue_name_of
-from wap_ingest.bootstrap import PublishRequests
 from wap_ingest.core.errors import ConfigError
 from wap_ingest.core.publish_requests import QUEUE_VARIABLE, PublishRequest
+
+if TYPE_CHECKING:
+    from wap_ingest.bootstrap import PublishRequests
 
 _FIELDS = {"table": None, "reason": None, "actor": None, "merged_hash": None, "already": False, "reaudit": None,
            "source": None, "recorded_at": None}

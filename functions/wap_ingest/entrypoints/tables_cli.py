@@ -14,15 +14,17 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wap_ingest.bootstrap import OperatorCommands, operator_commands
 from wap_ingest.core.audit_results import RESULTS_NAMESPACE
 from wap_ingest.core.errors import WapError
 from wap_ingest.core.ledger import LEDGER_NAMESPACE
 from wap_ingest.core.models import QUARANTINE_SUFFIX, TableRef
 
 from .ops_schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from wap_ingest.bootstrap import OperatorCommands
 
 READERS = 8  # tables read at once (each a catalog call and a metadata read; the catalog serves them in parallel)
 
@@ -105,6 +107,8 @@ def _ago(delta: timedelta) -> str:
 
 
 def cmd_tables(args: argparse.Namespace) -> int:
+    from wap_ingest.bootstrap import operator_commands
+
     lines = table_lines(operator_commands())
     if args.json:
         print(json.dumps({"schema_version": SCHEMA_VERSION, "tables": [line.to_dict() for line in lines]}, indent=2))

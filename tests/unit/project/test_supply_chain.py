@@ -91,10 +91,20 @@ def test_setup_installs_the_locks_with_require_hashes() -> None:
     rule = recipe("$(VENV)/.installed")
     prerequisites = rule.splitlines()[0].split(":", 1)[1].split()
 
-    assert {"requirements.lock", "requirements-build.lock", "pyproject.toml"} <= set(prerequisites)
-    assert "$(PY) -m pip install -q --require-hashes -r requirements-build.lock" in rule
-    assert "$(PY) -m pip install -q --require-hashes --no-build-isolation -r requirements.lock" in rule
-    assert "$(PY) -m pip install -q --no-deps --no-build-isolation -e ." in rule
+    assert {"requirements.lock", "requirements-build.lock", "requirements-tools.lock", "pyproject.toml"
+            } <= set(prerequisites)
+    # the installer (uv, at the Makefile's pinned version) by pip, hash-checked; then everything else by it
+    assert "$(PY) -m pip install -q --require-hashes -r requirements-tools.lock" in rule
+    assert re.search(r"^VENV_UV := \$\(VENV\)/bin/uv pip install -q --python \$\(PY\)$", MAKEFILE.read_text(),
+                     re.MULTILINE)
+    assert "$(VENV_UV) --require-hashes -r requirements-build.lock" in rule
+    assert "$(VENV_UV) --require-hashes --no-build-isolation -r requirements.lock" in rule
+    assert "$(VENV_UV) --no-deps --no-build-isolation -e ." in rule
+    assert rule.index("requirements-tools.lock\n") < rule.index("requirements-build.lock\n") < rule.index(
+        "-r requirements.lock")
+    version = re.search(r"^UV_VERSION := (.*)$", MAKEFILE.read_text(), re.MULTILINE)
+    tools = lock_file(ROOT / "requirements-tools.lock")
+    assert version and set(tools) == {"uv"} and tools["uv"][0] == version.group(1) and tools["uv"][1]
     assert "-r requirements.txt" not in MAKEFILE.read_text()
     assert "--require-hashes" in recipe("$(RIE)")  # the emulator's wheel (aws-sam-cli) too
     lock = recipe("lock")
