@@ -136,13 +136,16 @@ chromium:
 # Lambda image (built and run as Lambda runs it, where podman can run here: see image-test).
 # pytest on TEST_WORKERS processes (pytest-xdist), a test file's tests together on one of them: each worker starts
 # its own local stack and Spark, and checks that no process of its own outlives it (tests/conftest.py). Most of a
-# test's time is spent waiting on real servers and JVMs, so four workers fit two cores (TEST_WORKERS=0: one process).
+# test's time is spent waiting on real servers and JVMs, so more workers than cores keep both busy; but every worker
+# also brings a stack and a Spark driver, and past three the two cores are shared so thinly that the same tests cost
+# more CPU: a fresh clone's pytest took 1,614 s and 1,724 s with four workers (ci42, ci43), 1,512 s with three (ci44),
+# the CPU 99-100% busy in all three. TEST_WORKERS=0: one process.
 # Workers take the files in collection order (--no-loadscope-reorder: xdist's default hands out the files with the
 # most tests first, which put the slow files of few tests last), slowest first by tests/durations.json.
 # Lint, types and the image test run beside pytest rather than before it (the workers keep two cores busy except
 # at their start and in their last minutes, which the side jobs fill): their output follows pytest's; any of them
 # failing fails the command.
-TEST_WORKERS ?= 4
+TEST_WORKERS ?= 3
 TEST_SIDE := .cache/test
 test: chromium
 	$(MAKE) --no-print-directory -j3 setup  # the venv beside the jars, then the CDS archive beside the AOT caches
