@@ -6,7 +6,6 @@ by `up` and cleaned by `up --clean-leftovers`; a supervisor restarts nothing whi
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -17,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from tests.waiting import wait_for
@@ -89,18 +86,17 @@ def checkout(tmp_path: Path) -> Iterator[Checkout]:
         shell.wap("down")
 
 
-def parquet(rows: int) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(pa.table({"my_col_0": list(range(rows)), "my_col_1": [f"v{i}" for i in range(rows)]}), sink)
-    return sink.getvalue()
+def csv(rows: int) -> bytes:
+    return ("my_col_0,my_col_1\n" + "".join(f"{i},v{i}\n" for i in range(rows))).encode()
 
 
 def busy_with_a_file(shell: Checkout, name: str) -> None:
-    """Drop a file once the start-up's test event is handled, and return while the worker hands it to the function
-    (a cold start: Spark takes seconds), as its in-flight note says."""
+    """Drop a file once the start-up's test event is handled, and return while the worker hands it to the function,
+    as its in-flight note says. A CSV file: its rewrite starts the function's Spark (seconds), where a fitting Parquet
+    file would be registered without a JVM, often within one poll of the note (the note then came and went unseen)."""
     wait_for(lambda: any(e["event"] == "batch" for e in shell.worker_log()), "the worker's first batch (test event)")
     dropped = time.time()
-    shell.s3().put_object(Bucket="source", Key=f"{name}/a.parquet", Body=parquet(3))
+    shell.s3().put_object(Bucket="source", Key=f"{name}/a.csv", Body=csv(3))
     wait_for(lambda: any(b.get("state") == "running" and b["received_at"] >= dropped - 1
                          for batches in read_in_flight(shell.state_dir).values() for b in batches),
              "the worker handling the file")
