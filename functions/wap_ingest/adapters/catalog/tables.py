@@ -13,6 +13,13 @@ file, with the whole history; and commit it to the branch as one Nessie commit t
 read at and keeps the content id. Another change to the table on the branch since is a conflict (StaleHashError,
 retried from main, as the Java commit's).
 
+A metadata file this process wrote and Nessie took (a commit's, a table's first) is kept in memory by its location
+(the newest WRITTEN of them): a later `load` whose branch points at that location takes it from there instead of
+reading and parsing the file again (a warm function's next file, on a branch made from the `main` its last run merged,
+finds its tables where it left them). Only what this process itself wrote and committed is kept, never a file read:
+a metadata file is never rewritten in place (every commit writes a new one, named by a fresh UUID), so the file at
+that location is the metadata kept.
+
 Errors: Nessie's answers through the one Nessie table (nessie_errors.error_for); S3 failures while reading or writing
 metadata (PyArrow's OSError) are ObjectStoreUnavailableError (retried).
 """
@@ -20,7 +27,9 @@ metadata (PyArrow's OSError) are ObjectStoreUnavailableError (retried).
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
@@ -38,6 +47,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 COMMIT_MESSAGE = "wap-lake: register a file into {table}"
+WRITTEN = 32  # the metadata files this process wrote and committed that it keeps in memory (the oldest forgotten)
 
 
 class BranchTables:
@@ -55,6 +65,8 @@ class BranchTables:
         self._timeout = timeout
         self._auth = auth
         self._http = requests.Session()
+        self._written: OrderedDict[str, Any] = OrderedDict()  # location -> TableMetadata, written and committed here
+        self._written_lock = threading.Lock()
         if auth is not None:
             self._http.auth = auth
         self._io_properties = {k: v for k, v in {
@@ -98,10 +110,23 @@ class BranchTables:
             return None
         location = str(content["metadataLocation"])
         self.drain()  # a new transaction: the puts of one that never reached its commit are not its own
-        with storage_errors(f"{doing} (its metadata file {location})"):
-            metadata = FromInputFile.table_metadata(self.file_io().new_input(location))
+        metadata = self.written(location)
+        if metadata is None:
+            with storage_errors(f"{doing} (its metadata file {location})"):
+                metadata = FromInputFile.table_metadata(self.file_io().new_input(location))
         committer = _BranchCommitter(self, table, branch, str(found["effectiveReference"]["hash"]), str(content["id"]))
         return Table((table.namespace, table.name), metadata, location, self.file_io(), cast(Any, committer))
+
+    def written(self, location: str) -> Any | None:
+        """The metadata this process wrote at `location` and committed, if it still keeps it."""
+        with self._written_lock:
+            return self._written.get(location)
+
+    def _committed(self, location: str, metadata: Any) -> None:
+        with self._written_lock:
+            self._written[location] = metadata
+            while len(self._written) > WRITTEN:
+                self._written.popitem(last=False)
 
     def create(self, table: TableRef, branch: str, schema: Any, location: str,
                properties: Mapping[str, str]) -> Table:
@@ -134,6 +159,7 @@ class BranchTables:
             with contextlib.suppress(Exception):
                 self.remove(path)
             raise
+        self._committed(path, metadata)
         made = self.load(table, branch)
         if made is None:  # pragma: no cover (the commit above succeeded)
             raise WapError(f"{table} is not on {branch!r} right after it was created there")
@@ -190,6 +216,7 @@ class _BranchCommitter:
                 self._tables.remove(location)
             raise
         self._hash = str(committed.get("targetBranch", {}).get("hash") or self._hash)
+        self._tables._committed(location, updated)
         return CommitTableResponse.model_validate({"metadata": updated, "metadata-location": location})
 
     def supports_server_side_planning(self) -> bool:

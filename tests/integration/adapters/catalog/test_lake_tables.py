@@ -51,3 +51,36 @@ def test_a_commit_on_a_branch_the_table_moved_on_is_refused_and_leaves_no_metada
     reread = tables.load(table, branch)
     assert reread is not None and reread.properties.get("test.first") == "1" and "test.second" not in reread.properties
     assert len(reread.metadata.snapshots) == len(first.metadata.snapshots) >= 1
+
+
+def test_a_table_this_process_committed_is_loaded_without_reading_its_metadata_file_again(
+        lake: Lake, table_name: str) -> None:
+    """What a commit wrote is kept by its location: the next load of that location (a warm function's next file)
+    reads no metadata file, and what it has is exactly what the file holds. A metadata file another process wrote is
+    read from S3."""
+    from pyiceberg.serializers import FromInputFile
+
+    assert lake.service.ingest(lake.put(f"{table_name}/0.parquet", parquet_bytes(3))).status is OutcomeStatus.PUBLISHED
+    catalog, table = lake.service.ports.catalog, TableRef("wap", table_name)
+    branch = f"test-{table_name}"
+    catalog.create_branch(branch, catalog.reference_hash("main"))
+    tables = builders.branch_tables_for(lake.service.settings, objects=lake.service.objects)
+    loaded = tables.load(table, branch)
+    assert loaded is not None and tables.written(loaded.metadata_location) is None  # the engine wrote it: read
+    with loaded.transaction() as transaction:
+        transaction.set_properties({"test.kept": "1"})
+    committed = loaded.metadata_location
+    reads: list[str] = []
+    io = tables.file_io()
+    original = io.new_input
+    io.new_input = lambda location: reads.append(location) or original(location)
+    try:
+        again = tables.load(table, branch)
+    finally:
+        io.new_input = original
+    assert again is not None and again.metadata_location == committed and committed not in reads, reads
+    assert again.metadata == FromInputFile.table_metadata(io.new_input(committed))  # the file, as kept
+    assert again.properties["test.kept"] == "1"
+    other = builders.branch_tables_for(lake.service.settings, objects=lake.service.objects)
+    assert other.written(committed) is None  # another process (here: another instance) reads the file
+    assert (seen := other.load(table, branch)) is not None and seen.metadata == again.metadata
