@@ -13,8 +13,9 @@ file, with the whole history; and commit it to the branch as one Nessie commit t
 read at and keeps the content id. Another change to the table on the branch since is a conflict (StaleHashError,
 retried from main, as the Java commit's).
 
-A metadata file this process wrote and Nessie took (a commit's, a table's first) is kept in memory by its location
-(the newest WRITTEN of them): a later `load` whose branch points at that location takes it from there instead of
+The last metadata file this process wrote and Nessie took for each table (a commit's, a table's first) is kept in
+memory with its location (for the WRITTEN tables committed last; one per table, as a big table's metadata can be
+large): a later `load` whose branch points at that location takes it from there instead of
 reading and parsing the file again (a warm function's next file, on a branch made from the `main` its last run merged,
 finds its tables where it left them). Only what this process itself wrote and committed is kept, never a file read:
 a metadata file is never rewritten in place (every commit writes a new one, named by a fresh UUID), so the file at
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 COMMIT_MESSAGE = "wap-lake: register a file into {table}"
-WRITTEN = 32  # the metadata files this process wrote and committed that it keeps in memory (the oldest forgotten)
+WRITTEN = 16  # the tables whose last metadata this process wrote and committed it keeps (the oldest forgotten)
 
 
 class BranchTables:
@@ -65,7 +66,8 @@ class BranchTables:
         self._timeout = timeout
         self._auth = auth
         self._http = requests.Session()
-        self._written: OrderedDict[str, Any] = OrderedDict()  # location -> TableMetadata, written and committed here
+        # table -> (location, TableMetadata): the last metadata file written and committed here for it
+        self._written: OrderedDict[TableRef, tuple[str, Any]] = OrderedDict()
         self._written_lock = threading.Lock()
         if auth is not None:
             self._http.auth = auth
@@ -110,21 +112,23 @@ class BranchTables:
             return None
         location = str(content["metadataLocation"])
         self.drain()  # a new transaction: the puts of one that never reached its commit are not its own
-        metadata = self.written(location)
+        metadata = self.written(table, location)
         if metadata is None:
             with storage_errors(f"{doing} (its metadata file {location})"):
                 metadata = FromInputFile.table_metadata(self.file_io().new_input(location))
         committer = _BranchCommitter(self, table, branch, str(found["effectiveReference"]["hash"]), str(content["id"]))
         return Table((table.namespace, table.name), metadata, location, self.file_io(), cast(Any, committer))
 
-    def written(self, location: str) -> Any | None:
-        """The metadata this process wrote at `location` and committed, if it still keeps it."""
+    def written(self, table: TableRef, location: str) -> Any | None:
+        """The metadata this process wrote at `location` for `table` and committed, if it is the one it keeps."""
         with self._written_lock:
-            return self._written.get(location)
+            kept = self._written.get(table)
+        return kept[1] if kept is not None and kept[0] == location else None
 
-    def _committed(self, location: str, metadata: Any) -> None:
+    def _committed(self, table: TableRef, location: str, metadata: Any) -> None:
         with self._written_lock:
-            self._written[location] = metadata
+            self._written.pop(table, None)
+            self._written[table] = (location, metadata)
             while len(self._written) > WRITTEN:
                 self._written.popitem(last=False)
 
@@ -159,7 +163,7 @@ class BranchTables:
             with contextlib.suppress(Exception):
                 self.remove(path)
             raise
-        self._committed(path, metadata)
+        self._committed(table, path, metadata)
         made = self.load(table, branch)
         if made is None:  # pragma: no cover (the commit above succeeded)
             raise WapError(f"{table} is not on {branch!r} right after it was created there")
@@ -216,7 +220,7 @@ class _BranchCommitter:
                 self._tables.remove(location)
             raise
         self._hash = str(committed.get("targetBranch", {}).get("hash") or self._hash)
-        self._tables._committed(location, updated)
+        self._tables._committed(self._table, location, updated)
         return CommitTableResponse.model_validate({"metadata": updated, "metadata-location": location})
 
     def supports_server_side_planning(self) -> bool:

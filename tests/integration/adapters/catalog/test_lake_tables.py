@@ -66,7 +66,7 @@ def test_a_table_this_process_committed_is_loaded_without_reading_its_metadata_f
     catalog.create_branch(branch, catalog.reference_hash("main"))
     tables = builders.branch_tables_for(lake.service.settings, objects=lake.service.objects)
     loaded = tables.load(table, branch)
-    assert loaded is not None and tables.written(loaded.metadata_location) is None  # the engine wrote it: read
+    assert loaded is not None and tables.written(table, loaded.metadata_location) is None  # the engine wrote it: read
     with loaded.transaction() as transaction:
         transaction.set_properties({"test.kept": "1"})
     committed = loaded.metadata_location
@@ -82,5 +82,8 @@ def test_a_table_this_process_committed_is_loaded_without_reading_its_metadata_f
     assert again.metadata == FromInputFile.table_metadata(io.new_input(committed))  # the file, as kept
     assert again.properties["test.kept"] == "1"
     other = builders.branch_tables_for(lake.service.settings, objects=lake.service.objects)
-    assert other.written(committed) is None  # another process (here: another instance) reads the file
+    assert other.written(table, committed) is None  # another process (here: another instance) reads the file
     assert (seen := other.load(table, branch)) is not None and seen.metadata == again.metadata
+    with again.transaction() as transaction:  # one kept per table: the newest
+        transaction.set_properties({"test.kept": "2"})
+    assert tables.written(table, committed) is None and tables.written(table, again.metadata_location) is not None
