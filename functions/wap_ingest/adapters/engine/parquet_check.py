@@ -61,26 +61,41 @@ class ChunkCheck:
             piece.rows = len(leaf.entries) if leaf.rows is None else len(leaf.rows)
             self.figures.add(piece)
             return
-        piece = measure(leaf.entries, self.kind, distinct=self._chunk_distinct)
-        starts = row_starts(leaf) + begin
-        piece.rows = len(starts)
-        rows_before = self.figures.rows
-        self.figures.add(piece)
+        # Measured page by page, the chunk's figures are its pages' added up (as a chunk decoded in batches, or a
+        # column over its row groups): each value is measured once. Only a chunk's distinct count, which does not
+        # add up, needs the whole chunk measured at once.
+        starts = None if leaf.rows is None else row_starts(leaf) + begin
         end = begin + count
-        index = self._next
+
+        def rows_before(position: int) -> int:  # this piece's rows that start before entry `position`
+            if starts is None:
+                return min(max(position - begin, 0), count)
+            return int(np.searchsorted(starts, position))
+
+        whole = self._chunk_distinct
+        piece = measure(leaf.entries, self.kind, distinct=True) if whole else Figures()
+        earlier = self.figures.rows
+        index, measured = self._next, begin
         while index < len(self.pages) and self.pages[index].start < end:
             page = self.pages[index]
             low, high = max(page.start, begin), min(page.end, end)
             if page.rows_before is None and page.start >= begin:
-                page.rows_before = rows_before + int(np.searchsorted(starts, page.start))
+                page.rows_before = earlier + rows_before(page.start)
             if high > low:
                 part = measure(leaf.entries.slice(low - begin, high - low), self.kind, distinct=self._page_distinct)
-                part.rows = int(np.searchsorted(starts, high) - np.searchsorted(starts, low))
+                part.rows = rows_before(high) - rows_before(low)
                 page.figures.add(part)
+                if not whole:
+                    piece.add(part)
+                measured = high
             if page.end > end:
                 break
             index += 1
         self._next = index
+        if not whole and measured < end:  # entries past the pages' claimed values (finish says so)
+            piece.add(measure(leaf.entries.slice(measured - begin, end - measured), self.kind))
+        piece.rows = count if starts is None else len(starts)
+        self.figures.add(piece)
 
     def finish(self) -> tuple[Figures, list[str], list[str]]:
         problems: list[str] = []

@@ -25,7 +25,7 @@ from wap_ingest.adapters.formats import Struct, ThriftError, read_struct
 
 DATA_PAGE, INDEX_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 1, 2, 3
 PHYSICAL = ("BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY")
-HEADER_WINDOW = 64 * 1024  # the first read of a page header; a larger header (long statistics) is read again whole
+HEADER_WINDOW = 4 * 1024  # the first read of a page header; a larger header (long statistics) is read again whole
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 
 # The fields of each structure the service knows the meaning of; any other one is a claim it does not check.

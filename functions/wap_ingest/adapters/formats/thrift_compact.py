@@ -38,40 +38,52 @@ class Struct:
 
 def read_struct(data: bytes | memoryview, offset: int = 0) -> tuple[Struct, int]:
     """The struct at `offset` of `data`, and the offset of the first byte after it."""
-    reader = _Reader(memoryview(data), offset)
+    reader = _Reader(bytes(data) if isinstance(data, memoryview) else data, offset)
     found = reader.struct(0)
     return found, reader.position
 
 
+def _past_end(position: int) -> ThriftError:
+    return ThriftError(f"the struct runs past the end of the bytes (at byte {position})")
+
+
 class _Reader:
-    def __init__(self, data: memoryview, position: int) -> None:
+    """The hot paths (a byte, a varint, a struct's field header) index the bytes in place: a Parquet file's page
+    headers are thousands of small structs, read on the register path while its pages are decoded."""
+
+    def __init__(self, data: bytes, position: int) -> None:
         if not 0 <= position <= len(data):
             raise ThriftError(f"offset {position} is outside the {len(data)} bytes")
-        self.data, self.position = data, position
+        self.data, self.position, self.end = data, position, len(data)
 
     def byte(self) -> int:
-        if self.position >= len(self.data):
-            raise ThriftError(f"the struct runs past the end of the bytes (at byte {self.position})")
-        value = self.data[self.position]
-        self.position += 1
-        return int(value)
+        position = self.position
+        if position >= self.end:
+            raise _past_end(position)
+        self.position = position + 1
+        return self.data[position]
 
     def take(self, count: int) -> bytes:
-        if count < 0 or count > len(self.data) - self.position:
-            raise ThriftError(f"{count} bytes wanted at byte {self.position}, {len(self.data) - self.position} left")
+        if count < 0 or count > self.end - self.position:
+            raise ThriftError(f"{count} bytes wanted at byte {self.position}, {self.end - self.position} left")
         start, self.position = self.position, self.position + count
-        return bytes(self.data[start:self.position])
+        return self.data[start:self.position]
 
     def varint(self) -> int:
+        data, position, end = self.data, self.position, self.end
         value = shift = 0
         while True:
-            byte = self.byte()
+            if position >= end:
+                raise _past_end(position)
+            byte = data[position]
+            position += 1
             value |= (byte & 0x7F) << shift
             if not byte & 0x80:
+                self.position = position
                 return value
             shift += 7
             if shift > 63:
-                raise ThriftError(f"a varint longer than 10 bytes at byte {self.position}")
+                raise ThriftError(f"a varint longer than 10 bytes at byte {position}")
 
     def zigzag(self) -> int:
         value = self.varint()
@@ -100,7 +112,7 @@ class _Reader:
         size, kind = header >> 4, header & 0x0F
         if size == 15:
             size = self.varint()
-        if size > len(self.data) - self.position:  # every element takes a byte at least
+        if size > self.end - self.position:  # every element takes a byte at least
             raise ThriftError(f"a list of {size} elements at byte {self.position} is longer than the bytes left")
         return [self.value(kind, depth) for _ in range(size)]
 
@@ -109,7 +121,7 @@ class _Reader:
         size = self.varint()
         if size == 0:
             return {}
-        if 2 * size > len(self.data) - self.position:
+        if 2 * size > self.end - self.position:
             raise ThriftError(f"a map of {size} entries at byte {self.position} is longer than the bytes left")
         kinds = self.byte()
         found: dict[Any, Any] = {}
@@ -120,19 +132,25 @@ class _Reader:
 
     def struct(self, depth: int) -> Struct:
         self.deeper(depth)
-        found = Struct()
-        last = 0
+        fields: dict[int, Any] = {}
+        data, end, last = self.data, self.end, 0
         while True:
-            header = self.byte()
+            position = self.position
+            if position >= end:
+                raise _past_end(position)
+            header = data[position]
+            self.position = position + 1
             kind = header & 0x0F
             if kind == STOP:
-                return found
+                return Struct(fields)
             delta = header >> 4
             last = last + delta if delta else self.zigzag()
             if kind in (TRUE, FALSE):
-                found.fields[last] = kind == TRUE
+                fields[last] = kind == TRUE
+            elif kind in (I32, I64, I16):
+                fields[last] = self.zigzag()
             else:
-                found.fields[last] = self.value(kind, depth)
+                fields[last] = self.value(kind, depth)
 
     @staticmethod
     def deeper(depth: int) -> None:
