@@ -16,6 +16,8 @@ files drains at a fraction of the rate the function processes them. ElasticMQ's 
   the event is sent to ElasticMQ instead, retried for up to `DELIVERY_SECONDS` while ElasticMQ is down (restarted by
   the stack's keeper on its persistent store), and a delivery that still fails is logged, never silently dropped.
 
+S3's ranged GETs are served at the range's cost (wap_stack/moto_ranges.py), not by reading the whole object.
+
 Everything else (other queues, e.g. the downstream events' queue EventBridge fills inside moto) stays moto's.
 
     python -m wap_stack.moto_queue --queue-endpoint http://127.0.0.1:PORT --queues a,b [--decisions FILE] \\
@@ -32,6 +34,7 @@ from typing import Any
 
 import requests
 
+from wap_stack import moto_ranges
 from wap_stack.moto_emr import accept_emr_spark_labels
 
 DELIVERY_SECONDS = 120.0  # how long an S3 notification waits for a queue server that is being restarted
@@ -147,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         del args[at: at + 2]
     install(found["--queue-endpoint"], {q for q in found["--queues"].split(",") if q})
     accept_emr_spark_labels()  # the application's emr-spark-8.1.0 (wap_stack/moto_emr.py)
+    moto_ranges.install()  # a ranged GET at the range's cost, as S3 serves it (wap_stack/moto_ranges.py)
     if "--decisions" in args:  # `up --iam`: moto_iam's enforcement on top
         from wap_stack import moto_iam
 
