@@ -5,6 +5,8 @@ leaves nothing behind."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.conftest import Lake, parquet_bytes
@@ -87,3 +89,43 @@ def test_a_table_this_process_committed_is_loaded_without_reading_its_metadata_f
     with again.transaction() as transaction:  # one kept per table: the newest
         transaction.set_properties({"test.kept": "2"})
     assert tables.written(table, committed) is None and tables.written(table, again.metadata_location) is not None
+
+
+def test_a_transaction_works_its_metadata_out_once_per_update_and_commits_what_pyiceberg_would(
+        lake: Lake, table_name: str) -> None:
+    """PyIceberg's Transaction applies its updates to the whole metadata, and deep-copies it, each time a snapshot
+    producer asks (some 30 times an append); a loaded table's transaction does it once per update, and the commit is
+    the same: the rows appended, the snapshot's summary, the table's history."""
+    import pyarrow as pa
+    from pyiceberg.table import Transaction
+
+    assert lake.service.ingest(lake.put(f"{table_name}/0.parquet", parquet_bytes(3))).status is OutcomeStatus.PUBLISHED
+    catalog, table = lake.service.ports.catalog, TableRef("wap", table_name)
+    tables = builders.branch_tables_for(lake.service.settings, objects=lake.service.objects)
+    rows = pa.table({"my_col_0": pa.array([7], pa.int32()), "my_col_1": ["x"], "my_col_2": [1.5]})
+    worked_out: list[int] = []
+    original = Transaction.table_metadata.fget  # type: ignore[attr-defined]
+
+    def counted(self: Any) -> Any:
+        worked_out.append(len(self._updates))
+        return original(self)
+
+    Transaction.table_metadata = property(counted)  # type: ignore[method-assign,assignment]
+    try:
+        found: dict[str, Any] = {}
+        for way in ("kept", "pyiceberg"):
+            branch = f"test-{way}-{table_name}"
+            catalog.create_branch(branch, catalog.reference_hash("main"))
+            loaded = tables.load(table, branch)
+            assert loaded is not None
+            worked_out.clear()
+            with (loaded.transaction() if way == "kept" else Transaction(loaded)) as transaction:
+                transaction.append(rows)
+            found[way] = (len(worked_out), loaded.scan().to_arrow().num_rows, len(loaded.metadata.snapshots),
+                          {k: v for k, v in loaded.current_snapshot().summary.additional_properties.items()
+                           if "size" not in k})
+    finally:
+        Transaction.table_metadata = property(original)  # type: ignore[method-assign,assignment]
+    kept, plain = found["kept"], found["pyiceberg"]
+    assert kept[1:] == plain[1:] and kept[1] == 4, found  # the same commit: 3 rows and the new one
+    assert kept[0] <= 3 and plain[0] >= 10, found
