@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class FakeCatalog(CatalogBranches):
 
     def __init__(self) -> None:
         self._seq = itertools.count()
+        self._commit_lock = threading.Lock()  # a commit is atomic, as Nessie's (the results land beside the data's)
         root = self._hash()
         self.commits: dict[str, Commit] = {root: Commit(None, {}, frozenset())}
         self.refs: dict[str, str] = {"main": root}
@@ -66,6 +68,11 @@ class FakeCatalog(CatalogBranches):
     ) -> str:
         """A commit of `changes` on `ref` (a value None deletes the key). A key keeps its content id while it exists;
         a new one gets a new id unless `ids` gives it (a merge carries the branch's)."""
+        with self._commit_lock:
+            return self._commit(ref, changes, message, props, ids)
+
+    def _commit(self, ref: str, changes: Mapping[str, Any], message: str, props: Mapping[str, str] | None,
+                ids: Mapping[str, str] | None) -> str:
         head = self.refs[ref]
         parent = self.commits[head]
         contents, known = dict(parent.contents), dict(parent.ids)

@@ -162,9 +162,14 @@ class FakeWriter(TableWriter):
             return Appended(None, (), {source.identity: Measurements(row_count=0)})
         quarantine = spec.quarantine
         moved, kept = self._quarantine(rows, quarantine, source, spec.branch) if quarantine else (None, rows)
+        plan, handed = spec.plan, None
+        if spec.before_commit is not None and self.path_of(spec, fmt).how == REGISTERED and not (
+                plan.references or plan.reconciliations or plan.existing_keys):  # as the real one: no rows to read
+            handed = self._measure(kept, plan, tuple(kept[0]), spec.branch, spec.table)
+            spec.before_commit(handed)
         appended = self._write(spec.table, spec.branch, [(source, kept)], spec.allow_new_columns)
-        return Appended(appended, (source,), {source.identity: self._measure(kept, spec.plan, appended.columns,
-                                                                                 spec.branch, spec.table)},
+        return Appended(appended, (source,), {source.identity: handed if handed is not None else self._measure(
+                            kept, spec.plan, appended.columns, spec.branch, spec.table)},
                         quarantined={source.identity: moved} if moved is not None else {},
                         write={source.identity: self.path_of(spec, fmt)})
 

@@ -148,6 +148,10 @@ class WriteSpec:
     # table as it is and rewrites any other, "register" refuses (BadInputError) a file it cannot register, "rewrite"
     # always rewrites; the engine says which it did and why (`Appended.write`)
     write: str = "auto"
+    # a lone file's figures, handed over by an engine that measures its rows before it commits them (the register
+    # path), right before that commit: the core audits them and records their results meanwhile (core.pipeline.beside);
+    # the engine's answer then carries those very figures. None: not asked for
+    before_commit: Callable[[Measurements], None] | None = field(default=None, compare=False)
 
 
 class StagedFiles(ABC):

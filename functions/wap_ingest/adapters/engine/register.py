@@ -98,16 +98,20 @@ def read_footer(store: LakeCopies, source: SourceObject) -> tuple[Footer, int]:
 Measure = Callable[[], "Measured | str"]  # the file's measured figures, or why it has none (waits for them)
 
 
+BeforeCommit = Callable[[Any, Any], None]  # (the DataFile, the table it is appended to) right before the commit
+
+
 def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: LakeCopies, source: SourceObject,
              table: TableRef, branch: str, properties: Mapping[str, str], layout: Layout | None,
-             measured: Measure) -> Registration | str:
+             measured: Measure, before_commit: BeforeCommit | None = None) -> Registration | str:
     """Register `source` into `table` on `branch` in one snapshot carrying `properties`, or return why it is to be
     rewritten instead. Raises a WapError (SourceNotFoundError for a source gone since its head). `measured` is
     asked for before anything is written (the table made or evolved, or the append committed: its exception stops
     the registration and leaves nothing behind), so the file's pages are decoded and measured meanwhile; the file
     is registered only with figures whose every claim checked out. `engine` is asked for only when the table is to
     be made or its layout applied: an existing table without a layout takes the file with no JVM (the commit is
-    PyIceberg's, through `lake`)."""
+    PyIceberg's, through `lake`). `before_commit` is given the data file and the table right before the commit (its
+    exception stops the registration: the copy is removed, nothing is committed)."""
     try:
         footer, size = read_footer(store, source)
     except FooterError as exc:
@@ -154,7 +158,8 @@ def register(lake: BranchTables, engine: Callable[[], IcebergTables], store: Lak
             current = lake.load(table, branch)
             if current is None:
                 raise CatalogError(f"{doing}: the table made on the branch is not there")
-        return _append(lake, store, source, table, current, footer, size, properties, created, measured)
+        return _append(lake, store, source, table, current, footer, size, properties, created, measured,
+                       before_commit)
     except WapError:
         raise
     except OSError as exc:  # PyArrow's S3 while PyIceberg wrote the manifests: retried, as any S3 outage
@@ -226,7 +231,7 @@ def _checked(measured: Measure, footer: Footer, source: SourceObject) -> Measure
 
 def _append(lake: BranchTables, store: LakeCopies, source: SourceObject, table: TableRef, iceberg: Any,
             footer: Footer, size: int, properties: Mapping[str, str], created: bool,
-            measured: Measure) -> Registration | str:
+            measured: Measure, before_commit: BeforeCommit | None = None) -> Registration | str:
     """The file copied into the table's location (while its pages are still being measured) and appended as a data
     file with the metrics the service measured, in one commit on the branch."""
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -273,6 +278,8 @@ def _append(lake: BranchTables, store: LakeCopies, source: SourceObject, table: 
             file_size_in_bytes=size, sort_order_id=None, spec_id=spec.spec_id, equality_ids=None, key_metadata=None,
             **fields)
         reason = "a new table made from the file's schema" if created else "the file's schema fits the table"
+        if before_commit is not None:
+            before_commit(data_file, iceberg)
         # A fast append: one new manifest, the others kept as they are; `wap maintain` rewrites the manifests once
         # they are too many. The table's first registered file also sets its name mapping, in the same commit.
         with iceberg.transaction() as transaction:

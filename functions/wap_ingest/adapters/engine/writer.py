@@ -131,14 +131,25 @@ class SparkIcebergWriter(TableWriter):
                 # the pages are decoded and measured (another thread, the isolation worker) while the footer is judged
                 # and the object copied; registration waits for the figures before it writes anything to the table
                 measured = meanwhile.submit(self._measure_pages, spec, source, deadline)
+                handed: list[tuple[int, Measurements]] = []  # the figures handed to the core before the commit
+
+                def before_commit(data_file: Any, table: Any) -> None:
+                    if spec.before_commit is None:
+                        return
+                    rows = int(data_file.record_count)
+                    figures = _from_metrics(spec, table.schema(), data_file, rows)
+                    if figures is not None:  # the audit needs no engine: the core records its results meanwhile
+                        handed.append((rows, figures))
+                        spec.before_commit(figures)
+
                 found = register(self._branches, engine.tables, self._lake, source, spec.table, spec.branch,
-                                 properties, spec.layout, measured=measured.result)
+                                 properties, spec.layout, measured=measured.result, before_commit=before_commit)
                 measured.result()  # also when the file is to be rewritten: a damaged file is INVALID either way
             if isinstance(found, str):
                 return found
             log.info("registered %s as a data file of %s on %s: %s (%s)", source.uri, spec.table, spec.branch,
                      found.location, found.reason)
-            return self._measured(engine, spec, source, _committed(found))
+            return self._measured(engine, spec, source, _committed(found), handed)
 
     def _measure_pages(self, spec: WriteSpec, source: SourceObject, deadline: Deadline) -> Measured | str:
         """A registered file reaches every reader of the table without any engine having read it: a page that does
@@ -165,24 +176,27 @@ class SparkIcebergWriter(TableWriter):
         return None
 
     def _measured(self, engine: _OnDemand, spec: WriteSpec, source: SourceObject,
-                  committed: tuple[AppendResult, Registration]) -> Appended:
+                  committed: tuple[AppendResult, Registration],
+                  handed: Sequence[tuple[int, Measurements]] = ()) -> Appended:
         """A registered file's new rows measured: from its measured metrics when they answer the whole plan (no
-        engine), else by the engine from the table. A failure to decode the rows is the file's (its pages)."""
+        engine), else by the engine from the table. A failure to decode the rows is the file's (its pages).
+        `handed`: the figures handed to the core before the commit, from the same data file: the very same answer when
+        the commit added as many rows (the same computation on the same inputs)."""
         appended, registration = committed
         write = {source.identity: WritePath(REGISTERED, registration.reason)}
         if appended.rows == 0:  # the caller says the file is empty
             return Appended(appended, (), {source.identity: Measurements(row_count=0)}, write=write)
-        plan, schema = spec.plan, registration.table.schema()
-        bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
-        metrics = metrics_of(schema, registration.data_file, bounds_for)
-        columns = tuple(f.name for f in schema.fields)
-        measured = measure_without_rows(plan, columns, {f.name: spark_type_name(f.field_type) for f in schema.fields},
-                                        metrics, appended.rows)
+        for rows, figures in handed:
+            if rows == appended.rows:
+                return Appended(appended, (source,), {source.identity: figures}, write=write)
+        measured = _from_metrics(spec, registration.table.schema(), registration.data_file, appended.rows)
         if measured is None:
+            bounds_for = [r.column for r in spec.plan.rules if r.kind == "range"] + list(spec.plan.max_columns)
+            metrics = metrics_of(registration.table.schema(), registration.data_file, bounds_for)
             doing = f"auditing the new rows of {spec.table}"
             tables = engine.tables()
             with engine.lost_is_infrastructure(doing), within(tables.spark, spec.out_of_time, doing):
-                measured = self._measure(tables, spec.table, spec.branch, appended, plan, source=source,
+                measured = self._measure(tables, spec.table, spec.branch, appended, spec.plan, source=source,
                                          metrics=metrics)
         return Appended(appended, (source,), {source.identity: measured}, write=write)
 
@@ -294,6 +308,17 @@ class _OnDemand:
     def lost_is_infrastructure(self, doing: str) -> contextlib.AbstractContextManager[None]:
         """Once the engine was asked for, its death is the failure's cause (before that, no engine to lose)."""
         return engine_lost_is_infrastructure(lambda: None if self._tables is None else self._tables.spark, doing)
+
+
+def _from_metrics(spec: WriteSpec, schema: Any, data_file: Any, rows: int) -> Measurements | None:
+    """A registered data file's rows measured from its metrics (the service's own figures), or None when the plan
+    needs the rows read."""
+    plan = spec.plan
+    bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
+    metrics = metrics_of(schema, data_file, bounds_for)
+    columns = tuple(f.name for f in schema.fields)
+    return measure_without_rows(plan, columns, {f.name: spark_type_name(f.field_type) for f in schema.fields},
+                                metrics, rows)
 
 
 def _committed(registration: Registration) -> tuple[AppendResult, Registration]:

@@ -54,6 +54,7 @@ from .base import (
     spec_for,
     unexpected,
 )
+from .beside import ResultsBeside
 from .transaction import Discard, Ended, Guards, Keep, Loaded, Merge, Publish, Transactions, Verdict, Work
 
 log = logging.getLogger(__name__)
@@ -219,6 +220,7 @@ class _GroupWork(Work):
         self.suite: AuditSuite = run.suites.suite_for(target)
         self.later: list[list[Item]] = []
         self.written: _Written | None = None
+        self.beside: ResultsBeside | None = None  # a lone file's results recorded beside its commit (beside.py)
 
     @property
     def kind(self) -> RunKind:  # type: ignore[override]
@@ -247,8 +249,15 @@ class _GroupWork(Work):
         return not self.todo
 
     def run(self, branch: Branch, attempt: int) -> Verdict:
+        try:
+            return self._run(branch)
+        finally:
+            if self.beside is not None:  # nothing of this attempt lands on its branch after it ends
+                self.beside.abandon()
+
+    def _run(self, branch: Branch) -> Verdict:
         ports, config, suite = self.run_.ports, self.run_.config, self.suite
-        self.later, self.written = [], None
+        self.later, self.written, self.beside = [], None, None
         spec = spec_for(suite, self.target, branch.name, alone=len(self.todo) == 1,
                         out_of_time=self.run_.transactions.guards.out_of_time)
         # the history the checks judge against, read once per attempt, beside the write (waited for in the audit)
@@ -269,17 +278,33 @@ class _GroupWork(Work):
         if self.run_.dry_run:
             return Discard()
         with self.watch.stage("audit"):
-            record_results(ports, config, self.target, branch.name, [
-                (r.source, reports[r.source.identity], measured[r.source.identity]) for _, r in accepted])
+            self._record(branch, accepted, reports, measured)
         return Publish(merge) if all(reports[i].passed for i in rows) else Keep(merge)
+
+    def _record(self, branch: Branch, accepted: list[Item], reports: Mapping[str, AuditReport],
+                measured: Mapping[str, Measurements]) -> None:
+        """The accepted files' audit results: recorded beside the commit already (beside.py), else now."""
+        beside = self.beside
+        if beside is not None and beside.settle(measured.get(accepted[0][1].source.identity)):
+            return
+        record_results(self.run_.ports, self.run_.config, self.target, branch.name, [
+            (r.source, reports[r.source.identity], measured[r.source.identity]) for _, r in accepted])
 
     def _alone(self, spec: WriteSpec, context: Callable[[], AuditContext]
                ) -> tuple[Appended, list[Item], dict[str, AuditReport]]:
         (_, item), = self.todo
+        run = self.run_
+        if run.ports.results is not None and not run.dry_run:  # recorded beside the commit when the engine can
+            self.beside = ResultsBeside(run.ports, run.config, self.suite, self.target, spec.branch, item.source,
+                                        context)
+            spec = replace(spec, before_commit=self.beside.start)
         with self.watch.stage("append"):
-            appended = self.run_.ports.writer.append(spec, item.source, item.fmt)
+            appended = run.ports.writer.append(spec, item.source, item.fmt)
+        measured = appended.measured[item.source.identity]
         with self.watch.stage("audit"):
-            report = audit(self.suite, self.target, appended.measured[item.source.identity], context())
+            beside = self.beside
+            report = beside.report if beside is not None and beside.report is not None and beside.took(measured) \
+                else audit(self.suite, self.target, measured, context())
         return appended, self.todo, {item.source.identity: report}
 
     def _together(self, spec: WriteSpec, context: Callable[[], AuditContext]
