@@ -27,7 +27,7 @@ from pynessie.model import ContentKey, Namespace, Put
 from wap_ingest.adapters import Verdict
 from wap_ingest.adapters.catalog import history as nessie_history
 from wap_ingest.adapters.catalog.errors import MERGE, checked, error_for, unavailable
-from wap_ingest.adapters.catalog.http import json_object
+from wap_ingest.adapters.catalog.http import endpoint_session, json_object
 from wap_ingest.adapters.catalog.oauth2 import BearerAuth
 from wap_ingest.core.errors import (
     BranchExistsError,
@@ -88,7 +88,7 @@ class NessieBranches(CatalogBranches):
         # Hashes of main known to hold the ledger's namespace: the lookup's that saw it, and every head read after
         # that (a namespace is never dropped). Bounded, like `_created`.
         self._ledger_heads: dict[str, None] = {}
-        self._http = session or requests.Session()
+        self._http = session or endpoint_session(self._endpoint)
         if auth is not None:
             self._http.auth = auth
 

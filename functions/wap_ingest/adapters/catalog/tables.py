@@ -39,7 +39,7 @@ from urllib.parse import quote
 import requests
 
 from wap_ingest.adapters.catalog.errors import checked, unavailable
-from wap_ingest.adapters.catalog.http import json_object
+from wap_ingest.adapters.catalog.http import endpoint_session, json_object
 from wap_ingest.adapters.catalog.lake_io import Put, put_file_io
 from wap_ingest.adapters.catalog.oauth2 import BearerAuth
 from wap_ingest.core.errors import ObjectStoreUnavailableError, WapError
@@ -66,7 +66,7 @@ class BranchTables:
         self._put = put
         self._timeout = timeout
         self._auth = auth
-        self._http = requests.Session()
+        self._http = endpoint_session(self._endpoint)
         # table -> (location, TableMetadata): the last metadata file written and committed here for it
         self._written: OrderedDict[TableRef, tuple[str, Any]] = OrderedDict()
         self._written_lock = threading.Lock()
