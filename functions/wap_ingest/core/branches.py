@@ -25,6 +25,7 @@ import enum
 import hashlib
 import re
 import secrets
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -137,6 +138,9 @@ def digest_from_branch(name: str) -> str | None:
     return None if parsed is None else parsed.digest
 
 
+Listed = Callable[[], "dict[TableRef, list[Branch] | WapError]"]  # the tables' WAP branches, listed beside a merge
+
+
 class RunBranches:
     """Deleting branches: one attempt's, and what earlier attempts and dead runs left behind. A failure to delete is
     noted in the returned text (for the outcome's message), never raised: it must not change an outcome."""
@@ -146,9 +150,29 @@ class RunBranches:
         self._catalog, self._clock, self._abandoned_after = catalog, clock, abandoned_after
         self._default_namespace = default_namespace
 
+    def listing(self, tables: Iterable[TableRef]) -> Listed:
+        """The tables' WAP branches listed in a thread started now (beside a merge, whose branch and others are the
+        same whether it is listed before or after it); `clean_up(..., listed=)` waits for it."""
+        found: dict[TableRef, list[Branch] | WapError] = {}
+
+        def read() -> None:
+            for table in set(tables):
+                try:
+                    found[table] = self._catalog.list_branches(table_prefix(table, self._default_namespace))
+                except WapError as exc:
+                    found[table] = exc
+
+        thread = threading.Thread(target=read, name="branch-listing", daemon=True)
+        thread.start()
+
+        def listed() -> dict[TableRef, list[Branch] | WapError]:
+            thread.join()
+            return found
+        return listed
+
     def clean_up(self, tables: Iterable[TableRef], about: Iterable[str], *, mine: str | None = None,
-                 kept: bool = False) -> str:
-        """One listing per table of its WAP branches; deletes:
+                 kept: bool = False, listed: Listed | None = None) -> str:
+        """One listing per table of its WAP branches (`listed`: made beside the merge); deletes:
         - `mine` (this run's branch), unless `kept`;
         - other attempts at what this run was about (`about`: identities, whose digests name their branches) of the
           kinds that can be left open: all of them when this run's result stands (published, or nothing to do), only
@@ -158,13 +182,17 @@ class RunBranches:
         own = parse_branch(mine) if mine else None
         oldest = self._clock() - self._abandoned_after
         notes, mine_listed = [], False
+        beforehand = listed() if listed is not None else {}
         for table in sorted(set(tables), key=lambda t: t.qualified):
             try:
-                listed = self._catalog.list_branches(table_prefix(table, self._default_namespace))
+                branches = beforehand.get(table) or self._catalog.list_branches(
+                    table_prefix(table, self._default_namespace))
+                if isinstance(branches, WapError):
+                    raise branches
             except WapError as exc:
                 notes.append(f" (left-over branches of {table} could not be listed: {exc})")
                 continue
-            for found in listed:
+            for found in branches:
                 mine_listed = mine_listed or found.name == mine
                 run = parse_branch(found.name)
                 if run is None or run.table_in(self._default_namespace) != table or (found.name == mine and kept):

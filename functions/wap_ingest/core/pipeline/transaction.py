@@ -26,6 +26,7 @@ No other module creates or merges a branch (tests/unit/project/test_layering.py)
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
@@ -68,11 +69,22 @@ class Transactions:
             self.guards.check_time(f"{work.kind.name.lower()} run of {work.tables()[0]}")
             with watch.stage("branch"):
                 main_hash, missing = self._main(work)
-                if not self._left_to_do(work):
-                    return Ended("on main", attempt)
+                found = self._published_beside(work)  # looked up while the branch is made
                 name = run_branch_name(work.kind, work.tables()[0], work.about(), started=self.config.clock(),
                                        default_namespace=self.config.default_namespace)
-                branch = self.catalog.create_branch(name, main_hash)
+                try:
+                    branch = self.catalog.create_branch(name, main_hash)
+                    published = found()
+                except BaseException:
+                    found.abandon()
+                    raise
+                if published:  # some are on main already: the branch goes, and the run goes on as it always did
+                    self.branches.discard(branch.name)
+                    if not self._left_to_do(work, published):
+                        return Ended("on main", attempt)
+                    branch = self.catalog.create_branch(run_branch_name(
+                        work.kind, work.tables()[0], work.about(), started=self.config.clock(),
+                        default_namespace=self.config.default_namespace), main_hash)
             try:
                 with watch.stage("branch"):  # a new namespace reaches main only with the audited rows, merged
                     for namespace in missing:
@@ -111,12 +123,16 @@ class Transactions:
             main_hash = self.catalog.ensure_namespace(main, ledger.LEDGER_NAMESPACE)
         return main_hash, missing
 
-    def _left_to_do(self, work: Work) -> bool:
-        """Look the work's versions up on main; hand the ones found to the work (after deleting their attempts)."""
+    def _published_beside(self, work: Work) -> _Lookup:
+        """The work's versions looked up in the ledger on main, in a thread started now."""
         versions = {t: v for t, v in work.versions().items() if v} if work.kind is not RunKind.DRY_RUN else {}
-        found: dict[str, ledger.LedgerEntry] = {}
-        for table, sources in versions.items():
-            found |= self.catalog.find_published(self.config.main_branch, table, [s.identity for s in sources])
+        return _Lookup(lambda: {entry_id: entry for table, sources in versions.items()
+                                for entry_id, entry in self.catalog.find_published(
+                                    self.config.main_branch, table, [s.identity for s in sources]).items()})
+
+    def _left_to_do(self, work: Work, found: Mapping[str, ledger.LedgerEntry]) -> bool:
+        """Hand the work's versions found on main to the work (after deleting their attempts)."""
+        versions = {t: v for t, v in work.versions().items() if v} if work.kind is not RunKind.DRY_RUN else {}
         if not found:
             return True
         note = self.branches.clean_up(versions, list(found))
@@ -139,10 +155,11 @@ class Transactions:
                          note=self.branches.clean_up(work.tables(), about, mine=branch.name, kept=True))
         head = self._record(branch.name, merge).hash if merge.files else None
         checked = self._checked(branch.name, plan, head, merge_plan.AUTOMATIC_FIX)
+        listed = self.branches.listing(work.tables())  # what the clean-up deletes, listed while the merge runs
         # a conflict is raised to `run`, which deletes the branch and starts again from main
         merged = self.catalog.merge(checked, self.config.main_branch, main_hash, merge.message, merge.properties)
         return Ended("published", attempt, branch.name, merged,
-                     note=self.branches.clean_up(work.tables(), about, mine=branch.name))
+                     note=self.branches.clean_up(work.tables(), about, mine=branch.name, listed=listed))
 
     def _fingerprint(self, name: str, plan: MergePlan) -> MergePlan:
         """The plan of a branch about to be kept: each key the run changed, as the service left it (read now)."""
@@ -240,6 +257,32 @@ class Transactions:
         merged = self.catalog.merge(checked, self.config.main_branch, main_hash, message,
                                     dict(merge.properties) | dict(decision))
         return Ended("published", 1, name, merged, note=self.branches.clean_up(tables, about, mine=name))
+
+
+class _Lookup:
+    """A lookup run in a thread started when it is made; calling it waits for its answer (or raises its error)."""
+
+    def __init__(self, look: Callable[[], dict[str, ledger.LedgerEntry]]) -> None:
+        self._answer: list[dict[str, ledger.LedgerEntry]] = []
+        self._failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._answer.append(look())
+            except BaseException as exc:
+                self._failed.append(exc)
+
+        self._thread = threading.Thread(target=run, name="ledger-lookup", daemon=True)
+        self._thread.start()
+
+    def __call__(self) -> dict[str, ledger.LedgerEntry]:
+        self._thread.join()
+        if self._failed:
+            raise self._failed[0]
+        return self._answer[0]
+
+    def abandon(self) -> None:
+        self._thread.join()
 
 
 @dataclass(frozen=True)
