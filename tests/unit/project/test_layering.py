@@ -73,9 +73,9 @@ def test_the_transaction_has_one_owner() -> None:
     callers = {path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
                if ".create_branch(" in path.read_text(encoding="utf-8") or ".merge(" in path.read_text(
                    encoding="utf-8")}
-    assert callers == {owner.relative_to(PACKAGE).as_posix(), "adapters/catalog/nessie.py"}, callers
+    assert callers == {owner.relative_to(PACKAGE).as_posix()}, callers
     nessie = (PACKAGE / "adapters" / "catalog" / "nessie.py").read_text(encoding="utf-8")
-    assert nessie.count(".create_branch(") == 1 and ".merge(" not in nessie  # pynessie's call inside the port
+    assert "def create_branch(" in nessie and "def merge(" in nessie  # the port, on Nessie's REST v2
 
 
 def _module_of(path: Path) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import pynessie
 import requests
@@ -96,11 +97,12 @@ class NessieBranches(CatalogBranches):
 
     def reference_hash(self, name: str) -> str:
         ledger_before = (name, LEDGER_NAMESPACE) in self._namespaces  # seen before this read: the head has it
-        with self._translated(f"reading branch {name!r}"):
-            ref = self._client.get_reference(name)
+        # REST v2 on the pooled session (pynessie opens a connection per call): the same errors, through checked()
+        found = str(self._v2("get", f"trees/{quote(name, safe='')}", f"reading branch {name!r}").get(
+            "reference", {}).get("hash"))
         if ledger_before and name == "main":
-            self._remember_ledger_head(str(ref.hash_))
-        return str(ref.hash_)
+            self._remember_ledger_head(found)
+        return found
 
     def has_namespace(self, ref: str, namespace: str) -> bool:
         if (ref, namespace) in self._namespaces:  # never dropped: the service has no DELETE_ENTITY on main
@@ -229,12 +231,14 @@ class NessieBranches(CatalogBranches):
         return Branch(branch, str(committed.get("targetBranch", {}).get("hash")))
 
     def create_branch(self, name: str, from_hash: str) -> Branch:
-        with self._translated(f"creating branch {name!r}"):
-            ref = self._client.create_branch(name, ref="main", hash_on_ref=from_hash)
+        made = self._v2("post", "trees", f"creating branch {name!r}", {"type": "BRANCH", "name": "main",
+                                                                       "hash": from_hash},
+                        params={"name": name, "type": "BRANCH"}).get("reference", {})
+        ref = Branch(str(made.get("name") or name), str(made.get("hash")))
         if len(self._created) >= MAX_REMEMBERED_BRANCHES:
             self._created.pop(next(iter(self._created)))
-        self._created[ref.name] = (str(ref.hash_), from_hash in self._ledger_heads)
-        return Branch(ref.name, str(ref.hash_))
+        self._created[ref.name] = (ref.hash, from_hash in self._ledger_heads)
+        return ref
 
     def _remember_ledger_head(self, head: str) -> None:
         if len(self._ledger_heads) >= MAX_REMEMBERED_BRANCHES:
@@ -288,8 +292,7 @@ class NessieBranches(CatalogBranches):
         return str(target) if target else self.reference_hash(onto)
 
     def delete_branch(self, branch: Branch) -> None:
-        with self._translated(f"deleting branch {branch.name!r}"):
-            self._client.delete_branch(branch.name, branch.hash)
+        self._v2("delete", f"trees/{quote(branch.name, safe='')}@{branch.hash}", f"deleting branch {branch.name!r}")
         self._created.pop(branch.name, None)
 
     # --- helpers -----------------------------------------------------------------------------------
