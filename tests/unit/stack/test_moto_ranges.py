@@ -41,7 +41,9 @@ def _answers(s3: Any) -> list[Any]:
 
 
 @pytest.fixture()
-def s3() -> Iterator[Any]:
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)  # a stack test in this worker may have set it
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")
         client.create_bucket(Bucket="bkt")
