@@ -91,3 +91,40 @@ def test_a_commit_whose_file_is_not_written_never_reaches_the_catalog(lake: Lake
     assert catalog.reference_hash(branch.name) == head  # Nessie never saw the commit
     reloaded = tables.load(target, branch.name)
     assert reloaded is not None and reloaded.current_snapshot() is None
+
+
+def test_the_next_commit_reads_the_manifest_list_this_process_wrote_from_memory(lake: Lake, table_name: str,
+                                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                                 ) -> None:
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    from wap_ingest.adapters.catalog.audit_results import arrow_schema, iceberg_schema
+    from wap_ingest.bootstrap import builders
+    from wap_ingest.core.models import TableRef
+
+    read: list[str] = []
+    original = PyArrowFileIO.new_input
+    monkeypatch.setattr(PyArrowFileIO, "new_input", lambda self, location: read.append(location) or original(
+        self, location))
+    tables = builders.branch_tables_for(lake.service.settings, None, lake.service.objects)
+    catalog = lake.service.catalog
+    branch = catalog.create_branch(f"lake-io-{table_name}", catalog.reference_hash("main"))
+    catalog.ensure_namespace(branch.name, "lake_io")
+    target = TableRef("lake_io", table_name)
+    tables.create(target, branch.name, iceberg_schema(), f"s3://{lake.env['LAKE_BUCKET']}/warehouse/"
+                  f"lake_io/{table_name}", {"format-version": "2"})
+    rows = [{name: None for name in arrow_schema().names} | {"load": f"load-{i}"} for i in range(3)]
+    for row in rows:
+        loaded = tables.load(target, branch.name)
+        assert loaded is not None
+        loaded.append(pa.Table.from_pylist([row], schema=arrow_schema()))
+    parents = [s.manifest_list for s in loaded.snapshots()][:-1]  # what the 2nd and 3rd appends read
+    assert len(parents) == 2 and not set(parents) & set(read)  # neither asked of S3
+    fresh = builders.branch_tables_for(lake.service.settings, None, lake.service.objects)  # nothing kept
+    again = fresh.load(target, branch.name)
+    assert again is not None
+    assert sorted(again.scan().to_arrow().column("load").to_pylist()) == ["load-0", "load-1", "load-2"]
+    for snapshot in again.snapshots():  # what S3 holds (read by the fresh FileIO) is what was kept
+        assert [m.manifest_path for m in snapshot.manifests(again.io)] == [
+            m.manifest_path for m in snapshot.manifests(loaded.io)]
+    assert set(parents) <= set(read)
