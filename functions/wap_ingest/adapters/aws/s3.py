@@ -6,6 +6,8 @@ one part is fetched as byte ranges of that version in parallel (one GET stream i
 For a file the engine registers as it is (a Parquet file that fits its table), the object's tail (its footer) is
 read by one ranged GET, and the object is copied server-side into the table's location: exactly the announced
 version, never downloaded and uploaded again (in parts, in parallel, above S3's 5 GiB limit of one CopyObject).
+The tails of source versions it read are kept a little while (adapters/aws/s3_tails.py): weighing a Parquet file,
+judging its footer and downloading a file smaller than its tail are one GET of it, not three.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from wap_ingest.adapters import Verdict
 from wap_ingest.adapters.aws.errors import S3, Failure, aws_error, failure_of
+from wap_ingest.adapters.aws.s3_tails import Tails
 from wap_ingest.adapters.formats import weigh
 from wap_ingest.core.errors import (
     EmptySourceError,
@@ -89,6 +92,12 @@ def _exact_version(source: SourceObject) -> dict[str, str]:
     return {"IfMatch": source.etag} if source.etag else {}
 
 
+def _size_of(answer: Mapping[str, Any], read: int) -> int:
+    """The object's size from a ranged GET's Content-Range (`bytes 0-9/1234`), else the bytes read (a whole one)."""
+    total = str(answer.get("ContentRange") or "").rpartition("/")[2]
+    return int(total) if total.isascii() and total.isdigit() else read
+
+
 def _staged_name(source: SourceObject) -> str:
     """`<digest of the version>-<random><suffix>`: concurrent runs never share a staged file."""
     suffix = "".join(Path(source.key).suffixes[-2:]) or ".bin"
@@ -99,6 +108,7 @@ def _staged_name(source: SourceObject) -> str:
 class S3ObjectStore(ObjectStore):
     def __init__(self, client: Any) -> None:
         self._s3 = client
+        self._tails = Tails()  # the source tails read last, by exact version
 
     @property
     def client(self) -> Any:
@@ -126,7 +136,11 @@ class S3ObjectStore(ObjectStore):
         def read(byte_range: str) -> bytes:
             answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=byte_range,
                                          **_exact_version(source))
-            return bytes(answer["Body"].read())
+            body = bytes(answer["Body"].read())
+            size = _size_of(answer, len(body))
+            if byte_range.startswith("bytes=-") or len(body) == size:  # a tail (the whole object is one too)
+                self._tails.keep(source, body, size)
+            return body
 
         try:
             return weigh(source, fmt, read)
@@ -168,6 +182,10 @@ class S3ObjectStore(ObjectStore):
         each ranged part (the invocation's deadline: an OutOfTimeError, and nothing is left on disk)."""
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / _staged_name(source)
+        whole = self._tails.whole(source)
+        if whole is not None:  # read whole already, as its tail
+            target.write_bytes(whole)
+            return target
         try:
             if source.size and source.size > PART_BYTES:
                 self._download_ranges(source, target, source.size, stop)
@@ -273,18 +291,22 @@ class S3ObjectStore(ObjectStore):
 
     def read_tail(self, source: SourceObject, max_bytes: int) -> tuple[bytes, int]:
         """The last `max_bytes` bytes of exactly the headed version (all of it when smaller), and the object's size:
-        one ranged GET (a Parquet file's footer). Raises SourceNotFoundError, EmptySourceError for an empty object."""
+        one ranged GET (a Parquet file's footer), none when a tail of that version read before has them. Raises
+        SourceNotFoundError, EmptySourceError for an empty object."""
+        kept = self._tails.tail(source, max_bytes)
+        if kept is not None:
+            return kept
         try:
             answer = self._s3.get_object(Bucket=source.bucket, Key=source.key, Range=f"bytes=-{max_bytes}",
                                          **_exact_version(source))
             body = bytes(answer["Body"].read())
         except (ClientError, BotoCoreError) as exc:
             raise _source_error(exc, "reading the footer of", source.uri, TAIL) from exc
-        total = str(answer.get("ContentRange") or "").rpartition("/")[2]
-        size = int(total) if total.isdigit() else len(body)
+        size = _size_of(answer, len(body))
         if size == 0:  # S3 answers 416 for a range of an empty object; some S3 APIs the whole (empty) object
             raise EmptySourceError(f"{source.uri}: the object is empty (0 bytes); nothing to ingest. Fix: upload the "
                                    f"file with its data.")
+        self._tails.keep(source, body, size)
         return body, size
 
     def write(self, uri: str, data: bytes, *, overwrite: bool) -> None:

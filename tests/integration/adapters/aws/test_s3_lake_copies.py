@@ -80,3 +80,47 @@ def test_a_copy_above_one_copyobjects_limit_goes_in_parts_and_leaves_no_upload_b
     head = lake.s3.head_object(Bucket=lake_bucket, Key=target.split("/", 3)[3])
     assert head["ETag"].strip('"').endswith("-3")  # three parts
     assert not lake.s3.list_multipart_uploads(Bucket=lake_bucket).get("Uploads")
+
+
+class _Counted:
+    """The service's S3 client, counting its GETs."""
+
+    def __init__(self, client: object) -> None:
+        self._client, self.gets = client, 0
+
+    def get_object(self, **kwargs: object) -> object:
+        self.gets += 1
+        return self._client.get_object(**kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._client, name)
+
+
+def test_a_small_parquet_file_is_weighed_judged_and_downloaded_from_one_get(lake: Lake, versioned: str,
+                                                                             table_name: str, tmp_path: object
+                                                                             ) -> None:
+    import io
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from wap_ingest.adapters.engine.register import read_footer
+    from wap_ingest.core.models import FileFormat
+
+    data = io.BytesIO()
+    pq.write_table(pa.table({"id": list(range(500)), "name": [f"n{i}" for i in range(500)]}), data)
+    key = f"{table_name}/small.parquet"
+    first = lake.s3.put_object(Bucket=versioned, Key=key, Body=data.getvalue())
+    lake.s3.put_object(Bucket=versioned, Key=key, Body=b"a newer version of the key")
+    counted = _Counted(lake.service.objects.client)
+    store = s3_adapter.S3ObjectStore(counted)
+    source = store.head(versioned, key, first["VersionId"])
+    weight = store.weigh(source, FileFormat.PARQUET)
+    footer, size = read_footer(store, source)
+    staged = store.download(source, Path(str(tmp_path)))
+    assert counted.gets == 1  # the weighing's read of its tail, which was all of it
+    assert staged.read_bytes() == data.getvalue() and size == len(data.getvalue())  # that version, not the newer
+    assert footer.rows == 500 and weight.processed > 0
+    newer = store.head(versioned, key)  # the newer version is its own: read from S3
+    assert store.read_tail(newer, 6) == (b"of the key"[-6:], 26) and counted.gets == 2
