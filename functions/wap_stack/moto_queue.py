@@ -16,7 +16,8 @@ files drains at a fraction of the rate the function processes them. ElasticMQ's 
   the event is sent to ElasticMQ instead, retried for up to `DELIVERY_SECONDS` while ElasticMQ is down (restarted by
   the stack's keeper on its persistent store), and a delivery that still fails is logged, never silently dropped.
 
-S3's ranged GETs are served at the range's cost (wap_stack/moto_ranges.py), not by reading the whole object.
+S3's ranged GETs are served at the range's cost (wap_stack/moto_ranges.py), not by reading the whole object, and two
+per-request costs AWS has no counterpart of are gone (wap_stack/moto_overheads.py).
 
 Everything else (other queues, e.g. the downstream events' queue EventBridge fills inside moto) stays moto's.
 
@@ -34,7 +35,7 @@ from typing import Any
 
 import requests
 
-from wap_stack import moto_ranges
+from wap_stack import moto_overheads, moto_ranges
 from wap_stack.moto_emr import accept_emr_spark_labels
 
 DELIVERY_SECONDS = 120.0  # how long an S3 notification waits for a queue server that is being restarted
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     install(found["--queue-endpoint"], {q for q in found["--queues"].split(",") if q})
     accept_emr_spark_labels()  # the application's emr-spark-8.1.0 (wap_stack/moto_emr.py)
     moto_ranges.install()  # a ranged GET at the range's cost, as S3 serves it (wap_stack/moto_ranges.py)
+    moto_overheads.install()  # no directory listing per request, no parser built per event (moto_overheads.py)
     if "--decisions" in args:  # `up --iam`: moto_iam's enforcement on top
         from wap_stack import moto_iam
 
