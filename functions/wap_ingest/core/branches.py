@@ -25,11 +25,11 @@ import enum
 import hashlib
 import re
 import secrets
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import WapError
+from .meanwhile import Meanwhile
 from .models import Branch, TableRef
 from .ports import CatalogBranches
 
@@ -153,22 +153,15 @@ class RunBranches:
     def listing(self, tables: Iterable[TableRef]) -> Listed:
         """The tables' WAP branches listed in a thread started now (beside a merge, whose branch and others are the
         same whether it is listed before or after it); `clean_up(..., listed=)` waits for it."""
-        found: dict[TableRef, list[Branch] | WapError] = {}
-
-        def read() -> None:
+        def read() -> dict[TableRef, list[Branch] | WapError]:
+            found: dict[TableRef, list[Branch] | WapError] = {}
             for table in set(tables):
                 try:
                     found[table] = self._catalog.list_branches(table_prefix(table, self._default_namespace))
                 except WapError as exc:
                     found[table] = exc
-
-        thread = threading.Thread(target=read, name="branch-listing", daemon=True)
-        thread.start()
-
-        def listed() -> dict[TableRef, list[Branch] | WapError]:
-            thread.join()
             return found
-        return listed
+        return Meanwhile(read, "branch-listing")
 
     def clean_up(self, tables: Iterable[TableRef], about: Iterable[str], *, mine: str | None = None,
                  kept: bool = False, listed: Listed | None = None) -> str:

@@ -9,12 +9,12 @@ the write did not cover.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from . import lineage
 from .audits import AuditContext, AuditSuite
 from .maintenance import MAINTENANCE
+from .meanwhile import Meanwhile
 from .models import TableRef
 from .ports import AuditResults, CatalogBranches
 
@@ -41,21 +41,4 @@ def history_beside(suite: AuditSuite, target: TableRef, catalog: CatalogBranches
     """`history_context` read in a thread started now; the call returned waits for it (nothing to read: no thread)."""
     if not suite.history_loads and not (results is not None and suite.history_metrics):
         return AuditContext
-    found: list[AuditContext] = []
-    failed: list[BaseException] = []
-
-    def read() -> None:
-        try:
-            found.append(history_context(suite, target, catalog, main, results))
-        except BaseException as exc:  # handed to the audit that waits for it
-            failed.append(exc)
-
-    thread = threading.Thread(target=read, name=f"history-{target.qualified}", daemon=True)
-    thread.start()
-
-    def context() -> AuditContext:
-        thread.join()
-        if failed:
-            raise failed[0]
-        return found[0]
-    return context
+    return Meanwhile(lambda: history_context(suite, target, catalog, main, results), f"history-{target.qualified}")

@@ -14,11 +14,11 @@ branch is discarded, nothing is merged). A failed record is raised by `settle`, 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from wap_ingest.core.audits import AuditContext, AuditSuite, audit
 from wap_ingest.core.errors import EngineError
+from wap_ingest.core.meanwhile import Meanwhile
 from wap_ingest.core.measurements import Measurements
 from wap_ingest.core.models import AuditReport, SourceObject, TableRef
 
@@ -32,29 +32,23 @@ class ResultsBeside:
         self._table, self._branch, self._source = table, branch, source
         self.measured: Measurements | None = None
         self.report: AuditReport | None = None
-        self._thread: threading.Thread | None = None
-        self._failed: list[BaseException] = []
+        self._record: Meanwhile[None] | None = None
 
     def start(self, measured: Measurements) -> None:
         """The engine's figures of the rows it is about to commit: audited now, their results recorded meanwhile."""
-        if self._thread is not None:
+        if self._record is not None:
             raise EngineError(f"{self._source.uri}: the engine handed over the figures of {self._table}'s new rows "
                               f"twice in one commit")
         report = audit(self._suite, self._table, measured, self._context())
         self.measured, self.report = measured, report
 
-        def record() -> None:
-            try:
-                record_results(self._ports, self._config, self._table, self._branch, [(self._source, report, measured)])
-            except BaseException as exc:  # raised by `settle`, in the run's thread
-                self._failed.append(exc)
-
-        self._thread = threading.Thread(target=record, name=f"results-{self._table.qualified}", daemon=True)
-        self._thread.start()
+        self._record = Meanwhile(lambda: record_results(self._ports, self._config, self._table, self._branch,
+                                                        [(self._source, report, measured)]),
+                                 f"results-{self._table.qualified}")  # its failure raised by `settle`
 
     @property
     def started(self) -> bool:
-        return self._thread is not None
+        return self._record is not None
 
     def took(self, measured: Measurements) -> bool:
         """Whether the results being recorded are those of `measured` (the very figures handed over)."""
@@ -63,11 +57,9 @@ class ResultsBeside:
     def settle(self, measured: Measurements | None) -> bool:
         """Wait for the record and raise its failure; whether it recorded `measured` (False: nothing was handed over,
         record after the commit). Raises EngineError when other figures were handed over than those answered."""
-        if self._thread is None:
+        if self._record is None:
             return False
-        self._thread.join()
-        if self._failed:
-            raise self._failed[0]
+        self._record()
         if measured is None or not self.took(measured):
             raise EngineError(f"{self._table} on {self._branch!r}: the audit results recorded beside the commit of "
                               f"{self._source.uri} are not those of the rows it committed; nothing was published.")
@@ -76,5 +68,5 @@ class ResultsBeside:
     def abandon(self) -> None:
         """Wait for the record, whatever became of it: the run is leaving its branch, and nothing of it may land there
         after (the transaction deletes the branch)."""
-        if self._thread is not None:
-            self._thread.join()
+        if self._record is not None:
+            self._record.wait()

@@ -26,7 +26,6 @@ No other module creates or merges a branch (tests/unit/project/test_layering.py)
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
@@ -39,6 +38,7 @@ from wap_ingest.core.errors import (
     CatalogError,
     WapError,
 )
+from wap_ingest.core.meanwhile import Meanwhile
 from wap_ingest.core.merge_plan import CommitInfo, ForeignChangeError, MergePlan, NotPublishableError, Violation
 from wap_ingest.core.models import Branch, TableRef
 from wap_ingest.core.ports import CatalogBranches
@@ -76,7 +76,7 @@ class Transactions:
                     branch = self.catalog.create_branch(name, main_hash)
                     published = found()
                 except BaseException:
-                    found.abandon()
+                    found.wait()
                     raise
                 if published:  # some are on main already: the branch goes, and the run goes on as it always did
                     self.branches.discard(branch.name)
@@ -123,12 +123,13 @@ class Transactions:
             main_hash = self.catalog.ensure_namespace(main, ledger.LEDGER_NAMESPACE)
         return main_hash, missing
 
-    def _published_beside(self, work: Work) -> _Lookup:
+    def _published_beside(self, work: Work) -> Meanwhile[dict[str, ledger.LedgerEntry]]:
         """The work's versions looked up in the ledger on main, in a thread started now."""
         versions = {t: v for t, v in work.versions().items() if v} if work.kind is not RunKind.DRY_RUN else {}
-        return _Lookup(lambda: {entry_id: entry for table, sources in versions.items()
-                                for entry_id, entry in self.catalog.find_published(
-                                    self.config.main_branch, table, [s.identity for s in sources]).items()})
+        return Meanwhile(lambda: {entry_id: entry for table, sources in versions.items()
+                                  for entry_id, entry in self.catalog.find_published(
+                                      self.config.main_branch, table, [s.identity for s in sources]).items()},
+                         "ledger-lookup")
 
     def _left_to_do(self, work: Work, found: Mapping[str, ledger.LedgerEntry]) -> bool:
         """Hand the work's versions found on main to the work (after deleting their attempts)."""
@@ -257,32 +258,6 @@ class Transactions:
         merged = self.catalog.merge(checked, self.config.main_branch, main_hash, message,
                                     dict(merge.properties) | dict(decision))
         return Ended("published", 1, name, merged, note=self.branches.clean_up(tables, about, mine=name))
-
-
-class _Lookup:
-    """A lookup run in a thread started when it is made; calling it waits for its answer (or raises its error)."""
-
-    def __init__(self, look: Callable[[], dict[str, ledger.LedgerEntry]]) -> None:
-        self._answer: list[dict[str, ledger.LedgerEntry]] = []
-        self._failed: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                self._answer.append(look())
-            except BaseException as exc:
-                self._failed.append(exc)
-
-        self._thread = threading.Thread(target=run, name="ledger-lookup", daemon=True)
-        self._thread.start()
-
-    def __call__(self) -> dict[str, ledger.LedgerEntry]:
-        self._thread.join()
-        if self._failed:
-            raise self._failed[0]
-        return self._answer[0]
-
-    def abandon(self) -> None:
-        self._thread.join()
 
 
 @dataclass(frozen=True)
