@@ -94,6 +94,12 @@ class MeasurementPlan:
         )
 
     @property
+    def bounded_columns(self) -> tuple[str, ...]:
+        """The columns whose bounds the plan can use from a data file's metrics: the range rules' and the newest
+        values'."""
+        return tuple(dict.fromkeys([r.column for r in self.rules if r.kind == "range"] + list(self.max_columns)))
+
+    @property
     def reads_rows(self) -> bool:
         """False when the snapshot summary and the files' metrics can answer everything."""
         return bool(self.rules or self.unique_keys or self.existing_keys or self.queries or self.profile_columns

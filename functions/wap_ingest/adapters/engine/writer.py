@@ -137,7 +137,7 @@ class SparkIcebergWriter(TableWriter):
                     if spec.before_commit is None:
                         return
                     rows = int(data_file.record_count)
-                    figures = _from_metrics(spec, table.schema(), data_file, rows)
+                    figures = _from_metrics(spec, table.schema(), _plan_metrics(spec, table.schema(), data_file), rows)
                     if figures is not None:  # the audit needs no engine: the core records its results meanwhile
                         handed.append((rows, figures))
                         spec.before_commit(figures)
@@ -189,10 +189,9 @@ class SparkIcebergWriter(TableWriter):
         for rows, figures in handed:
             if rows == appended.rows:
                 return Appended(appended, (source,), {source.identity: figures}, write=write)
-        measured = _from_metrics(spec, registration.table.schema(), registration.data_file, appended.rows)
+        metrics = _plan_metrics(spec, registration.table.schema(), registration.data_file)
+        measured = _from_metrics(spec, registration.table.schema(), metrics, appended.rows)
         if measured is None:
-            bounds_for = [r.column for r in spec.plan.rules if r.kind == "range"] + list(spec.plan.max_columns)
-            metrics = metrics_of(registration.table.schema(), registration.data_file, bounds_for)
             doing = f"auditing the new rows of {spec.table}"
             tables = engine.tables()
             with engine.lost_is_infrastructure(doing), within(tables.spark, spec.out_of_time, doing):
@@ -253,10 +252,9 @@ class SparkIcebergWriter(TableWriter):
             reader = reader.option("start-snapshot-id", str(appended.parent_snapshot_id)).option(
                 "end-snapshot-id", str(appended.snapshot_id))
         try:
-            bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
             if metrics is None:
                 metrics = added_file_metrics(spark, tables.iceberg_table(table, branch), appended.snapshot_id,
-                                             bounds_for)
+                                             plan.bounded_columns)
             base = None
             if plan.existing_keys and appended.parent_snapshot_id is not None:  # the table as it was on main
                 base = spark.read.format("iceberg").option(AS_OF, str(appended.parent_snapshot_id)).load(ident)
@@ -310,12 +308,15 @@ class _OnDemand:
         return engine_lost_is_infrastructure(lambda: None if self._tables is None else self._tables.spark, doing)
 
 
-def _from_metrics(spec: WriteSpec, schema: Any, data_file: Any, rows: int) -> Measurements | None:
-    """A registered data file's rows measured from its metrics (the service's own figures), or None when the plan
-    needs the rows read."""
+def _plan_metrics(spec: WriteSpec, schema: Any, data_file: Any) -> Any:
+    """A registered data file's metrics (the service's own figures), with the bounds the plan can use."""
+    return metrics_of(schema, data_file, spec.plan.bounded_columns)
+
+
+def _from_metrics(spec: WriteSpec, schema: Any, metrics: Any, rows: int) -> Measurements | None:
+    """A registered data file's rows measured from its metrics (`_plan_metrics`), or None when the plan needs the
+    rows read."""
     plan = spec.plan
-    bounds_for = [r.column for r in plan.rules if r.kind == "range"] + list(plan.max_columns)
-    metrics = metrics_of(schema, data_file, bounds_for)
     columns = tuple(f.name for f in schema.fields)
     return measure_without_rows(plan, columns, {f.name: spark_type_name(f.field_type) for f in schema.fields},
                                 metrics, rows)
