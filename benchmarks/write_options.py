@@ -16,6 +16,11 @@ own. Per variant: the append's seconds (the write job and its commit), the data 
 `function/default` (the service as it runs). pyarrow's own write of the same rows (zstd, dictionary on) is timed in
 the same rounds. The catalog is a Hadoop catalog on a local folder: the write job is Iceberg's and Spark's, the same
 whichever catalog commits it.
+
+    --jvm NAME="OPTIONS"  another JVM: the function's flags with OPTIONS after them (the JVM takes the last of a flag),
+                          e.g. late_c2="-XX:TieredStopAtLevel=4 -XX:Tier4InvocationThreshold=50000 ..."
+    --cold                no warm-up append and the `default` variant alone: each JVM's first job is the one timed
+                          (what a function's first large file meets, its write loops compiled during the job itself)
 """
 
 from __future__ import annotations
@@ -43,10 +48,19 @@ DICT_OFF = "write.parquet.dict-encoding-enabled.column."  # Iceberg 1.12's per-c
 BASE = "function/default"
 
 
-def jvms() -> dict[str, str]:
+def jvms(extra: list[str] | None = None) -> dict[str, str]:
+    """The JVMs compared: the function's flags, the JVM's defaults, and each `NAME=OPTIONS` of `extra` (the
+    function's flags, then OPTIONS)."""
     from wap_ingest.adapters.engine.session import startup_java_options
 
-    return {"function": " ".join(startup_java_options(None)), "full_jit": ""}
+    function = " ".join(startup_java_options(None))
+    found = {"function": function, "full_jit": ""}
+    for given in extra or []:
+        name, _, options = given.partition("=")
+        if not name or not options or name in found:
+            raise SystemExit(f'--jvm {given!r}: use NAME="OPTIONS" with a new NAME')
+        found[name] = f"{function} {options.strip()}"
+    return found
 
 
 def variants(schema: pa.Schema) -> dict[str, dict[str, str]]:
@@ -72,15 +86,17 @@ def session(warehouse: Path, java_options: str) -> Any:
             .config("spark.ui.enabled", "false").getOrCreate())
 
 
-def child(source: Path, work: Path, java_options: str, order: list[str]) -> dict[str, dict[str, Any]]:
-    """One JVM: a warm-up append, then each variant in `order` once."""
+def child(source: Path, work: Path, java_options: str, order: list[str], *, warm: bool = True
+          ) -> dict[str, dict[str, Any]]:
+    """One JVM: a warm-up append (unless not `warm`), then each variant in `order` once."""
     chosen = variants(pq.read_schema(source))
     spark = session(work / "warehouse", java_options)
 
     def frame() -> Any:  # read afresh each time, as the service does
         return spark.read.parquet(str(source))
 
-    frame().writeTo("bench.db.warmup").create()
+    if warm:
+        frame().writeTo("bench.db.warmup").create()
     found: dict[str, dict[str, Any]] = {}
     for name in order:
         columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in frame().schema.fields)
@@ -103,16 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--child", nargs=3, metavar=("SOURCE", "WORK", "ORDER"), help=argparse.SUPPRESS)
     parser.add_argument("--java-options", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--jvm", action="append", default=[], metavar='NAME="OPTIONS"',
+                        help="another JVM: the function's flags, then these")
+    parser.add_argument("--cold", action="store_true", help="no warm-up append; the default variant alone")
     args = parser.parse_args(argv)
     if args.child:
         source, work, order = args.child
-        print(json.dumps(child(Path(source), Path(work), args.java_options, order.split(","))))
+        print(json.dumps(child(Path(source), Path(work), args.java_options, order.split(","), warm=not args.cold)))
         return 0
     work = Path(tempfile.mkdtemp(prefix="wap-write-options-"))
     source = work / "flights.parquet"
     made = write_flights(source, args.rows)
     rows = pq.read_table(source)
-    names, flags = list(variants(rows.schema)), jvms()
+    names, flags = (["default"] if args.cold else list(variants(rows.schema))), jvms(args.jvm)
     runs: dict[str, list[dict[str, Any]]] = {f"{j}/{v}": [] for j in flags for v in names}
     runs["pyarrow_floor"] = []
     for round_number in range(args.rounds):
@@ -120,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         for jvm in list(flags)[::turn]:
             where = work / f"{jvm}-{round_number}"
             done = subprocess.run([sys.executable, "-m", "benchmarks.write_options", "--java-options", flags[jvm],
+                                   *(["--cold"] if args.cold else []),
                                    "--child", str(source), str(where), ",".join(names[::turn])],
                                   cwd=ROOT, capture_output=True, text=True, check=True)
             for name, found in json.loads(done.stdout.strip().splitlines()[-1]).items():
@@ -141,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     document = {"about": (__doc__ or "").splitlines()[0],
                 "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "machine": f"{os.cpu_count()} cores",
                 "pyspark": pyspark.__version__, "file": made, "rows": args.rows, "rounds": args.rounds,
-                "jvm_options": flags, "variants": variants(rows.schema), "summary": summary, "runs": runs}
+                "warm_up": not args.cold, "jvm_options": flags, "variants": variants(rows.schema),
+                "summary": summary, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=1, default=str) + "\n")
     print(json.dumps(summary, indent=1))
