@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
-_installed: list[tuple[Any, Any]] = []  # moto's own (list_of_moto_modules, jsonpath_ng.ext.parse), once installed
+from wap_stack.patches import Patches
+
+_PATCHES = Patches()  # moto's own list_of_moto_modules and jsonpath_ng.ext.parse, once installed
 PARSED = 256  # JSONPath expressions kept parsed (a stack's rules use a handful)
 
 
@@ -33,29 +35,19 @@ def _modules() -> tuple[Any, Any]:
 
 def install() -> None:
     """Patch moto in this process (the stack's moto server)."""
-    backends, ext = _modules()
-    if _installed:
+    if _PATCHES.active:
         return
+    backends, ext = _modules()
     modules, parse = backends.list_of_moto_modules, ext.parse
-    _installed.append((modules, parse))
     listed = tuple(modules())
 
     def list_of_moto_modules() -> Iterable[str]:
         return iter(listed)
 
-    backends.list_of_moto_modules = list_of_moto_modules
-    ext.parse = functools.lru_cache(maxsize=PARSED)(parse)
+    _PATCHES.replace(backends, "list_of_moto_modules", list_of_moto_modules)
+    _PATCHES.replace(ext, "parse", functools.lru_cache(maxsize=PARSED)(parse))
 
 
-@contextmanager
-def installed() -> Iterator[None]:
+def installed() -> AbstractContextManager[None]:
     """`install` for the length of a block, moto's own behaviour restored after it (a test's process)."""
-    backends, ext = _modules()
-    was = bool(_installed)
-    install()
-    try:
-        yield
-    finally:
-        if not was:
-            modules, parse = _installed.pop()
-            backends.list_of_moto_modules, ext.parse = modules, parse
+    return _PATCHES.during(install)

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
+
+from wap_stack.patches import Patches
 
 _ONE_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
 _local = threading.local()
-_installed: list[tuple[Any, Any]] = []  # moto's own (FakeKey.value, S3Response.key_response), once installed
+_PATCHES = Patches()  # moto's own FakeKey.value and S3Response.key_response, once installed
 
 
 class _Ranged:
@@ -64,11 +65,10 @@ def install() -> None:
     from moto.s3.models import FakeKey
     from moto.s3.responses import S3Response
 
-    if _installed:
+    if _PATCHES.active:
         return
     value: Any = FakeKey.__dict__["value"]  # the property itself
     original = S3Response.key_response
-    _installed.append((value, original))
 
     def ranged_value(self: Any) -> Any:
         if getattr(_local, "ranged", False):
@@ -87,22 +87,10 @@ def install() -> None:
             body = body.whole()
         return status, answer_headers, body
 
-    FakeKey.value = property(ranged_value, value.fset)  # type: ignore[assignment]
-    S3Response.key_response = key_response  # type: ignore[method-assign]
+    _PATCHES.replace(FakeKey, "value", property(ranged_value, value.fset))
+    _PATCHES.replace(S3Response, "key_response", key_response)
 
 
-@contextmanager
-def installed() -> Iterator[None]:
+def installed() -> AbstractContextManager[None]:
     """`install` for the length of a block, moto's own behaviour restored after it (a test's process)."""
-    from moto.s3.models import FakeKey
-    from moto.s3.responses import S3Response
-
-    was = bool(_installed)
-    install()
-    try:
-        yield
-    finally:
-        if not was:
-            value, original = _installed.pop()
-            FakeKey.value = value  # type: ignore[method-assign]
-            S3Response.key_response = original  # type: ignore[method-assign]
+    return _PATCHES.during(install)
