@@ -40,7 +40,7 @@ from wap_ingest.core.errors import (
 )
 from wap_ingest.core.meanwhile import Meanwhile
 from wap_ingest.core.merge_plan import CommitInfo, ForeignChangeError, MergePlan, NotPublishableError, Violation
-from wap_ingest.core.models import Branch, TableRef
+from wap_ingest.core.models import Branch, SourceObject, TableRef
 from wap_ingest.core.ports import CatalogBranches
 from wap_ingest.core.stopwatch import Stopwatch
 
@@ -70,10 +70,8 @@ class Transactions:
             with watch.stage("branch"):
                 main_hash, missing = self._main(work)
                 found = self._published_beside(work)  # looked up while the branch is made
-                name = run_branch_name(work.kind, work.tables()[0], work.about(), started=self.config.clock(),
-                                       default_namespace=self.config.default_namespace)
                 try:
-                    branch = self.catalog.create_branch(name, main_hash)
+                    branch = self.catalog.create_branch(self._branch_name(work), main_hash)
                     published = found()
                 except BaseException:
                     found.wait()
@@ -82,9 +80,7 @@ class Transactions:
                     self.branches.discard(branch.name)
                     if not self._left_to_do(work, published):
                         return Ended("on main", attempt)
-                    branch = self.catalog.create_branch(run_branch_name(
-                        work.kind, work.tables()[0], work.about(), started=self.config.clock(),
-                        default_namespace=self.config.default_namespace), main_hash)
+                    branch = self.catalog.create_branch(self._branch_name(work), main_hash)
             try:
                 with watch.stage("branch"):  # a new namespace reaches main only with the audited rows, merged
                     for namespace in missing:
@@ -123,9 +119,19 @@ class Transactions:
             main_hash = self.catalog.ensure_namespace(main, ledger.LEDGER_NAMESPACE)
         return main_hash, missing
 
+    def _branch_name(self, work: Work) -> str:
+        """A new attempt's branch name (its start time in it)."""
+        return run_branch_name(work.kind, work.tables()[0], work.about(), started=self.config.clock(),
+                               default_namespace=self.config.default_namespace)
+
+    @staticmethod
+    def _versions(work: Work) -> dict[TableRef, Sequence[SourceObject]]:
+        """The object versions the work publishes, by table (none for a dry run, which publishes nothing)."""
+        return {t: v for t, v in work.versions().items() if v} if work.kind is not RunKind.DRY_RUN else {}
+
     def _published_beside(self, work: Work) -> Meanwhile[dict[str, ledger.LedgerEntry]]:
         """The work's versions looked up in the ledger on main, in a thread started now."""
-        versions = {t: v for t, v in work.versions().items() if v} if work.kind is not RunKind.DRY_RUN else {}
+        versions = self._versions(work)
         return Meanwhile(lambda: {entry_id: entry for table, sources in versions.items()
                                   for entry_id, entry in self.catalog.find_published(
                                       self.config.main_branch, table, [s.identity for s in sources]).items()},
@@ -133,7 +139,7 @@ class Transactions:
 
     def _left_to_do(self, work: Work, found: Mapping[str, ledger.LedgerEntry]) -> bool:
         """Hand the work's versions found on main to the work (after deleting their attempts)."""
-        versions = {t: v for t, v in work.versions().items() if v} if work.kind is not RunKind.DRY_RUN else {}
+        versions = self._versions(work)
         if not found:
             return True
         note = self.branches.clean_up(versions, list(found))
